@@ -1,0 +1,67 @@
+# Remedy: `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+include hack/tools/versions.env
+export GOTOOLCHAIN := local
+TOOLS_CACHE ?= $(HOME)/.cache/remedy/tools
+KUBEBUILDER_ASSETS ?= $(TOOLS_CACHE)/kubernetes-$(KUBERNETES_VERSION)
+TEMPORAL_CLI ?= $(TOOLS_CACHE)/temporal-$(TEMPORAL_CLI_VERSION)/temporal
+CONTROLLER_GEN ?= $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
+WORKFLOWCHECK ?= $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
+export KUBEBUILDER_ASSETS TEMPORAL_CLI
+GO_TEST_FLAGS ?=
+
+##@ Getting started
+
+.PHONY: dev
+dev: tools build ## Run the whole platform locally (API server, controllers, Temporal + Web UI, operator, worker)
+	./bin/remedy dev
+
+.PHONY: test
+test: tools lint ## Run lint and every test against the real API server and Temporal dev server
+	go test $(GO_TEST_FLAGS) -count=1 ./...
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: tools
+tools: ## Build or reuse the pinned binaries in $(TOOLS_CACHE)
+	@hack/tools/install.sh
+
+.PHONY: generate
+generate: ## Generate deepcopy code
+	@hack/tools/install.sh controller-gen >/dev/null
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: ## Generate CRDs, operator/worker RBAC and per-action RBAC
+	@hack/tools/install.sh controller-gen >/dev/null
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crd
+	$(CONTROLLER_GEN) rbac:roleName=remedy-operator paths=./operator/... output:rbac:artifacts:config=deploy/rbac/operator
+	go run ./hack/genactions deploy/actions
+
+.PHONY: fmt
+fmt: ## gofmt the tree
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## go vet
+	go vet ./...
+
+.PHONY: lint
+lint: ## gofmt check, go vet and workflowcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	$(WORKFLOWCHECK) ./workflows/...
+
+.PHONY: build
+build: ## Build bin/remedy
+	go build -o bin/remedy ./cmd/remedy
+
+.PHONY: bench
+bench: tools ## Run the benchmarks and print a results table
+	go test -run '^$$' -bench . -benchmem ./... | tee bench.out

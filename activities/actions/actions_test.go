@@ -1,0 +1,114 @@
+package actions
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+func deployment(replicas any, restartedAt string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "resourceVersion": "42"},
+		"spec":     map[string]any{},
+	}}
+	if replicas != nil {
+		_ = unstructured.SetNestedField(obj.Object, replicas, "spec", "replicas")
+	}
+	if restartedAt != "" {
+		_ = unstructured.SetNestedField(obj.Object, restartedAt, "spec", "template", "metadata", "annotations", RestartedAtAnnotation)
+	}
+	return obj
+}
+
+func target(kind string) v1alpha1.ObjectRef {
+	return v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: kind, Namespace: "shop", Name: "web"}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		req     Request
+		wantErr string
+	}{
+		{"scale ok", Request{Action: "scale", Target: target("Deployment"), Params: v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)}}, ""},
+		{"scale without replicas", Request{Action: "scale", Target: target("Deployment")}, "needs parameters.replicas"},
+		{"scale negative", Request{Action: "scale", Target: target("Deployment"), Params: v1alpha1.ActionParameters{Replicas: ptr.To[int32](-1)}}, "between 0 and 10000"},
+		{"scale daemonset", Request{Action: "scale", Target: target("DaemonSet"), Params: v1alpha1.ActionParameters{Replicas: ptr.To[int32](1)}}, "does not support target kind DaemonSet"},
+		{"restart ok", Request{Action: "restart", Target: target("DaemonSet"), Token: "t"}, ""},
+		{"restart replicaset", Request{Action: "restart", Target: target("ReplicaSet"), Token: "t"}, "does not support target kind ReplicaSet"},
+		{"unknown action", Request{Action: "explode", Target: target("Deployment")}, `action "explode" is not in this worker's catalog`},
+		{"no name", Request{Action: "restart", Target: v1alpha1.ObjectRef{Kind: "Deployment"}, Token: "t"}, "target.name is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Validate(tc.req)
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			var inv *InvalidError
+			require.ErrorAs(t, err, &inv)
+			assert.Contains(t, err.Error(), tc.wantErr)
+		})
+	}
+}
+
+func TestScalePlan(t *testing.T) {
+	req := Request{Action: "scale", Target: target("Deployment"), Params: v1alpha1.ActionParameters{Replicas: ptr.To[int32](5)}}
+	for _, tc := range []struct {
+		name       string
+		replicas   any
+		wantBefore string
+		wantNoOp   bool
+		wantBack   int32
+	}{
+		{"from 3", int64(3), "replicas: 3", false, 3},
+		{"defaulted", nil, "replicas: 1", false, 1},
+		{"already there", int64(5), "replicas: 5", true, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := scale{}.Plan(deployment(tc.replicas, ""), req)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantBefore, p.Change.Before)
+			assert.Equal(t, "replicas: 5", p.Change.After)
+			assert.Equal(t, tc.wantNoOp, p.NoOp)
+			require.True(t, p.Rollback.Available)
+			assert.Equal(t, "scale", p.Rollback.RollbackAction)
+			assert.Equal(t, tc.wantBack, *p.Rollback.RollbackParameters.Replicas)
+			assert.JSONEq(t, `{"metadata":{"resourceVersion":"42"},"spec":{"replicas":5}}`, p.Patch)
+		})
+	}
+}
+
+func TestRestartPlan(t *testing.T) {
+	req := Request{Action: "restart", Target: target("Deployment"), Token: "2026-11-21T10:00:00Z"}
+	p, err := restart{}.Plan(deployment(nil, ""), req)
+	require.NoError(t, err)
+	assert.False(t, p.NoOp)
+	assert.False(t, p.Rollback.Available)
+	assert.NotEmpty(t, p.Rollback.Reason)
+	assert.Equal(t, RestartedAtAnnotation+": never", p.Change.Before)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"42"},"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-21T10:00:00Z"}}}}}`, p.Patch)
+
+	again, err := restart{}.Plan(deployment(nil, req.Token), req)
+	require.NoError(t, err)
+	assert.True(t, again.NoOp, "a retried restart must not roll the workload twice")
+}
+
+func TestCatalogRBACIsLeastPrivilege(t *testing.T) {
+	for _, a := range All() {
+		for _, r := range a.Rules() {
+			for _, v := range r.Verbs {
+				assert.NotEqual(t, "*", v, a.Name())
+			}
+			for _, res := range r.Resources {
+				assert.NotEqual(t, "*", res, a.Name())
+			}
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+)
+
+// Mode says how far Run goes.
+type Mode int
+
+const (
+	// Inspect reads the object and plans the write without sending it.
+	Inspect Mode = iota
+	// DryRun sends the exact write as a server-side dry-run.
+	DryRun
+	// Apply sends the write.
+	Apply
+)
+
+// FieldManager names Remedy's writes in managedFields.
+const FieldManager = "remedy"
+
+// Run validates req, reads the live target, plans the action's write and, by
+// mode, dry-runs or applies it. API errors are returned unwrapped in kind so
+// callers can classify them with apierrors.
+func Run(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req Request, mode Mode) (Plan, error) {
+	a, err := Validate(req)
+	if err != nil {
+		return Plan{}, err
+	}
+	gv, err := schema.ParseGroupVersion(req.Target.APIVersion)
+	if err != nil {
+		return Plan{}, invalid("target.apiVersion %q: %v", req.Target.APIVersion, err)
+	}
+	mapping, err := mapper.RESTMapping(gv.WithKind(req.Target.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return Plan{}, fmt.Errorf("map %s %s: %w", req.Target.APIVersion, req.Target.Kind, err)
+	}
+	var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = dyn.Resource(mapping.Resource).Namespace(req.Target.Namespace)
+	}
+	obj, err := ri.Get(ctx, req.Target.Name, metav1.GetOptions{})
+	if err != nil {
+		return Plan{}, err
+	}
+	plan, err := a.Plan(obj, req)
+	if err != nil || mode == Inspect || plan.NoOp {
+		return plan, err
+	}
+	opts := metav1.PatchOptions{FieldManager: FieldManager}
+	if mode == DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if _, err := ri.Patch(ctx, req.Target.Name, types.MergePatchType, []byte(plan.Patch), opts); err != nil {
+		return plan, err
+	}
+	return plan, nil
+}

@@ -1,0 +1,48 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ConditionReady is the condition every Remedy resource reports.
+const ConditionReady = "Ready"
+
+// ObjectRef names one Kubernetes object. Namespace is empty for cluster-scoped kinds.
+type ObjectRef struct {
+	// APIVersion of the object, e.g. apps/v1.
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+	// Kind of the object, e.g. Deployment.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// Namespace of the object; empty for cluster-scoped objects such as Nodes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// String renders the reference as namespace/kind/name, the RemedyTarget search attribute format.
+func (r ObjectRef) String() string { return r.Namespace + "/" + r.Kind + "/" + r.Name }
+
+// LocalRef names an object by name, in the referrer's namespace unless Namespace is set.
+type LocalRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ApprovalSpec asks for a human decision before the change is made.
+type ApprovalSpec struct {
+	// Required forces an approval even when the policy does not ask for one.
+	// +optional
+	Required bool `json:"required,omitempty"`
+	// Timeout after which an undecided approval expires. When unset, the policy's
+	// approval_timeout, then the namespace ConfigMap remedy-config key approvalTimeout, then 15m apply.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}

@@ -1,0 +1,92 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RetrySpec bounds the backoff between restart attempts.
+// +kubebuilder:validation:XValidation:rule="duration(self.initialInterval) <= duration(self.maxInterval)",message="retry.initialInterval must not exceed retry.maxInterval"
+type RetrySpec struct {
+	// +optional
+	// +kubebuilder:default="1s"
+	InitialInterval metav1.Duration `json:"initialInterval,omitempty"`
+	// +optional
+	// +kubebuilder:default="30s"
+	MaxInterval metav1.Duration `json:"maxInterval,omitempty"`
+}
+
+// ConfigReloadPolicySpec selects ConfigMaps and the workloads they restart.
+type ConfigReloadPolicySpec struct {
+	// ConfigMapSelector picks the watched ConfigMaps in this namespace.
+	ConfigMapSelector metav1.LabelSelector `json:"configMapSelector"`
+	// WorkloadSelector picks the Deployments, StatefulSets and DaemonSets to restart.
+	WorkloadSelector metav1.LabelSelector `json:"workloadSelector"`
+	// ScopeLabel: a ConfigMap restarts only workloads with the same value of this label.
+	// +optional
+	// +kubebuilder:default=env
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	ScopeLabel string `json:"scopeLabel,omitempty"`
+	// Debounce coalesces changes that arrive within this window into one restart.
+	// +optional
+	// +kubebuilder:default="5s"
+	Debounce metav1.Duration `json:"debounce,omitempty"`
+	// +optional
+	// +kubebuilder:default={}
+	Retry RetrySpec `json:"retry,omitempty"`
+	// +optional
+	Approval *ApprovalSpec `json:"approval,omitempty"`
+}
+
+// WorkloadRestart records the last restart of one workload.
+type WorkloadRestart struct {
+	// +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+	// +optional
+	LastRestart *metav1.Time `json:"lastRestart,omitempty"`
+}
+
+// ConfigReloadPolicyStatus lists what the policy watches and what it restarted.
+type ConfigReloadPolicyStatus struct {
+	// +optional
+	WatchedConfigMaps []string `json:"watchedConfigMaps,omitempty"`
+	// +optional
+	Workloads []WorkloadRestart `json:"workloads,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ConfigReloadPolicy restarts workloads, debounced, when the ConfigMaps they use change.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=crp,categories=remedy
+// +kubebuilder:printcolumn:name="ScopeLabel",type=string,JSONPath=`.spec.scopeLabel`
+// +kubebuilder:printcolumn:name="Debounce",type=string,JSONPath=`.spec.debounce`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ConfigReloadPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ConfigReloadPolicySpec   `json:"spec"`
+	Status ConfigReloadPolicyStatus `json:"status,omitempty"`
+}
+
+// ConfigReloadPolicyList is a list of ConfigReloadPolicy.
+// +kubebuilder:object:root=true
+type ConfigReloadPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ConfigReloadPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ConfigReloadPolicy{}, &ConfigReloadPolicyList{})
+}

@@ -1,0 +1,114 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Decision is the outcome of an approval request.
+// +kubebuilder:validation:Enum=Approved;Rejected;Expired
+type Decision string
+
+const (
+	DecisionApproved Decision = "Approved"
+	DecisionRejected Decision = "Rejected"
+	DecisionExpired  Decision = "Expired"
+)
+
+// DecidedVia says which channel carried the decision.
+// +kubebuilder:validation:Enum=temporal-signal;temporal-update;kubectl;timer
+type DecidedVia string
+
+const (
+	DecidedViaSignal  DecidedVia = "temporal-signal"
+	DecidedViaUpdate  DecidedVia = "temporal-update"
+	DecidedViaKubectl DecidedVia = "kubectl"
+	DecidedViaTimer   DecidedVia = "timer"
+)
+
+// PolicyEvaluation is the policy verdict that asked for the approval.
+type PolicyEvaluation struct {
+	// +optional
+	PolicyName string `json:"policyName,omitempty"`
+	// +optional
+	Decision string `json:"decision,omitempty"`
+	// +optional
+	PolicyHash string `json:"policyHash,omitempty"`
+}
+
+// ApprovalContext is what the approver needs to decide.
+type ApprovalContext struct {
+	// +kubebuilder:validation:MinLength=1
+	Reason string `json:"reason"`
+	// +kubebuilder:validation:MinLength=1
+	Action string    `json:"action"`
+	Target ObjectRef `json:"target"`
+	// +optional
+	PolicyEvaluation *PolicyEvaluation `json:"policyEvaluation,omitempty"`
+}
+
+// RemediationApprovalRequestSpec is written once by the workflow and never changes.
+type RemediationApprovalRequestSpec struct {
+	// SubjectRef is the KubernetesExecution, or the drifted parent, awaiting the decision.
+	SubjectRef ObjectRef `json:"subjectRef"`
+	// WorkflowID of the waiting workflow; decisions are sent to it.
+	// +kubebuilder:validation:MinLength=1
+	WorkflowID      string          `json:"workflowID"`
+	ApprovalContext ApprovalContext `json:"approvalContext"`
+	// RequiredBy is when the request expires.
+	RequiredBy metav1.Time `json:"requiredBy"`
+}
+
+// RemediationApprovalRequestStatus carries the decision and its attribution.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.decision) || (has(self.decision) && self.decision == oldSelf.decision)",message="decision is final once set"
+type RemediationApprovalRequestStatus struct {
+	// +optional
+	Decision Decision `json:"decision,omitempty"`
+	// +optional
+	DecidedBy string `json:"decidedBy,omitempty"`
+	// +optional
+	DecidedVia DecidedVia `json:"decidedVia,omitempty"`
+	// +optional
+	DecidedAt *metav1.Time `json:"decidedAt,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	DecisionMessage string `json:"decisionMessage,omitempty"`
+	// TimeRemaining until requiredBy, refreshed while undecided.
+	// +optional
+	TimeRemaining string `json:"timeRemaining,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RemediationApprovalRequest asks a person to approve or reject one change (ADR-040).
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rar,categories=remedy
+// +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.status.decision`
+// +kubebuilder:printcolumn:name="Subject",type=string,JSONPath=`.spec.subjectRef.name`
+// +kubebuilder:printcolumn:name="RequiredBy",type=date,JSONPath=`.spec.requiredBy`
+// +kubebuilder:printcolumn:name="DecidedBy",type=string,JSONPath=`.status.decidedBy`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RemediationApprovalRequest struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	Spec   RemediationApprovalRequestSpec   `json:"spec"`
+	Status RemediationApprovalRequestStatus `json:"status,omitempty"`
+}
+
+// RemediationApprovalRequestList is a list of RemediationApprovalRequest.
+// +kubebuilder:object:root=true
+type RemediationApprovalRequestList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RemediationApprovalRequest `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RemediationApprovalRequest{}, &RemediationApprovalRequestList{})
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/remedy-dev/remedy/internal/devenv"
+)
+
+func runDev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	port := fs.String("temporal-port", "7233", "Temporal frontend port on 127.0.0.1")
+	uiPort := fs.String("ui-port", "8233", "Temporal Web UI port on 127.0.0.1")
+	repo := fs.String("repo", ".", "repository root (holds deploy/ and receives .dev/)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	root, err := filepath.Abs(*repo)
+	if err != nil {
+		return fmt.Errorf("resolve repository root: %w", err)
+	}
+	opts, err := devenv.OptionsFromEnv(root)
+	if err != nil {
+		return err
+	}
+	devDir := filepath.Join(root, ".dev")
+	if err := os.MkdirAll(devDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", devDir, err)
+	}
+	logFile, err := os.Create(filepath.Join(devDir, "dev.log"))
+	if err != nil {
+		return fmt.Errorf("create log file: %w", err)
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	opts.ControllerManager = true
+	opts.TemporalHostPort = "127.0.0.1:" + *port
+	opts.TemporalUIPort = *uiPort
+	opts.Log = logFile
+
+	step := func(msg string) func() {
+		start := time.Now()
+		fmt.Printf("remedy dev: %s ...\n", msg)
+		return func() { fmt.Printf("remedy dev: %s done (%.1fs)\n", msg, time.Since(start).Seconds()) }
+	}
+	done := step("starting etcd, kube-apiserver, kube-controller-manager and the Temporal dev server")
+	env, err := devenv.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	done()
+	kubeconfig := filepath.Join(devDir, "kubeconfig")
+	envFile := filepath.Join(devDir, "env")
+	defer func() {
+		fmt.Println("remedy dev: stopping")
+		_ = os.Remove(kubeconfig)
+		_ = os.Remove(envFile)
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "remedy dev: stop:", err)
+		}
+	}()
+
+	done = step("installing CRDs, RBAC and per-action ServiceAccounts into namespace " + devenv.Namespace)
+	if err := env.InstallRemedy(ctx, root); err != nil {
+		return err
+	}
+	if err := devenv.Install(ctx, env.Config, filepath.Join(root, "deploy", "samples", "demo")); err != nil {
+		return err
+	}
+	done()
+	if err := writeAccess(env, kubeconfig, envFile); err != nil {
+		return err
+	}
+
+	done = step("starting the operator and the worker")
+	stopped, err := env.RunRemedy(ctx)
+	if err != nil {
+		return err
+	}
+	done()
+
+	kubectl := filepath.Join(opts.Assets, "kubectl")
+	fmt.Printf(`
+  kubeconfig:      %s   (or: source .dev/env)
+  Temporal:        %s
+  Temporal Web UI: http://127.0.0.1:%s/namespaces/default/workflows
+  logs:            %s
+
+  Try it:
+    export KUBECONFIG=%s
+    %s apply -f %s
+    %s get kexec -w
+
+`, kubeconfig, env.TemporalAddress, *uiPort, logFile.Name(), kubeconfig,
+		kubectl, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), kubectl)
+	fmt.Println("remedy dev: ready")
+
+	select {
+	case <-ctx.Done():
+		<-stopped
+		return nil
+	case err := <-stopped:
+		if err == nil {
+			err = errors.New("operator and worker stopped unexpectedly")
+		}
+		return err
+	}
+}
+
+// writeAccess writes an admin kubeconfig for the person at the keyboard and
+// the .dev/env file scripts source.
+func writeAccess(env *devenv.Env, kubeconfig, envFile string) error {
+	user, err := env.Kube.AddUser(envtest.User{Name: "remedy-dev-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("add admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("render kubeconfig: %w", err)
+	}
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", kubeconfig, err)
+	}
+	lines := fmt.Sprintf("KUBECONFIG=%s\nTEMPORAL_ADDRESS=%s\n", kubeconfig, env.TemporalAddress)
+	if err := os.WriteFile(envFile, []byte(lines), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", envFile, err)
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+// Command remedy is Remedy's one binary: operator, worker, or the whole
+// platform locally with `remedy dev`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: remedy <command> [flags]
+
+commands:
+  operator   run the controller manager (reconcilers that start and mirror workflows)
+  worker     run the Temporal worker (workflows and activities)
+  dev        run the whole platform locally: etcd, kube-apiserver, kube-controller-manager,
+             Temporal with its Web UI, the operator and the worker
+
+Run 'remedy <command> -h' for the flags of a command.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "operator":
+		err = runOperator(ctx, args)
+	case "worker":
+		err = runWorker(ctx, args)
+	case "dev":
+		err = runDev(ctx, args)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "remedy: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "remedy:", err)
+		os.Exit(1)
+	}
+}

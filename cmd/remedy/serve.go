@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/remedy-dev/remedy/operator"
+	"github.com/remedy-dev/remedy/worker"
+)
+
+type temporalFlags struct{ address, namespace string }
+
+func (t *temporalFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port")
+	fs.StringVar(&t.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
+}
+
+func (t *temporalFlags) dial() (client.Client, error) {
+	c, err := client.Dial(client.Options{
+		HostPort:  t.address,
+		Namespace: t.namespace,
+		Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dial temporal at %s: %w", t.address, err)
+	}
+	return c, nil
+}
+
+func runOperator(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	var tf temporalFlags
+	tf.register(fs)
+	metrics := fs.String("metrics-addr", ":8080", "address of /metrics (0 disables)")
+	probes := fs.String("probe-addr", ":8081", "address of /healthz and /readyz")
+	leader := fs.Bool("leader-elect", true, "elect one active replica")
+	leaseNS := fs.String("leader-election-namespace", "remedy-system", "namespace of the leader lease")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New())
+	tc, err := tf.dial()
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	mgr, err := operator.New(cfg, operator.Options{
+		Temporal: tc, MetricsAddr: *metrics, ProbeAddr: *probes,
+		LeaderElection: *leader, LeaderElectionNamespace: *leaseNS,
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func runWorker(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	var tf temporalFlags
+	tf.register(fs)
+	actionNS := fs.String("action-namespace", "remedy-system", "namespace of the remedy-action-<action> ServiceAccounts")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	tc, err := tf.dial()
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

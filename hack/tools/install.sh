@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds, or reuses, the pinned binaries that tests and `remedy dev` need.
+# They live outside the repository, keyed by version, so every clone on this
+# machine shares one build. Usage: install.sh [tool ...] (default: all).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+cache=${REMEDY_TOOLS_CACHE:-$HOME/.cache/remedy/tools}
+export GOTOOLCHAIN=local GOFLAGS=-mod=mod
+
+log() { printf 'tools: %s\n' "$*"; }
+
+# build NAME DIR BIN... -- COMMAND: runs COMMAND unless every BIN is in DIR.
+build() {
+	local name=$1 dir=$2; shift 2
+	local bins=()
+	while [ "$1" != "--" ]; do bins+=("$1"); shift; done
+	shift
+	local missing=0 b
+	for b in "${bins[@]}"; do [ -x "$dir/$b" ] || missing=1; done
+	if [ $missing = 0 ]; then
+		log "$name: reusing $dir"
+		return
+	fi
+	log "$name: building into $dir (first build on 2 cores can take 15 minutes)"
+	local start=$SECONDS tmp="$dir.tmp.$$"
+	rm -rf "$tmp"; mkdir -p "$tmp"
+	# Build into a temp dir and rename, so an interrupted build is never reused.
+	if ! (cd "$here" && OUT="$tmp" "$@"); then
+		rm -rf "$tmp"
+		log "$name: build FAILED"
+		exit 1
+	fi
+	rm -rf "$dir"; mv "$tmp" "$dir"
+	log "$name: built in $((SECONDS - start))s"
+}
+
+all=("$@")
+sel() { [ ${#all[@]} -eq 0 ] && return 0; local t; for t in "${all[@]}"; do [ "$t" = "$1" ] && return 0; done; return 1; }
+
+if sel kubernetes; then
+	build "kube-apiserver, kube-controller-manager, kubectl $KUBERNETES_VERSION + etcd $ETCD_VERSION" \
+		"$cache/kubernetes-$KUBERNETES_VERSION" kube-apiserver kube-controller-manager kubectl etcd -- \
+		sh -c 'go build -trimpath -ldflags=-s -o "$OUT/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl && go build -trimpath -ldflags=-s -o "$OUT/etcd" ./etcd'
+fi
+if sel temporal; then
+	build "temporal CLI $TEMPORAL_CLI_VERSION" "$cache/temporal-$TEMPORAL_CLI_VERSION" temporal -- \
+		sh -c 'cd / && GOBIN="$OUT" go install -trimpath -ldflags=-s github.com/temporalio/cli/cmd/temporal@'"$TEMPORAL_CLI_VERSION"
+fi
+if sel controller-gen; then
+	build "controller-gen $CONTROLLER_GEN_VERSION" "$cache/controller-gen-$CONTROLLER_GEN_VERSION" controller-gen -- \
+		sh -c 'cd / && GOBIN="$OUT" go install sigs.k8s.io/controller-tools/cmd/controller-gen@'"$CONTROLLER_GEN_VERSION"
+fi
+if sel workflowcheck; then
+	build "workflowcheck $WORKFLOWCHECK_VERSION" "$cache/workflowcheck-$WORKFLOWCHECK_VERSION" workflowcheck -- \
+		sh -c 'cd / && GOBIN="$OUT" go install go.temporal.io/sdk/contrib/tools/workflowcheck@'"$WORKFLOWCHECK_VERSION"
+fi
+log "done"

@@ -1,0 +1,214 @@
+// Package devenv starts Remedy's real parts on one machine: etcd and
+// kube-apiserver through envtest, optionally kube-controller-manager, and a
+// Temporal dev server. Tests and `remedy dev` share it.
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+// Options say what to start and where the pinned binaries are.
+type Options struct {
+	// Assets is the directory with etcd, kube-apiserver, kube-controller-manager
+	// and kubectl (KUBEBUILDER_ASSETS, written by `make tools`).
+	Assets string
+	// TemporalCLI is the path of the temporal binary.
+	TemporalCLI string
+	// CRDDir holds the generated CRDs to install.
+	CRDDir string
+	// ControllerManager also runs kube-controller-manager with real built-in controllers.
+	ControllerManager bool
+	// TemporalHostPort binds the Temporal frontend; empty picks a free port.
+	TemporalHostPort string
+	// TemporalUIPort enables the Web UI on that port; empty runs headless.
+	TemporalUIPort string
+	// Log receives the child processes' output; nil discards it.
+	Log io.Writer
+}
+
+// Env is a running set of real parts.
+type Env struct {
+	Kube     *envtest.Environment
+	Config   *rest.Config // cluster-admin: for setup and assertions, never for Remedy itself
+	Temporal client.Client
+	// TemporalAddress is host:port of the Temporal frontend.
+	TemporalAddress string
+
+	devServer *testsuite.DevServer
+	kcm       *exec.Cmd
+	kcmExited chan struct{}
+	tmpDir    string
+}
+
+// OptionsFromEnv fills the binary paths from KUBEBUILDER_ASSETS and TEMPORAL_CLI.
+func OptionsFromEnv(repoRoot string) (Options, error) {
+	o := Options{
+		Assets:      os.Getenv("KUBEBUILDER_ASSETS"),
+		TemporalCLI: os.Getenv("TEMPORAL_CLI"),
+		CRDDir:      filepath.Join(repoRoot, "deploy", "crd"),
+	}
+	if o.Assets == "" || o.TemporalCLI == "" {
+		return o, errors.New("KUBEBUILDER_ASSETS and TEMPORAL_CLI are not set: run through `make test` or `make dev`, which build the pinned binaries with `make tools` and export them")
+	}
+	for _, p := range []string{filepath.Join(o.Assets, "kube-apiserver"), filepath.Join(o.Assets, "etcd"), o.TemporalCLI} {
+		if _, err := os.Stat(p); err != nil {
+			return o, fmt.Errorf("missing %s: run `make tools`: %w", p, err)
+		}
+	}
+	return o, nil
+}
+
+// Start brings everything up; on error it stops what it started.
+func Start(ctx context.Context, o Options) (env *Env, err error) {
+	env = &Env{}
+	defer func() {
+		if err != nil {
+			_ = env.Stop()
+			env = nil
+		}
+	}()
+	if env.tmpDir, err = os.MkdirTemp("", "remedy-devenv-"); err != nil {
+		return env, fmt.Errorf("create temp dir: %w", err)
+	}
+
+	type result struct {
+		srv *testsuite.DevServer
+		err error
+	}
+	// Temporal and the API server start in parallel: each takes a few seconds.
+	temporalDone := make(chan result, 1)
+	go func() {
+		srv, err := startTemporal(ctx, o, env.tmpDir)
+		temporalDone <- result{srv, err}
+	}()
+
+	env.Kube = &envtest.Environment{
+		BinaryAssetsDirectory:    o.Assets,
+		CRDDirectoryPaths:        []string{o.CRDDir},
+		ErrorIfCRDPathMissing:    true,
+		AttachControlPlaneOutput: false,
+	}
+	cfg, kubeErr := env.Kube.Start()
+	tr := <-temporalDone
+	env.devServer = tr.srv
+	if kubeErr != nil {
+		return env, fmt.Errorf("start kube-apiserver and etcd: %w", kubeErr)
+	}
+	if tr.err != nil {
+		return env, fmt.Errorf("start temporal dev server: %w", tr.err)
+	}
+	env.Config = cfg
+	env.Temporal = tr.srv.Client()
+	env.TemporalAddress = tr.srv.FrontendHostPort()
+
+	if o.ControllerManager {
+		if err := env.startControllerManager(o); err != nil {
+			return env, err
+		}
+	}
+	return env, nil
+}
+
+func startTemporal(ctx context.Context, o Options, dir string) (*testsuite.DevServer, error) {
+	out := o.Log
+	if out == nil {
+		out = io.Discard
+	}
+	args := []string{"--dynamic-config-value", "system.forceSearchAttributesCacheRefreshOnRead=true"}
+	for _, name := range workflows.SearchAttributeNames {
+		args = append(args, "--search-attribute", name+"=Keyword")
+	}
+	return testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath: o.TemporalCLI,
+		ClientOptions: &client.Options{
+			HostPort:  o.TemporalHostPort,
+			Namespace: "default",
+			Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		},
+		EnableUI:   o.TemporalUIPort != "",
+		UIPort:     o.TemporalUIPort,
+		DBFilename: filepath.Join(dir, "temporal.db"),
+		LogLevel:   "error",
+		ExtraArgs:  args,
+		Stdout:     out,
+		Stderr:     out,
+	})
+}
+
+// startControllerManager runs kube-controller-manager as its own envtest user,
+// so built-in controllers act as their own ServiceAccounts.
+func (e *Env) startControllerManager(o Options) error {
+	user, err := e.Kube.AddUser(envtest.User{Name: "system:kube-controller-manager"}, nil)
+	if err != nil {
+		return fmt.Errorf("add kube-controller-manager user: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("render kube-controller-manager kubeconfig: %w", err)
+	}
+	path := filepath.Join(e.tmpDir, "kcm.kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return fmt.Errorf("write kube-controller-manager kubeconfig: %w", err)
+	}
+	certDir := e.Kube.ControlPlane.APIServer.CertDir
+	e.kcm = exec.Command(filepath.Join(o.Assets, "kube-controller-manager"),
+		"--kubeconfig="+path,
+		"--use-service-account-credentials",
+		"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
+		"--root-ca-file="+filepath.Join(certDir, "apiserver.crt"),
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--controllers=deployment-controller,replicaset-controller,job-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller",
+	)
+	e.kcm.Stdout, e.kcm.Stderr = o.Log, o.Log
+	if err := e.kcm.Start(); err != nil {
+		return fmt.Errorf("start kube-controller-manager: %w", err)
+	}
+	e.kcmExited = make(chan struct{})
+	go func() { _ = e.kcm.Wait(); close(e.kcmExited) }()
+	return nil
+}
+
+// Stop ends every process Start began and removes its files.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.kcm != nil && e.kcm.Process != nil {
+		_ = e.kcm.Process.Signal(os.Interrupt)
+		select {
+		case <-e.kcmExited:
+		case <-time.After(10 * time.Second):
+			_ = e.kcm.Process.Kill()
+			<-e.kcmExited
+		}
+	}
+	if e.devServer != nil {
+		if err := e.devServer.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop temporal: %w", err))
+		}
+	}
+	if e.Kube != nil {
+		if err := e.Kube.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop control plane: %w", err))
+		}
+	}
+	if e.tmpDir != "" {
+		errs = append(errs, os.RemoveAll(e.tmpDir))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,56 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/remedy-dev/remedy/operator"
+	"github.com/remedy-dev/remedy/worker"
+)
+
+// InstallRemedy applies Remedy's identities, RBAC and per-action accounts
+// from the repository's deploy/ tree.
+func (e *Env) InstallRemedy(ctx context.Context, repoRoot string) error {
+	return Install(ctx, e.Config, filepath.Join(repoRoot, "deploy", "rbac"), filepath.Join(repoRoot, "deploy", "actions"))
+}
+
+// RunRemedy runs the operator and the worker in-process, each as its own
+// ServiceAccount, until ctx ends. It returns once both are running; done
+// reports how they stopped.
+func (e *Env) RunRemedy(ctx context.Context) (done <-chan error, err error) {
+	opCfg, err := ServiceAccountConfig(ctx, e.Config, Namespace, "remedy-operator")
+	if err != nil {
+		return nil, err
+	}
+	wCfg, err := ServiceAccountConfig(ctx, e.Config, Namespace, "remedy-worker")
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := operator.New(opCfg, operator.Options{Temporal: e.Temporal, MetricsAddr: "0"})
+	if err != nil {
+		return nil, err
+	}
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: wCfg, ActionNamespace: Namespace})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return mgr.Start(gctx) })
+	g.Go(func() error { <-gctx.Done(); w.Stop(); return nil })
+	ch := make(chan error, 1)
+	go func() {
+		err := g.Wait()
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		ch <- err
+	}()
+	return ch, nil
+}

@@ -1,0 +1,150 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+// Finalizer lets the operator cancel a run before its execution disappears.
+const Finalizer = "remedy.dev/workflow"
+
+// ExecutionReconciler turns each KubernetesExecution into one ExecutionWorkflow
+// and mirrors the workflow's status query into .status.
+type ExecutionReconciler struct {
+	ctrlclient.Client
+	Temporal client.Client
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions/finalizers,verbs=update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=remedy-system,resources=leases,verbs=get;list;watch;create;update;patch
+
+// Reconcile observes the execution and its workflow, plans the status in a
+// pure function, then starts, cancels or writes status as planned.
+func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	var kexec v1alpha1.KubernetesExecution
+	if err := r.Get(ctx, req.NamespacedName, &kexec); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	id := workflows.ExecutionWorkflowID(kexec.Namespace, kexec.Name, string(kexec.UID))
+
+	if !kexec.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, &kexec, id)
+	}
+	if controllerutil.AddFinalizer(&kexec, Finalizer) {
+		if err := r.Update(ctx, &kexec); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+
+	// Observe.
+	var observed *v1alpha1.KubernetesExecutionStatus
+	if kexec.Status.WorkflowID != "" && !kexec.Status.Phase.Terminal() {
+		s, err := r.query(ctx, id)
+		if err != nil {
+			logger.Info("status query failed; retrying", "workflowID", id, "error", err.Error())
+			return ctrl.Result{RequeueAfter: queryRetry}, nil
+		}
+		observed = &s
+	}
+
+	// Plan.
+	p := planExecution(&kexec, id, observed, r.Clock.Now())
+
+	// Execute.
+	if p.start {
+		if err := r.start(ctx, &kexec, id); err != nil {
+			return ctrl.Result{}, err
+		}
+		logger.Info("workflow started", "workflowID", id)
+	}
+	if p.status != nil {
+		kexec.Status = *p.status
+		if err := r.Status().Update(ctx, &kexec); err != nil {
+			return ctrl.Result{}, fmt.Errorf("update status: %w", err)
+		}
+	}
+	for _, e := range p.events {
+		r.Recorder.Eventf(&kexec, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
+	}
+	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+}
+
+func (r *ExecutionReconciler) start(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string) error {
+	_, err := r.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.AttrKind.ValueSet("KubernetesExecution"),
+			workflows.AttrTarget.ValueSet(kexec.Spec.Target.String()),
+			workflows.AttrPhase.ValueSet(string(v1alpha1.PhasePending)),
+		),
+	}, workflows.ExecutionWorkflow, workflows.ExecutionInput{
+		Namespace: kexec.Namespace, Name: kexec.Name, UID: string(kexec.UID), Spec: kexec.Spec,
+	})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("start workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+func (r *ExecutionReconciler) query(ctx context.Context, id string) (v1alpha1.KubernetesExecutionStatus, error) {
+	var s v1alpha1.KubernetesExecutionStatus
+	v, err := r.Temporal.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+	if err != nil {
+		return s, fmt.Errorf("query workflow %s: %w", id, err)
+	}
+	return s, v.Get(&s)
+}
+
+// finalize cancels a run that is still going, so deleting an execution stops its work.
+func (r *ExecutionReconciler) finalize(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string) error {
+	if !controllerutil.ContainsFinalizer(kexec, Finalizer) {
+		return nil
+	}
+	if kexec.Status.WorkflowID != "" && !kexec.Status.Phase.Terminal() {
+		var nf *serviceerror.NotFound
+		if err := r.Temporal.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, &nf) {
+			return fmt.Errorf("cancel workflow %s: %w", id, err)
+		}
+		r.Recorder.Eventf(kexec, nil, corev1.EventTypeNormal, "Canceled", "Delete", "workflow %s canceled because the execution is being deleted", id)
+	}
+	controllerutil.RemoveFinalizer(kexec, Finalizer)
+	if err := r.Update(ctx, kexec); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the reconciler.
+func (r *ExecutionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.KubernetesExecution{}).
+		Named("kubernetesexecution").
+		Complete(r)
+}

@@ -1,0 +1,70 @@
+// Package operator runs the controller-runtime manager and Remedy's
+// reconcilers. Reconcilers start workflows, signal them and mirror their
+// status; they never do a workflow's job.
+package operator
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// Options configure the manager.
+type Options struct {
+	Temporal client.Client
+	// MetricsAddr serves /metrics; "0" disables it.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz; "" or "0" disables it.
+	ProbeAddr string
+	// LeaderElection makes one replica active; the lease lives in LeaderElectionNamespace.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+}
+
+// Scheme knows the built-in types and Remedy's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilMust(clientgoscheme.AddToScheme(s))
+	utilMust(v1alpha1.AddToScheme(s))
+	return s
+}
+
+func utilMust(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// New builds a manager with every reconciler registered.
+func New(cfg *rest.Config, o Options) (manager.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        "remedy-operator.remedy.dev",
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	kexec := &ExecutionReconciler{
+		Client:   mgr.GetClient(),
+		Temporal: o.Temporal,
+		Recorder: mgr.GetEventRecorder("remedy-operator"),
+		Clock:    clock.RealClock{},
+	}
+	if err := kexec.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up KubernetesExecution reconciler: %w", err)
+	}
+	return mgr, nil
+}

@@ -1,0 +1,62 @@
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Namespace creates a fresh namespace for one test.
+func Namespace(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t-" + hex.EncodeToString(b)}}
+	require.NoError(t, kube.Create(context.Background(), ns))
+	return ns.Name
+}
+
+// Deployment creates a Deployment with no running pods to speak of.
+func Deployment(t *testing.T, namespace, name string, replicas int32) *appsv1.Deployment {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "nginx:1.27"}}},
+			},
+		},
+	}
+	require.NoError(t, kube.Create(context.Background(), d))
+	return d
+}
+
+// Eventually polls get until cond holds, failing with the last object seen.
+func Eventually[T ctrlclient.Object](t *testing.T, obj T, timeout time.Duration, cond func(T) bool) T {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := kube.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), obj)
+		if err == nil && cond(obj) {
+			return obj
+		}
+		if time.Now().After(deadline) {
+			require.Failf(t, "condition not met", "after %s; last error %v; last object: %+v", timeout, err, obj)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

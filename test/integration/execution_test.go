@@ -1,0 +1,264 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/test/harness"
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+const runTimeout = 30 * time.Second
+
+func target(ns, name string) v1alpha1.ObjectRef {
+	return v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: name}
+}
+
+func createExecution(t *testing.T, ns, name string, spec v1alpha1.KubernetesExecutionSpec) *v1alpha1.KubernetesExecution {
+	t.Helper()
+	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}
+	require.NoError(t, harness.Kube().Create(context.Background(), k))
+	return k
+}
+
+func waitPhase(t *testing.T, k *v1alpha1.KubernetesExecution, phase v1alpha1.Phase) *v1alpha1.KubernetesExecution {
+	t.Helper()
+	return harness.Eventually(t, k, runTimeout, func(k *v1alpha1.KubernetesExecution) bool { return k.Status.Phase == phase })
+}
+
+func TestScaleCompletesWithRollbackWindow(t *testing.T) {
+	ctx := context.Background()
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 1)
+	k := createExecution(t, ns, "scale-web", v1alpha1.KubernetesExecutionSpec{
+		Action: "scale", Target: target(ns, "web"),
+		Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)},
+		DryRun:         true,
+		RollbackWindow: metav1.Duration{Duration: 2 * time.Second},
+	})
+
+	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady)
+	assert.Equal(t, workflows.ExecutionWorkflowID(ns, "scale-web", string(k.UID)), k.Status.WorkflowID)
+	require.NotNil(t, k.Status.RollbackInformation)
+	assert.True(t, k.Status.RollbackInformation.Available)
+	assert.Equal(t, "scale", k.Status.RollbackInformation.RollbackAction)
+	assert.Equal(t, int32(1), *k.Status.RollbackInformation.RollbackParameters.Replicas)
+
+	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
+	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
+	vr := k.Status.ValidationResults
+	require.NotNil(t, vr)
+	assert.Equal(t, ptr.To(true), vr.ParameterValidation)
+	assert.Equal(t, ptr.To(true), vr.ResourceExists)
+	require.NotNil(t, vr.DryRunResults)
+	assert.True(t, vr.DryRunResults.Success)
+	assert.Equal(t, "replicas: 1 -> 3", vr.DryRunResults.EstimatedImpact)
+	require.NotNil(t, k.Status.ExecutionResults)
+	assert.Equal(t, []v1alpha1.ResourceChange{{Kind: "Deployment", Namespace: ns, Name: "web", Action: "scaled", Before: "replicas: 1", After: "replicas: 3"}},
+		k.Status.ExecutionResults.ResourcesAffected)
+	assert.NotNil(t, k.Status.ExecutionResults.StartTime)
+	assert.True(t, k.Status.RollbackInformation.Available, "rollback information is kept after the window")
+	ready := findCondition(k.Status.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	assert.Equal(t, k.Generation, k.Status.ObservedGeneration)
+
+	var d appsv1.Deployment
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &d))
+	assert.Equal(t, int32(3), *d.Spec.Replicas)
+	// The real deployment controller follows: the ReplicaSet is scaled too.
+	harness.Eventually(t, &d, runTimeout, func(d *appsv1.Deployment) bool {
+		return d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == 3
+	})
+
+	assertEvents(t, ns, "scale-web", "Started", "Validating", "Executing", "RollbackReady", "Completed")
+
+	// The run is findable the way the README tells people to find it in the Web UI.
+	resp, err := harness.Temporal().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("RemedyKind='KubernetesExecution' AND WorkflowId='%s' AND RemedyPhase='Completed'", k.Status.WorkflowID),
+	})
+	require.NoError(t, err)
+	assert.Len(t, resp.Executions, 1)
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-scale-window-closed.json")
+}
+
+func TestRestartCompletes(t *testing.T) {
+	ctx := context.Background()
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "api", 1)
+	k := createExecution(t, ns, "restart-api", v1alpha1.KubernetesExecutionSpec{Action: "restart", Target: target(ns, "api")})
+	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
+	require.NotNil(t, k.Status.RollbackInformation)
+	assert.False(t, k.Status.RollbackInformation.Available)
+
+	var d appsv1.Deployment
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "api"}, &d))
+	got := d.Spec.Template.Annotations[actions.RestartedAtAnnotation]
+	require.NotEmpty(t, got)
+	assert.Equal(t, actions.RestartedAtAnnotation+": "+got, k.Status.ExecutionResults.ResourcesAffected[0].After)
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-restart.json")
+}
+
+func TestMissingTargetFailsNotFound(t *testing.T) {
+	ns := harness.Namespace(t)
+	k := createExecution(t, ns, "scale-ghost", v1alpha1.KubernetesExecutionSpec{
+		Action: "scale", Target: target(ns, "ghost"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)},
+	})
+	k = waitPhase(t, k, v1alpha1.PhaseFailed)
+	assert.Equal(t, "NotFound", k.Status.Reason)
+	assert.Contains(t, k.Status.Message, `"ghost" not found`)
+	assert.Equal(t, ptr.To(false), k.Status.ValidationResults.ResourceExists)
+	assert.Nil(t, k.Status.ExecutionResults, "nothing was executed")
+	ready := findCondition(k.Status.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assertEvents(t, ns, "scale-ghost", "Failed")
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-not-found.json")
+}
+
+// The restart action's ServiceAccount loses "patch": the API server, not Remedy,
+// refuses the write, and the run fails Forbidden with the deployment untouched.
+func TestMissingPermissionFailsForbidden(t *testing.T) {
+	ctx := context.Background()
+	var role rbacv1.ClusterRole
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Name: actions.ServiceAccountName("restart")}, &role))
+	original := role.DeepCopy()
+	role.Rules = []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}}}
+	require.NoError(t, harness.Kube().Update(ctx, &role))
+	t.Cleanup(func() {
+		var cur rbacv1.ClusterRole
+		require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Name: original.Name}, &cur))
+		cur.Rules = original.Rules
+		require.NoError(t, harness.Kube().Update(ctx, &cur))
+	})
+
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "locked", 1)
+	k := createExecution(t, ns, "restart-locked", v1alpha1.KubernetesExecutionSpec{Action: "restart", Target: target(ns, "locked")})
+	k = waitPhase(t, k, v1alpha1.PhaseFailed)
+	assert.Equal(t, "Forbidden", k.Status.Reason)
+	assert.Contains(t, k.Status.Message, "system:serviceaccount:remedy-system:remedy-action-restart")
+	assert.Contains(t, k.Status.Message, `cannot patch resource "deployments"`)
+	assert.Equal(t, ptr.To(true), k.Status.ValidationResults.ResourceExists, "get is still allowed")
+
+	var d appsv1.Deployment
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "locked"}, &d))
+	assert.Empty(t, d.Spec.Template.Annotations[actions.RestartedAtAnnotation])
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-forbidden.json")
+}
+
+func TestRollbackSignalRestoresReplicas(t *testing.T) {
+	ctx := context.Background()
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "cart", 2)
+	k := createExecution(t, ns, "scale-cart", v1alpha1.KubernetesExecutionSpec{
+		Action: "scale", Target: target(ns, "cart"),
+		Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To[int32](5)},
+		RollbackWindow: metav1.Duration{Duration: time.Hour},
+	})
+	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady)
+	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, k.Status.WorkflowID, "", workflows.SignalRollback,
+		workflows.RollbackRequest{Requester: "alice", Reason: "latency went up"}))
+
+	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
+	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
+	require.Len(t, k.Status.ExecutionResults.ResourcesAffected, 2)
+	assert.Equal(t, "rolled back", k.Status.ExecutionResults.ResourcesAffected[1].Action)
+	assert.Equal(t, "replicas: 2", k.Status.ExecutionResults.ResourcesAffected[1].After)
+	var d appsv1.Deployment
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "cart"}, &d))
+	assert.Equal(t, int32(2), *d.Spec.Replicas)
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-scale-rolled-back.json")
+}
+
+// Spec features a later release implements are refused by name, never skipped.
+func TestUnimplementedFeatureFailsUnsupported(t *testing.T) {
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 1)
+	k := createExecution(t, ns, "needs-approval", v1alpha1.KubernetesExecutionSpec{
+		Action: "restart", Target: target(ns, "web"), Approval: &v1alpha1.ApprovalSpec{Required: true},
+	})
+	k = waitPhase(t, k, v1alpha1.PhaseFailed)
+	assert.Equal(t, "Unsupported", k.Status.Reason)
+	assert.Contains(t, k.Status.Message, "approval.required")
+	assert.Equal(t, ptr.To(false), k.Status.ValidationResults.ParameterValidation)
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-unsupported.json")
+}
+
+func TestDeletingARunningExecutionCancelsItsWorkflow(t *testing.T) {
+	ctx := context.Background()
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 1)
+	k := createExecution(t, ns, "scale-then-delete", v1alpha1.KubernetesExecutionSpec{
+		Action: "scale", Target: target(ns, "web"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)},
+		RollbackWindow: metav1.Duration{Duration: time.Hour},
+	})
+	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady)
+	id := k.Status.WorkflowID
+	require.NoError(t, harness.Kube().Delete(ctx, k))
+
+	deadline := time.Now().Add(runTimeout)
+	for {
+		d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")
+		require.NoError(t, err)
+		if d.WorkflowExecutionInfo.GetCloseTime() != nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "workflow still open after the execution was deleted")
+		time.Sleep(100 * time.Millisecond)
+	}
+	err := harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k)
+	assert.True(t, ctrlclient.IgnoreNotFound(err) == nil && err != nil, "execution is gone once its workflow is canceled")
+}
+
+func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// assertEvents waits until the object has an Event for every wanted reason.
+func assertEvents(t *testing.T, ns, name string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var list eventsv1.EventList
+		require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(ns)))
+		seen := map[string]bool{}
+		for _, e := range list.Items {
+			if e.Regarding.Name == name {
+				seen[e.Reason] = true
+			}
+		}
+		missing := []string{}
+		for _, w := range want {
+			if !seen[w] {
+				missing = append(missing, w)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			require.Failf(t, "missing events", "%s/%s has no Event with reason %v (seen %v)", ns, name, missing, seen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,200 @@
+package workflows
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"k8s.io/utils/ptr"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func scaleInput(window time.Duration, dryRun bool) ExecutionInput {
+	return ExecutionInput{Namespace: "shop", Name: "scale-web", UID: "u1", Spec: v1alpha1.KubernetesExecutionSpec{
+		Action:         "scale",
+		Target:         v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+		Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To[int32](5)},
+		DryRun:         dryRun,
+		RollbackWindow: metav1.Duration{Duration: window},
+	}}
+}
+
+var scalePlan = actions.Plan{
+	Change: v1alpha1.ResourceChange{Kind: "Deployment", Namespace: "shop", Name: "web", Action: "scaled", Before: "replicas: 3", After: "replicas: 5"},
+	Rollback: v1alpha1.RollbackInformation{Available: true, RollbackAction: "scale",
+		RollbackParameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)}},
+}
+
+func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(ExecutionWorkflow)
+	env.RegisterActivity(&activities.Execution{})
+	t.Cleanup(func() { env.AssertExpectations(t) })
+	return env
+}
+
+func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) v1alpha1.KubernetesExecutionStatus {
+	t.Helper()
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var r ExecutionResult
+	require.NoError(t, env.GetWorkflowResult(&r))
+	return r.Status
+}
+
+func permanentErr(reason, msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, reason, errors.New(msg))
+}
+
+func TestExecutionPhases(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		in         ExecutionInput
+		setup      func(env *testsuite.TestWorkflowEnvironment)
+		wantPhase  v1alpha1.Phase
+		wantReason string
+		check      func(t *testing.T, s v1alpha1.KubernetesExecutionStatus)
+	}{
+		{
+			name: "no rollback window completes at once",
+			in:   scaleInput(0, true),
+			setup: func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
+				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
+				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true, EstimatedImpact: "replicas: 3 -> 5"}, nil).Once()
+				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan, Retries: 1}, nil).Once()
+			},
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
+				assert.Equal(t, "replicas: 3 -> 5", s.ValidationResults.DryRunResults.EstimatedImpact)
+				assert.Equal(t, []v1alpha1.ResourceChange{scalePlan.Change}, s.ExecutionResults.ResourcesAffected)
+				assert.Equal(t, int32(1), s.ExecutionResults.RetriesAttempted)
+				assert.True(t, s.RollbackInformation.Available)
+			},
+		},
+		{
+			name: "rollback window closes",
+			in:   scaleInput(time.Hour, false),
+			setup: func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+				env.RegisterDelayedCallback(func() {
+					v, err := env.QueryWorkflow(QueryStatus)
+					require.NoError(t, err)
+					var s v1alpha1.KubernetesExecutionStatus
+					require.NoError(t, v.Get(&s))
+					assert.Equal(t, v1alpha1.PhaseRollbackReady, s.Phase)
+				}, 30*time.Minute)
+			},
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+		},
+		{
+			name: "rollback signal runs the inverse action",
+			in:   scaleInput(time.Hour, false),
+			setup: func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(r actions.Request) bool { return *r.Params.Replicas == 5 })).
+					Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+				back := actions.Plan{Change: v1alpha1.ResourceChange{Kind: "Deployment", Namespace: "shop", Name: "web", Action: "scaled", Before: "replicas: 5", After: "replicas: 3"}}
+				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(r actions.Request) bool { return *r.Params.Replicas == 3 })).
+					Return(activities.ExecuteResult{Plan: back}, nil).Once()
+				env.RegisterDelayedCallback(func() {
+					env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "alice", Reason: "errors up"})
+				}, time.Minute)
+			},
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonRolledBack,
+			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
+				require.Len(t, s.ExecutionResults.ResourcesAffected, 2)
+				assert.Equal(t, "rolled back", s.ExecutionResults.ResourcesAffected[1].Action)
+			},
+		},
+		{
+			name: "invalid parameters",
+			in:   scaleInput(0, false),
+			setup: func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(permanentErr(activities.ReasonInvalidParameters, "scale needs replicas"))
+			},
+			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonInvalidParameters,
+			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
+				assert.Equal(t, ptr.To(false), s.ValidationResults.ParameterValidation)
+				assert.Equal(t, "scale needs replicas", s.Message)
+			},
+		},
+		{
+			name: "missing target",
+			in:   scaleInput(0, false),
+			setup: func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, permanentErr(activities.ReasonNotFound, `deployments.apps "web" not found`))
+			},
+			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonNotFound,
+			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
+				assert.Equal(t, ptr.To(false), s.ValidationResults.ResourceExists)
+				assert.Nil(t, s.ExecutionResults)
+			},
+		},
+		{
+			name: "dry-run refused",
+			in:   scaleInput(0, true),
+			setup: func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{}, permanentErr(activities.ReasonDryRunFailed, "admission webhook denied"))
+			},
+			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonDryRunFailed,
+			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
+				assert.False(t, s.ValidationResults.DryRunResults.Success)
+				assert.Nil(t, s.ExecutionResults, "a failed dry-run executes nothing")
+			},
+		},
+		{
+			name: "forbidden write",
+			in:   scaleInput(0, false),
+			setup: func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, permanentErr(activities.ReasonForbidden, "cannot patch"))
+			},
+			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonForbidden,
+			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
+				assert.Nil(t, s.RollbackInformation, "nothing changed, so there is nothing to roll back")
+			},
+		},
+		{
+			name: "execution timeout",
+			in:   scaleInput(0, false),
+			setup: func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
+			},
+			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonExecutionTimeout,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			tc.setup(env)
+			env.ExecuteWorkflow(ExecutionWorkflow, tc.in)
+			s := result(t, env)
+			assert.Equal(t, tc.wantPhase, s.Phase)
+			assert.Equal(t, tc.wantReason, s.Reason)
+			if tc.check != nil {
+				tc.check(t, s)
+			}
+		})
+	}
+}

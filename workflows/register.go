@@ -1,0 +1,13 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// Registry is what workers and replayers register workflows with.
+type Registry interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}
+
+// RegisterAll registers every Remedy workflow under its contract name.
+func RegisterAll(r Registry) {
+	r.RegisterWorkflowWithOptions(ExecutionWorkflow, workflow.RegisterOptions{Name: "ExecutionWorkflow"})
+}

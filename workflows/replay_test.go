@@ -1,0 +1,49 @@
+package workflows
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities/actions"
+)
+
+// Committed histories of every branch replay against the current code, so a
+// change cannot break runs already in flight. Regenerate them with
+// `REMEDY_UPDATE_HISTORIES=1 make test` after a deliberate, versioned change.
+func TestReplayCommittedHistories(t *testing.T) {
+	files, err := filepath.Glob("testdata/histories/*.json")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 4, "expected committed histories of the happy and failure paths")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			RegisterAll(r)
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+		})
+	}
+}
+
+// reorderedExecution reads the target before checking the spec: the same
+// activities in a different order, as a careless refactor might write it.
+func reorderedExecution(ctx workflow.Context, in ExecutionInput) (ExecutionResult, error) {
+	ctx = workflow.WithActivityOptions(ctx, quickOptions)
+	req := actions.Request{Action: in.Spec.Action, Target: in.Spec.Target}
+	if err := workflow.ExecuteActivity(ctx, execution.InspectTarget, req).Get(ctx, nil); err != nil {
+		return ExecutionResult{}, err
+	}
+	err := workflow.ExecuteActivity(ctx, execution.CheckSpec, in.Spec, req).Get(ctx, nil)
+	return ExecutionResult{}, err
+}
+
+func TestReorderedCommandsFailReplay(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(reorderedExecution, workflow.RegisterOptions{Name: "ExecutionWorkflow"})
+	err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/histories/execution-scale-window-closed.json")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nondeterministic")
+}
