@@ -6,8 +6,8 @@ package activities
 import (
 	"errors"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"go.temporal.io/sdk/temporal"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/remedy-dev/remedy/activities/actions"
 )

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"

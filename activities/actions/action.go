@@ -82,7 +82,9 @@ type InvalidError struct{ Msg string }
 
 func (e *InvalidError) Error() string { return e.Msg }
 
-func invalid(format string, args ...any) error { return &InvalidError{Msg: fmt.Sprintf(format, args...)} }
+func invalid(format string, args ...any) error {
+	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
+}
 
 // Validate checks the request against the catalog: known action, supported
 // kind, and the action's own parameter rules.
