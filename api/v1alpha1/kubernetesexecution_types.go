@@ -94,10 +94,10 @@ type Condition struct {
 // +kubebuilder:validation:XValidation:rule="!(self.action in ['set-image', 'remove-init-container', 'migrate-field-ownership']) || self.target.kind in ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job', 'CronJob']",message="this action supports workload target kinds only (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob)"
 // +kubebuilder:validation:XValidation:rule="self.action != 'remove-init-container' || (has(self.parameters) && has(self.parameters.container))",message="action remove-init-container needs parameters.container"
 // +kubebuilder:validation:XValidation:rule="self.action != 'patch' || (has(self.parameters) && has(self.parameters.patch))",message="action patch needs parameters.patch"
-// +kubebuilder:validation:XValidation:rule="self.action != 'patch' || (has(self.target.namespace) && self.target.namespace != ”)",message="action patch supports namespaced objects only: set target.namespace"
+// +kubebuilder:validation:XValidation:rule="self.action != 'patch' || (has(self.target.namespace) && size(self.target.namespace) > 0)",message="action patch supports namespaced objects only: set target.namespace"
 // +kubebuilder:validation:XValidation:rule="self.action != 'delete-pod' || (self.target.kind == 'Pod' && self.target.apiVersion == 'v1')",message="action delete-pod supports target kind Pod (apiVersion v1) only"
-// +kubebuilder:validation:XValidation:rule="!(self.action in ['cordon', 'uncordon']) || (self.target.kind == 'Node' && self.target.apiVersion == 'v1' && (!has(self.target.namespace) || self.target.namespace == ”))",message="actions cordon and uncordon support target kind Node (apiVersion v1, no namespace) only"
-// +kubebuilder:validation:XValidation:rule="self.action in ['cordon', 'uncordon'] || (has(self.target.namespace) && self.target.namespace != ”)",message="target.namespace is required for this action"
+// +kubebuilder:validation:XValidation:rule="!(self.action in ['cordon', 'uncordon']) || (self.target.kind == 'Node' && self.target.apiVersion == 'v1' && (!has(self.target.namespace) || size(self.target.namespace) == 0))",message="actions cordon and uncordon support target kind Node (apiVersion v1, no namespace) only"
+// +kubebuilder:validation:XValidation:rule="self.action in ['cordon', 'uncordon'] || (has(self.target.namespace) && size(self.target.namespace) > 0)",message="target.namespace is required for this action"
 type KubernetesExecutionSpec struct {
 	// Action to perform.
 	// +kubebuilder:validation:Enum=scale;restart;set-image;patch;delete-pod;cordon;uncordon;remove-init-container;migrate-field-ownership
