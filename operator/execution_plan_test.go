@@ -1,0 +1,84 @@
+package operator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+func TestPlanExecution(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	kexec := func(phase v1alpha1.Phase, id string) *v1alpha1.KubernetesExecution {
+		return &v1alpha1.KubernetesExecution{
+			ObjectMeta: metav1.ObjectMeta{Generation: 1},
+			Status:     v1alpha1.KubernetesExecutionStatus{Phase: phase, WorkflowID: id},
+		}
+	}
+	observed := func(phase v1alpha1.Phase, reason string) *v1alpha1.KubernetesExecutionStatus {
+		return &v1alpha1.KubernetesExecutionStatus{Phase: phase, Reason: reason, Message: "m"}
+	}
+	for _, tc := range []struct {
+		name        string
+		kexec       *v1alpha1.KubernetesExecution
+		observed    *v1alpha1.KubernetesExecutionStatus
+		wantStart   bool
+		wantWrite   bool
+		wantPhase   v1alpha1.Phase
+		wantEvent   string
+		wantEvType  string
+		wantReady   metav1.ConditionStatus
+		wantRequeue time.Duration
+	}{
+		{name: "new object starts its workflow", kexec: kexec("", ""), wantStart: true, wantWrite: true,
+			wantPhase: v1alpha1.PhasePending, wantEvent: "Started", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionUnknown, wantRequeue: activePoll},
+		{name: "phase change is mirrored with an event", kexec: kexec(v1alpha1.PhasePending, "id"), observed: observed(v1alpha1.PhaseExecuting, "Executing"),
+			wantWrite: true, wantPhase: v1alpha1.PhaseExecuting, wantEvent: "Executing", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionUnknown, wantRequeue: activePoll},
+		{name: "failure is a warning and stops polling", kexec: kexec(v1alpha1.PhaseExecuting, "id"), observed: observed(v1alpha1.PhaseFailed, "Forbidden"),
+			wantWrite: true, wantPhase: v1alpha1.PhaseFailed, wantEvent: "Failed", wantEvType: corev1.EventTypeWarning, wantReady: metav1.ConditionFalse},
+		{name: "completion sets Ready", kexec: kexec(v1alpha1.PhaseRollbackReady, "id"), observed: observed(v1alpha1.PhaseCompleted, "Succeeded"),
+			wantWrite: true, wantPhase: v1alpha1.PhaseCompleted, wantEvent: "Completed", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionTrue},
+		{name: "waiting phases poll slower", kexec: kexec(v1alpha1.PhaseExecuting, "id"), observed: observed(v1alpha1.PhaseRollbackReady, "RollbackAvailable"),
+			wantWrite: true, wantPhase: v1alpha1.PhaseRollbackReady, wantEvent: "RollbackReady", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionUnknown, wantRequeue: waitingPoll},
+		{name: "no query result, nothing to do", kexec: kexec(v1alpha1.PhaseCompleted, "id")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := planExecution(tc.kexec, "id", tc.observed, now)
+			assert.Equal(t, tc.wantStart, p.start)
+			assert.Equal(t, tc.wantRequeue, p.requeueAfter)
+			if !tc.wantWrite {
+				assert.Nil(t, p.status)
+				assert.Empty(t, p.events)
+				return
+			}
+			require.NotNil(t, p.status)
+			assert.Equal(t, tc.wantPhase, p.status.Phase)
+			assert.Equal(t, "id", p.status.WorkflowID)
+			assert.Equal(t, int64(1), p.status.ObservedGeneration)
+			require.Len(t, p.events, 1)
+			assert.Equal(t, tc.wantEvent, p.events[0].reason)
+			assert.Equal(t, tc.wantEvType, p.events[0].eventType)
+			require.Len(t, p.status.Conditions, 1)
+			assert.Equal(t, tc.wantReady, p.status.Conditions[0].Status)
+		})
+	}
+}
+
+func TestPlanExecutionIsQuietWhenNothingChanged(t *testing.T) {
+	now := time.Now()
+	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	first := planExecution(k, "id", nil, now)
+	k.Status = *first.status
+	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseExecuting, Reason: "Executing"}
+	second := planExecution(k, "id", obs, now)
+	k.Status = *second.status
+	third := planExecution(k, "id", obs.DeepCopy(), now.Add(time.Second))
+	assert.Nil(t, third.status, "an unchanged phase must not cause a status write")
+	assert.Empty(t, third.events)
+	assert.Equal(t, activePoll, third.requeueAfter)
+}
