@@ -67,7 +67,7 @@ func (a *Execution) DryRun(ctx context.Context, req actions.Request) (v1alpha1.D
 	if err != nil {
 		return v1alpha1.DryRunResults{Performed: true, Success: false, Warnings: []string{err.Error()}}, err
 	}
-	res := v1alpha1.DryRunResults{Performed: true, Success: true, EstimatedImpact: plan.Change.Before + " -> " + strings.TrimPrefix(plan.Change.After, fieldName(plan.Change.Before))}
+	res := v1alpha1.DryRunResults{Performed: true, Success: true, EstimatedImpact: actions.Impact(plan.Change)}
 	if plan.NoOp {
 		res.Warnings = []string{"target already at the desired state; nothing will change"}
 	}
@@ -112,12 +112,4 @@ func (a *Execution) clientFor(action string) (dynamic.Interface, error) {
 	}
 	actual, _ := a.clients.LoadOrStore(action, c)
 	return actual.(dynamic.Interface), nil
-}
-
-// fieldName returns "replicas: " of "replicas: 3", so the impact reads "replicas: 3 -> 5".
-func fieldName(summary string) string {
-	if i := strings.Index(summary, ": "); i >= 0 {
-		return summary[:i+2]
-	}
-	return ""
 }

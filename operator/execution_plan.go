@@ -57,12 +57,16 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 	setReady(next, kexec.Generation, now)
 
 	p := executionPlan{requeueAfter: pollInterval(next.Phase)}
-	if next.Phase != cur.Phase || next.Reason != cur.Reason {
-		t := corev1.EventTypeNormal
-		if next.Phase == v1alpha1.PhaseFailed {
-			t = corev1.EventTypeWarning
+	// One Event per phase entered since the last mirror, including phases
+	// that began and ended between two queries.
+	if n := len(cur.PhaseTransitions); n <= len(next.PhaseTransitions) {
+		for _, tr := range next.PhaseTransitions[n:] {
+			t := corev1.EventTypeNormal
+			if tr.Phase == v1alpha1.PhaseFailed {
+				t = corev1.EventTypeWarning
+			}
+			p.events = append(p.events, event{t, string(tr.Phase), joinReason(tr.Reason, tr.Message)})
 		}
-		p.events = append(p.events, event{t, string(next.Phase), joinReason(next.Reason, next.Message)})
 	}
 	if !equality.Semantic.DeepEqual(&cur, next) {
 		p.status = next

@@ -21,7 +21,8 @@ func TestPlanExecution(t *testing.T) {
 		}
 	}
 	observed := func(phase v1alpha1.Phase, reason string) *v1alpha1.KubernetesExecutionStatus {
-		return &v1alpha1.KubernetesExecutionStatus{Phase: phase, Reason: reason, Message: "m"}
+		return &v1alpha1.KubernetesExecutionStatus{Phase: phase, Reason: reason, Message: "m",
+			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: phase, Reason: reason, Message: "m"}}}
 	}
 	for _, tc := range []struct {
 		name        string
@@ -74,11 +75,27 @@ func TestPlanExecutionIsQuietWhenNothingChanged(t *testing.T) {
 	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
 	first := planExecution(k, "id", nil, now)
 	k.Status = *first.status
-	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseExecuting, Reason: "Executing"}
+	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseExecuting, Reason: "Executing",
+		PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseExecuting}}}
 	second := planExecution(k, "id", obs, now)
 	k.Status = *second.status
 	third := planExecution(k, "id", obs.DeepCopy(), now.Add(time.Second))
 	assert.Nil(t, third.status, "an unchanged phase must not cause a status write")
 	assert.Empty(t, third.events)
 	assert.Equal(t, activePoll, third.requeueAfter)
+}
+
+// Phases that came and went between two queries still get their Events.
+func TestPlanExecutionEmitsSkippedPhases(t *testing.T) {
+	k := &v1alpha1.KubernetesExecution{Status: v1alpha1.KubernetesExecutionStatus{
+		Phase: v1alpha1.PhaseValidating, WorkflowID: "id",
+		PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseValidating}},
+	}}
+	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseCompleted, Reason: "Succeeded", PhaseTransitions: []v1alpha1.PhaseTransition{
+		{Phase: v1alpha1.PhaseValidating}, {Phase: v1alpha1.PhaseExecuting, Reason: "Executing"}, {Phase: v1alpha1.PhaseCompleted, Reason: "Succeeded"},
+	}}
+	p := planExecution(k, "id", obs, time.Now())
+	require.Len(t, p.events, 2)
+	assert.Equal(t, "Executing", p.events[0].reason)
+	assert.Equal(t, "Completed", p.events[1].reason)
 }

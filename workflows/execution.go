@@ -109,7 +109,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 		vr.DryRunResults = &dry
 	}
 
-	r.setPhase(ctx, v1alpha1.PhaseExecuting, "Executing", before.Change.Before+" -> "+before.Change.After)
+	r.setPhase(ctx, v1alpha1.PhaseExecuting, "Executing", actions.Impact(before.Change))
 	var done activities.ExecuteResult
 	start := workflow.Now(ctx)
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(spec)), execution.ExecuteInline, req).Get(ctx, &done)
@@ -133,7 +133,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 	r.status.RollbackInformation = &before.Rollback
 	window := spec.RollbackWindow.Duration
 	if !before.Rollback.Available || window <= 0 {
-		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonSucceeded, affected.Before+" -> "+affected.After)
+		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonSucceeded, actions.Impact(affected))
 		return
 	}
 	r.setPhase(ctx, v1alpha1.PhaseRollbackReady, ReasonRollbackAvailable,
@@ -180,7 +180,7 @@ func (r *executionRun) awaitRollback(ctx workflow.Context, req actions.Request, 
 	change := done.Plan.Change
 	change.Action = "rolled back"
 	r.status.ExecutionResults.ResourcesAffected = append(r.status.ExecutionResults.ResourcesAffected, change)
-	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonRolledBack, change.Before+" -> "+change.After)
+	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonRolledBack, actions.Impact(change))
 }
 
 func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reason, message string) {
@@ -189,6 +189,9 @@ func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reas
 	if !changed {
 		return
 	}
+	r.status.PhaseTransitions = append(r.status.PhaseTransitions, v1alpha1.PhaseTransition{
+		Phase: phase, Reason: reason, Message: message, Time: metav1.NewTime(workflow.Now(ctx)),
+	})
 	workflow.GetLogger(ctx).Info("phase", "phase", phase, "reason", reason, "message", message)
 	if err := workflow.UpsertTypedSearchAttributes(ctx, AttrPhase.ValueSet(string(phase))); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert RemedyPhase", "error", err)

@@ -45,5 +45,6 @@ func TestReorderedCommandsFailReplay(t *testing.T) {
 	r.RegisterWorkflowWithOptions(reorderedExecution, workflow.RegisterOptions{Name: "ExecutionWorkflow"})
 	err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/histories/execution-scale-window-closed.json")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "nondeterministic")
+	// TMPRL1100 is the SDK's code for a history the code no longer matches.
+	assert.Contains(t, err.Error(), "TMPRL1100")
 }

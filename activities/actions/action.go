@@ -7,6 +7,7 @@ package actions
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,6 +34,14 @@ type Plan struct {
 	// Patch is the JSON merge patch to send; it pins metadata.resourceVersion
 	// so a concurrent change makes the write conflict instead of clobbering it.
 	Patch string `json:"patch,omitempty"`
+}
+
+// Impact reads "replicas: 3 -> 5": the before/after summary with the field named once.
+func Impact(c v1alpha1.ResourceChange) string {
+	if name, _, ok := strings.Cut(c.Before, ": "); ok && strings.HasPrefix(c.After, name+": ") {
+		return c.Before + " -> " + strings.TrimPrefix(c.After, name+": ")
+	}
+	return c.Before + " -> " + c.After
 }
 
 // Action is one entry of the catalog.

@@ -112,3 +112,8 @@ func TestCatalogRBACIsLeastPrivilege(t *testing.T) {
 		}
 	}
 }
+
+func TestImpact(t *testing.T) {
+	assert.Equal(t, "replicas: 3 -> 5", Impact(v1alpha1.ResourceChange{Before: "replicas: 3", After: "replicas: 5"}))
+	assert.Equal(t, "a -> b", Impact(v1alpha1.ResourceChange{Before: "a", After: "b"}))
+}

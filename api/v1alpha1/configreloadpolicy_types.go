@@ -5,7 +5,7 @@ import (
 )
 
 // RetrySpec bounds the backoff between restart attempts.
-// +kubebuilder:validation:XValidation:rule="duration(self.initialInterval) <= duration(self.maxInterval)",message="retry.initialInterval must not exceed retry.maxInterval"
+// +kubebuilder:validation:XValidation:rule="!has(self.initialInterval) || !has(self.maxInterval) || duration(self.initialInterval) <= duration(self.maxInterval)",message="retry.initialInterval must not exceed retry.maxInterval"
 type RetrySpec struct {
 	// +optional
 	// +kubebuilder:default="1s"
@@ -32,7 +32,7 @@ type ConfigReloadPolicySpec struct {
 	// +kubebuilder:default="5s"
 	Debounce metav1.Duration `json:"debounce,omitempty"`
 	// +optional
-	// +kubebuilder:default={}
+	// +kubebuilder:default={initialInterval:"1s",maxInterval:"30s"}
 	Retry RetrySpec `json:"retry,omitempty"`
 	// +optional
 	Approval *ApprovalSpec `json:"approval,omitempty"`

@@ -251,6 +251,17 @@ type RollbackInformation struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// PhaseTransition records one entry into a phase, so even phases that last
+// milliseconds are visible after the fact.
+type PhaseTransition struct {
+	Phase Phase `json:"phase"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string      `json:"message,omitempty"`
+	Time    metav1.Time `json:"time"`
+}
+
 // KubernetesExecutionStatus is the phase object the workflow's status query returns, mirrored here.
 type KubernetesExecutionStatus struct {
 	// +optional
@@ -264,6 +275,10 @@ type KubernetesExecutionStatus struct {
 	WorkflowID string `json:"workflowID,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// PhaseTransitions lists every phase the run entered, in order.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	PhaseTransitions []PhaseTransition `json:"phaseTransitions,omitempty"`
 	// +optional
 	ValidationResults *ValidationResults `json:"validationResults,omitempty"`
 	// +optional
