@@ -53,8 +53,8 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !kexec.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &kexec, id)
 	}
-	if controllerutil.AddFinalizer(&kexec, Finalizer) {
-		if err := r.Update(ctx, &kexec); err != nil {
+	if before := kexec.DeepCopy(); controllerutil.AddFinalizer(&kexec, Finalizer) {
+		if err := r.Patch(ctx, &kexec, ctrlclient.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 	}
@@ -83,6 +83,7 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if p.status != nil {
 		kexec.Status = *p.status
 		if err := r.Status().Update(ctx, &kexec); err != nil {
+			// A conflict means a newer object is queued; the next reconcile mirrors again.
 			return ctrl.Result{}, fmt.Errorf("update status: %w", err)
 		}
 	}
@@ -134,8 +135,9 @@ func (r *ExecutionReconciler) finalize(ctx context.Context, kexec *v1alpha1.Kube
 		}
 		r.Recorder.Eventf(kexec, nil, corev1.EventTypeNormal, "Canceled", "Delete", "workflow %s canceled because the execution is being deleted", id)
 	}
+	before := kexec.DeepCopy()
 	controllerutil.RemoveFinalizer(kexec, Finalizer)
-	if err := r.Update(ctx, kexec); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Patch(ctx, kexec, ctrlclient.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
 	return nil

@@ -131,7 +131,10 @@ func (r *executionRun) run(ctx workflow.Context) {
 	}
 
 	r.status.RollbackInformation = &before.Rollback
-	window := spec.RollbackWindow.Duration
+	window := defaultRollbackWindow
+	if spec.RollbackWindow != nil {
+		window = spec.RollbackWindow.Duration
+	}
 	if !before.Rollback.Available || window <= 0 {
 		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonSucceeded, actions.Impact(affected))
 		return

@@ -26,7 +26,7 @@ func scaleInput(window time.Duration, dryRun bool) ExecutionInput {
 		Target:         v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 		Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To[int32](5)},
 		DryRun:         dryRun,
-		RollbackWindow: metav1.Duration{Duration: window},
+		RollbackWindow: &metav1.Duration{Duration: window},
 	}}
 }
 

@@ -22,13 +22,20 @@ var quickOptions = workflow.ActivityOptions{
 	},
 }
 
-const defaultExecutionTimeout = 5 * time.Minute
+// Defaults for specs built without the CRD's defaulting, e.g. in replays.
+const (
+	defaultExecutionTimeout = 5 * time.Minute
+	defaultRollbackWindow   = time.Hour
+)
 
 // executeOptions bound the executing step by spec.timeout and spec.maxRetries.
 func executeOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOptions {
-	timeout := spec.Timeout.Duration
-	if timeout <= 0 {
-		timeout = defaultExecutionTimeout
+	timeout, retries := defaultExecutionTimeout, int32(2)
+	if spec.Timeout != nil && spec.Timeout.Duration > 0 {
+		timeout = spec.Timeout.Duration
+	}
+	if spec.MaxRetries != nil {
+		retries = *spec.MaxRetries
 	}
 	return workflow.ActivityOptions{
 		ScheduleToCloseTimeout: timeout,
@@ -37,7 +44,7 @@ func executeOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOpti
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
 			MaximumInterval:        30 * time.Second,
-			MaximumAttempts:        spec.MaxRetries + 1,
+			MaximumAttempts:        retries + 1,
 			NonRetryableErrorTypes: activities.NonRetryable,
 		},
 	}

@@ -9,10 +9,10 @@ import (
 type RetrySpec struct {
 	// +optional
 	// +kubebuilder:default="1s"
-	InitialInterval metav1.Duration `json:"initialInterval,omitempty"`
+	InitialInterval *metav1.Duration `json:"initialInterval,omitempty"`
 	// +optional
 	// +kubebuilder:default="30s"
-	MaxInterval metav1.Duration `json:"maxInterval,omitempty"`
+	MaxInterval *metav1.Duration `json:"maxInterval,omitempty"`
 }
 
 // ConfigReloadPolicySpec selects ConfigMaps and the workloads they restart.
@@ -30,10 +30,10 @@ type ConfigReloadPolicySpec struct {
 	// Debounce coalesces changes that arrive within this window into one restart.
 	// +optional
 	// +kubebuilder:default="5s"
-	Debounce metav1.Duration `json:"debounce,omitempty"`
+	Debounce *metav1.Duration `json:"debounce,omitempty"`
 	// +optional
 	// +kubebuilder:default={initialInterval:"1s",maxInterval:"30s"}
-	Retry RetrySpec `json:"retry,omitempty"`
+	Retry *RetrySpec `json:"retry,omitempty"`
 	// +optional
 	Approval *ApprovalSpec `json:"approval,omitempty"`
 }

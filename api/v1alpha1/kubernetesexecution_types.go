@@ -83,7 +83,7 @@ type Condition struct {
 	// Timeout for the condition to hold, retried until then.
 	// +optional
 	// +kubebuilder:default="30s"
-	Timeout metav1.Duration `json:"timeout,omitempty"`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // KubernetesExecutionSpec describes one action on one object.
@@ -132,17 +132,17 @@ type KubernetesExecutionSpec struct {
 	// Timeout bounds the execution step.
 	// +optional
 	// +kubebuilder:default="5m"
-	Timeout metav1.Duration `json:"timeout,omitempty"`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// MaxRetries of the execution step.
 	// +optional
 	// +kubebuilder:default=2
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
-	MaxRetries int32 `json:"maxRetries,omitempty"`
+	MaxRetries *int32 `json:"maxRetries,omitempty"`
 	// RollbackWindow is how long a finished run stays RollbackReady, accepting the rollback signal.
 	// +optional
 	// +kubebuilder:default="1h"
-	RollbackWindow metav1.Duration `json:"rollbackWindow,omitempty"`
+	RollbackWindow *metav1.Duration `json:"rollbackWindow,omitempty"`
 	// RemediationRequestRef is set on steps of a RemediationRequest.
 	// +optional
 	RemediationRequestRef *LocalRef `json:"remediationRequestRef,omitempty"`

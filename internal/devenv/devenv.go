@@ -102,7 +102,9 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		BinaryAssetsDirectory:    o.Assets,
 		CRDDirectoryPaths:        []string{o.CRDDir},
 		ErrorIfCRDPathMissing:    true,
-		AttachControlPlaneOutput: false,
+		// Open watches (a `kubectl get -w` in another terminal) keep
+		// kube-apiserver from draining; after this it is killed.
+		ControlPlaneStopTimeout: 5 * time.Second,
 	}
 	cfg, kubeErr := env.Kube.Start()
 	tr := <-temporalDone
