@@ -99,9 +99,9 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	}()
 
 	env.Kube = &envtest.Environment{
-		BinaryAssetsDirectory:    o.Assets,
-		CRDDirectoryPaths:        []string{o.CRDDir},
-		ErrorIfCRDPathMissing:    true,
+		BinaryAssetsDirectory: o.Assets,
+		CRDDirectoryPaths:     []string{o.CRDDir},
+		ErrorIfCRDPathMissing: true,
 		// Open watches (a `kubectl get -w` in another terminal) keep
 		// kube-apiserver from draining; after this it is killed.
 		ControlPlaneStopTimeout: 5 * time.Second,
