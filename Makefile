@@ -11,6 +11,7 @@ CONTROLLER_GEN ?= $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_GEN_VERSION)/contro
 WORKFLOWCHECK ?= $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
 export KUBEBUILDER_ASSETS TEMPORAL_CLI
 GO_TEST_FLAGS ?=
+BENCHTIME ?= 30x
 
 ##@ Getting started
 
@@ -63,5 +64,6 @@ build: ## Build bin/remedy
 	go build -o bin/remedy ./cmd/remedy
 
 .PHONY: bench
-bench: tools ## Run the benchmarks and print a results table
-	go test -run '^$$' -bench . -benchmem ./... | tee bench.out
+bench: tools ## Run the benchmarks and print a results table with ratios to the baseline
+	go test -count=1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./test/integration/ | tee bench.out
+	@hack/benchtable.sh bench.out

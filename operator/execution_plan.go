@@ -12,11 +12,16 @@ import (
 )
 
 const (
-	// activePoll is how soon a running workflow's status is mirrored again.
-	activePoll = 500 * time.Millisecond
+	// freshPoll mirrors a run that changed phase recently: most actions
+	// finish within a second, and users watch them do it.
+	freshPoll = 100 * time.Millisecond
+	// activePoll mirrors a run that has been in one phase for a while.
+	activePoll = time.Second
 	// waitingPoll is for phases that wait on people or timers.
 	waitingPoll = 2 * time.Second
-	queryRetry  = 2 * time.Second
+	// freshFor is how long after a phase change freshPoll applies.
+	freshFor   = 5 * time.Second
+	queryRetry = 2 * time.Second
 )
 
 type event struct{ eventType, reason, note string }
@@ -43,7 +48,7 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 			start:        true,
 			status:       next,
 			events:       []event{{corev1.EventTypeNormal, "Started", "workflow " + workflowID + " started on task queue remedy"}},
-			requeueAfter: activePoll,
+			requeueAfter: freshPoll,
 		}
 	}
 	if observed == nil {
@@ -56,7 +61,11 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 	next.Conditions = cur.Conditions
 	setReady(next, kexec.Generation, now)
 
-	p := executionPlan{requeueAfter: pollInterval(next.Phase)}
+	lastChange := kexec.CreationTimestamp.Time
+	if n := len(next.PhaseTransitions); n > 0 {
+		lastChange = next.PhaseTransitions[n-1].Time.Time
+	}
+	p := executionPlan{requeueAfter: pollInterval(next.Phase, now.Sub(lastChange))}
 	// One Event per phase entered since the last mirror, including phases
 	// that began and ended between two queries.
 	if n := len(cur.PhaseTransitions); n <= len(next.PhaseTransitions) {
@@ -74,12 +83,14 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 	return p
 }
 
-func pollInterval(phase v1alpha1.Phase) time.Duration {
-	switch phase {
-	case v1alpha1.PhaseCompleted, v1alpha1.PhaseFailed:
+func pollInterval(phase v1alpha1.Phase, sinceChange time.Duration) time.Duration {
+	switch {
+	case phase.Terminal():
 		return 0
-	case v1alpha1.PhaseWaitingApproval, v1alpha1.PhaseRollbackReady:
+	case phase == v1alpha1.PhaseWaitingApproval || phase == v1alpha1.PhaseRollbackReady:
 		return waitingPoll
+	case sinceChange < freshFor:
+		return freshPoll
 	default:
 		return activePoll
 	}

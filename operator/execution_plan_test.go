@@ -22,7 +22,7 @@ func TestPlanExecution(t *testing.T) {
 	}
 	observed := func(phase v1alpha1.Phase, reason string) *v1alpha1.KubernetesExecutionStatus {
 		return &v1alpha1.KubernetesExecutionStatus{Phase: phase, Reason: reason, Message: "m",
-			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: phase, Reason: reason, Message: "m"}}}
+			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: phase, Reason: reason, Message: "m", Time: metav1.NewTime(now.Add(-time.Second))}}}
 	}
 	for _, tc := range []struct {
 		name        string
@@ -37,9 +37,9 @@ func TestPlanExecution(t *testing.T) {
 		wantRequeue time.Duration
 	}{
 		{name: "new object starts its workflow", kexec: kexec("", ""), wantStart: true, wantWrite: true,
-			wantPhase: v1alpha1.PhasePending, wantEvent: "Started", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionUnknown, wantRequeue: activePoll},
+			wantPhase: v1alpha1.PhasePending, wantEvent: "Started", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionUnknown, wantRequeue: freshPoll},
 		{name: "phase change is mirrored with an event", kexec: kexec(v1alpha1.PhasePending, "id"), observed: observed(v1alpha1.PhaseExecuting, "Executing"),
-			wantWrite: true, wantPhase: v1alpha1.PhaseExecuting, wantEvent: "Executing", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionUnknown, wantRequeue: activePoll},
+			wantWrite: true, wantPhase: v1alpha1.PhaseExecuting, wantEvent: "Executing", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionUnknown, wantRequeue: freshPoll},
 		{name: "failure is a warning and stops polling", kexec: kexec(v1alpha1.PhaseExecuting, "id"), observed: observed(v1alpha1.PhaseFailed, "Forbidden"),
 			wantWrite: true, wantPhase: v1alpha1.PhaseFailed, wantEvent: "Failed", wantEvType: corev1.EventTypeWarning, wantReady: metav1.ConditionFalse},
 		{name: "completion sets Ready", kexec: kexec(v1alpha1.PhaseRollbackReady, "id"), observed: observed(v1alpha1.PhaseCompleted, "Succeeded"),
@@ -76,13 +76,13 @@ func TestPlanExecutionIsQuietWhenNothingChanged(t *testing.T) {
 	first := planExecution(k, "id", nil, now)
 	k.Status = *first.status
 	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseExecuting, Reason: "Executing",
-		PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseExecuting}}}
+		PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseExecuting, Time: metav1.NewTime(now.Add(-time.Minute))}}}
 	second := planExecution(k, "id", obs, now)
 	k.Status = *second.status
 	third := planExecution(k, "id", obs.DeepCopy(), now.Add(time.Second))
 	assert.Nil(t, third.status, "an unchanged phase must not cause a status write")
 	assert.Empty(t, third.events)
-	assert.Equal(t, activePoll, third.requeueAfter)
+	assert.Equal(t, activePoll, third.requeueAfter, "a run long in one phase is polled less often")
 }
 
 // Phases that came and went between two queries still get their Events.

@@ -94,13 +94,14 @@ func runDev(ctx context.Context, args []string) error {
   Temporal:        %s
   Temporal Web UI: http://127.0.0.1:%s/namespaces/default/workflows
   logs:            %s
+  kubectl, temporal: %s, %s
 
   Try it:
     export KUBECONFIG=%s
     %s apply -f %s
-    %s get kexec -w
+    %s get kexec -n demo -w
 
-`, kubeconfig, env.TemporalAddress, *uiPort, logFile.Name(), kubeconfig,
+`, kubeconfig, env.TemporalAddress, *uiPort, logFile.Name(), kubectl, opts.TemporalCLI, kubeconfig,
 		kubectl, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), kubectl)
 	fmt.Println("remedy dev: ready")
 

@@ -16,7 +16,7 @@ import (
 )
 
 // Namespace creates a fresh namespace for one test.
-func Namespace(t *testing.T) string {
+func Namespace(t testing.TB) string {
 	t.Helper()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -26,7 +26,7 @@ func Namespace(t *testing.T) string {
 }
 
 // Deployment creates a Deployment with no running pods to speak of.
-func Deployment(t *testing.T, namespace, name string, replicas int32) *appsv1.Deployment {
+func Deployment(t testing.TB, namespace, name string, replicas int32) *appsv1.Deployment {
 	t.Helper()
 	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{
@@ -45,7 +45,7 @@ func Deployment(t *testing.T, namespace, name string, replicas int32) *appsv1.De
 }
 
 // Eventually polls get until cond holds, failing with the last object seen.
-func Eventually[T ctrlclient.Object](t *testing.T, obj T, timeout time.Duration, cond func(T) bool) T {
+func Eventually[T ctrlclient.Object](t testing.TB, obj T, timeout time.Duration, cond func(T) bool) T {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(timeout)
