@@ -34,6 +34,11 @@ type Plan struct {
 	// Patch is the JSON merge patch to send; it pins metadata.resourceVersion
 	// so a concurrent change makes the write conflict instead of clobbering it.
 	Patch string `json:"patch,omitempty"`
+	// Delete deletes the object instead, preconditioned on its UID and resourceVersion.
+	Delete bool `json:"delete,omitempty"`
+	// UID and ResourceVersion of the object the plan was made from.
+	UID             string `json:"uid,omitempty"`
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // Impact reads "replicas: 3 -> 5": the before/after summary with the field named once.

@@ -54,12 +54,18 @@ func Run(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req
 	if err != nil || mode == Inspect || plan.NoOp {
 		return plan, err
 	}
-	opts := metav1.PatchOptions{FieldManager: FieldManager}
+	plan.UID, plan.ResourceVersion = string(obj.GetUID()), obj.GetResourceVersion()
+	var dryRun []string
 	if mode == DryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
+		dryRun = []string{metav1.DryRunAll}
 	}
-	if _, err := ri.Patch(ctx, req.Target.Name, types.MergePatchType, []byte(plan.Patch), opts); err != nil {
-		return plan, err
+	if plan.Delete {
+		uid, rv := obj.GetUID(), obj.GetResourceVersion()
+		return plan, ri.Delete(ctx, req.Target.Name, metav1.DeleteOptions{
+			DryRun:        dryRun,
+			Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
+		})
 	}
-	return plan, nil
+	_, err = ri.Patch(ctx, req.Target.Name, types.MergePatchType, []byte(plan.Patch), metav1.PatchOptions{FieldManager: FieldManager, DryRun: dryRun})
+	return plan, err
 }

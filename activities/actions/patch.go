@@ -1,0 +1,145 @@
+package actions
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// patchableKinds are the kinds the patch action's ServiceAccount may touch:
+// "any namespaced object" is bounded here, so its Role stays explicit.
+var patchableKinds = map[string]rbacv1.PolicyRule{
+	"Deployment":              {APIGroups: []string{"apps"}, Resources: []string{"deployments"}},
+	"StatefulSet":             {APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}},
+	"DaemonSet":               {APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}},
+	"ReplicaSet":              {APIGroups: []string{"apps"}, Resources: []string{"replicasets"}},
+	"ConfigMap":               {APIGroups: []string{""}, Resources: []string{"configmaps"}},
+	"Service":                 {APIGroups: []string{""}, Resources: []string{"services"}},
+	"Job":                     {APIGroups: []string{"batch"}, Resources: []string{"jobs"}},
+	"CronJob":                 {APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}},
+	"HorizontalPodAutoscaler": {APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}},
+}
+
+type patch struct{}
+
+func init() { register(patch{}) }
+
+func (patch) Name() string { return "patch" }
+
+func (patch) Kinds() []string {
+	kinds := make([]string, 0, len(patchableKinds))
+	for k := range patchableKinds {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+func (p patch) Rules() []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
+	for _, k := range p.Kinds() {
+		r := patchableKinds[k]
+		r.Verbs = []string{"get", "patch"}
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+func (patch) Validate(req Request) error {
+	body, err := patchBody(req)
+	if err != nil {
+		return err
+	}
+	for _, forbidden := range []string{"apiVersion", "kind", "status"} {
+		if _, ok := body[forbidden]; ok {
+			return invalid("parameters.patch must not change %s", forbidden)
+		}
+	}
+	if md, ok := body["metadata"].(map[string]any); ok {
+		for _, k := range []string{"name", "namespace", "uid", "resourceVersion"} {
+			if _, ok := md[k]; ok {
+				return invalid("parameters.patch must not change metadata.%s", k)
+			}
+		}
+	}
+	return nil
+}
+
+func patchBody(req Request) (map[string]any, error) {
+	if req.Params.Patch == nil || len(req.Params.Patch.Raw) == 0 {
+		return nil, invalid("action patch needs parameters.patch")
+	}
+	var body map[string]any
+	if err := json.Unmarshal(req.Params.Patch.Raw, &body); err != nil || body == nil {
+		return nil, invalid("parameters.patch must be a JSON object (a merge patch)")
+	}
+	return body, nil
+}
+
+func (patch) Plan(obj *unstructured.Unstructured, req Request) (Plan, error) {
+	body, err := patchBody(req)
+	if err != nil {
+		return Plan{}, err
+	}
+	inverse := inversePatch(obj.Object, body)
+	before, after := summarize(inverse), summarize(body)
+	invRaw, err := json.Marshal(inverse)
+	if err != nil {
+		return Plan{}, fmt.Errorf("encode inverse patch: %w", err)
+	}
+	p := Plan{
+		Change: change(obj, "patched", before, after),
+		Rollback: v1alpha1.RollbackInformation{
+			Available: true, RollbackAction: "patch", EstimatedRollbackDuration: "10s",
+			RollbackParameters: &v1alpha1.ActionParameters{Patch: rawJSON(invRaw)},
+		},
+		NoOp: before == after,
+	}
+	p.Patch, err = mergePatch(obj, body)
+	return p, err
+}
+
+// inversePatch is the merge patch that restores every field patch touches to
+// its value in live; fields absent in live are removed with null.
+func inversePatch(live, patch map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, pv := range patch {
+		lv, exists := live[k]
+		pm, pIsMap := pv.(map[string]any)
+		lm, lIsMap := lv.(map[string]any)
+		switch {
+		case !exists:
+			out[k] = nil
+		case pIsMap && lIsMap:
+			out[k] = inversePatch(lm, pm)
+		default:
+			out[k] = lv
+		}
+	}
+	return out
+}
+
+// summarize renders a patch as sorted "path: value" pairs for before/after.
+func summarize(m map[string]any) string {
+	var parts []string
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if mm, ok := v.(map[string]any); ok && len(mm) > 0 {
+			for k, vv := range mm {
+				walk(strings.TrimPrefix(prefix+"."+k, "."), vv)
+			}
+			return
+		}
+		b, _ := json.Marshal(v)
+		parts = append(parts, prefix+": "+string(b))
+	}
+	walk("", m)
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
