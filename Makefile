@@ -43,6 +43,7 @@ manifests: ## Generate CRDs, operator/worker RBAC and per-action RBAC
 	@hack/tools/install.sh controller-gen >/dev/null
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crd
 	$(CONTROLLER_GEN) rbac:roleName=remedy-operator paths=./operator/... output:rbac:artifacts:config=deploy/rbac/operator
+	$(CONTROLLER_GEN) rbac:roleName=remedy-worker paths=./activities/... output:rbac:artifacts:config=deploy/rbac/worker
 	go run ./hack/genactions deploy/actions
 
 .PHONY: fmt

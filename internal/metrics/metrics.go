@@ -1,0 +1,28 @@
+// Package metrics defines Remedy's Prometheus metrics (DESIGN §7). They are
+// registered with controller-runtime's registry, which every Remedy process
+// serves on /metrics.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// ExecutionPhases counts phase entries of KubernetesExecutions.
+	ExecutionPhases = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_executions_total",
+		Help: "KubernetesExecution phase entries, by action, phase and reason.",
+	}, []string{"action", "phase", "reason"})
+
+	// PhaseDuration observes how long executions stay in each phase.
+	PhaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "remedy_execution_phase_duration_seconds",
+		Help:    "Time KubernetesExecutions spent in a phase before leaving it.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
+	}, []string{"action", "phase"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(ExecutionPhases, PhaseDuration)
+}
