@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"go.temporal.io/sdk/activity"
@@ -29,32 +28,6 @@ type Execution struct {
 	clients sync.Map // action name -> dynamic.Interface
 }
 
-// CheckSpec validates the parameters and refuses spec features this worker
-// cannot honour, so nothing is silently skipped.
-func (a *Execution) CheckSpec(ctx context.Context, spec v1alpha1.KubernetesExecutionSpec, req actions.Request) error {
-	if _, err := actions.Validate(req); err != nil {
-		return classify(ReasonInvalidParameters, err)
-	}
-	var unsupported []string
-	if len(spec.PreConditions) > 0 {
-		unsupported = append(unsupported, "preConditions")
-	}
-	if len(spec.PostConditions) > 0 {
-		unsupported = append(unsupported, "postConditions")
-	}
-	if spec.Approval != nil && spec.Approval.Required {
-		unsupported = append(unsupported, "approval.required")
-	}
-	if spec.Executor == v1alpha1.ExecutorJob {
-		unsupported = append(unsupported, "executor: job")
-	}
-	if len(unsupported) > 0 {
-		return permanent(ReasonUnsupported, fmt.Errorf("this worker does not implement %s yet; remove it from the spec", strings.Join(unsupported, ", ")))
-	}
-	activity.GetLogger(ctx).Info("spec valid", "action", req.Action, "target", req.Target.String())
-	return nil
-}
-
 // InspectTarget reads the live target as the action's ServiceAccount and plans
 // the change: this is the existence check and the before-image for rollback.
 func (a *Execution) InspectTarget(ctx context.Context, req actions.Request) (actions.Plan, error) {
@@ -78,6 +51,9 @@ func (a *Execution) DryRun(ctx context.Context, req actions.Request) (v1alpha1.D
 type ExecuteResult struct {
 	Plan    actions.Plan `json:"plan"`
 	Retries int32        `json:"retries"`
+	// JobName and Logs are set by the job executor.
+	JobName string `json:"jobName,omitempty"`
+	Logs    string `json:"logs,omitempty"`
 }
 
 // ExecuteInline performs the action from the worker as the action's ServiceAccount.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -89,6 +90,18 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	for _, e := range p.events {
 		r.Recorder.Eventf(&kexec, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
+	}
+	for _, e := range p.entered {
+		metrics.ExecutionPhases.WithLabelValues(kexec.Spec.Action, e.phase, e.reason).Inc()
+		if e.prevPhase != "" {
+			metrics.PhaseDuration.WithLabelValues(kexec.Spec.Action, e.prevPhase).Observe(e.prevDuration.Seconds())
+		}
+	}
+	if p.rollback != nil {
+		if err := r.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalRollback, *p.rollback); err != nil {
+			return ctrl.Result{}, fmt.Errorf("signal rollback to %s: %w", id, err)
+		}
+		r.Recorder.Eventf(&kexec, nil, corev1.EventTypeNormal, "RollbackRequested", "Rollback", "annotation %s=%q sent the rollback signal", RollbackAnnotation, p.rollback.Reason)
 	}
 	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
 }

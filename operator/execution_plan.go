@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/workflows"
 )
 
 const (
@@ -21,23 +22,47 @@ const (
 	waitingPoll = 2 * time.Second
 	// freshFor is how long after a phase change freshPoll applies.
 	freshFor   = 5 * time.Second
-	queryRetry = 2 * time.Second
+	queryRetry = 500 * time.Millisecond
 )
 
 type event struct{ eventType, reason, note string }
 
-// executionPlan is what one reconcile does.
-type executionPlan struct {
+// plan is what one reconcile does, for a resource whose status is S.
+type plan[S any] struct {
 	start        bool
-	status       *v1alpha1.KubernetesExecutionStatus // nil: no write
+	status       *S // nil: no write
 	events       []event
 	requeueAfter time.Duration
+	// entered lists phases entered since the last mirror, with the time spent in the one before.
+	entered []phaseEntry
+	// rollback asks the workflow to roll back (the rollback annotation).
+	rollback *workflows.RollbackRequest
 }
+
+type phaseEntry struct {
+	phase, reason string
+	prevPhase     string
+	prevDuration  time.Duration
+}
+
+// RollbackAnnotation asks a RollbackReady execution to roll back; its value is the reason.
+const RollbackAnnotation = "remedy.dev/rollback"
+
+type executionPlan = plan[v1alpha1.KubernetesExecutionStatus]
 
 // planExecution decides the next status from the object and the workflow's
 // status query (nil when not queried). It takes no client.
 func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, observed *v1alpha1.KubernetesExecutionStatus, now time.Time) executionPlan {
 	cur := kexec.Status
+	if cur.WorkflowID == "" && isStep(kexec) {
+		// A RemediationRequest's workflow starts its steps as child workflows.
+		next := cur.DeepCopy()
+		next.WorkflowID = workflowID
+		next.Phase = v1alpha1.PhasePending
+		next.ObservedGeneration = kexec.Generation
+		setReady(next, kexec.Generation, now)
+		return executionPlan{status: next, requeueAfter: freshPoll}
+	}
 	if cur.WorkflowID == "" {
 		next := cur.DeepCopy()
 		next.WorkflowID = workflowID
@@ -69,7 +94,13 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 	// One Event per phase entered since the last mirror, including phases
 	// that began and ended between two queries.
 	if n := len(cur.PhaseTransitions); n <= len(next.PhaseTransitions) {
-		for _, tr := range next.PhaseTransitions[n:] {
+		for i, tr := range next.PhaseTransitions[n:] {
+			e := phaseEntry{phase: string(tr.Phase), reason: tr.Reason}
+			if j := n + i - 1; j >= 0 {
+				prev := next.PhaseTransitions[j]
+				e.prevPhase, e.prevDuration = string(prev.Phase), tr.Time.Sub(prev.Time.Time)
+			}
+			p.entered = append(p.entered, e)
 			t := corev1.EventTypeNormal
 			if tr.Phase == v1alpha1.PhaseFailed {
 				t = corev1.EventTypeWarning
@@ -80,7 +111,16 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 	if !equality.Semantic.DeepEqual(&cur, next) {
 		p.status = next
 	}
+	if reason, ok := kexec.Annotations[RollbackAnnotation]; ok && cur.Phase == v1alpha1.PhaseRollbackReady && next.Phase == v1alpha1.PhaseRollbackReady {
+		p.rollback = &workflows.RollbackRequest{Requester: "annotation " + RollbackAnnotation, Reason: reason}
+	}
 	return p
+}
+
+// isStep reports whether a RemediationRequest controls the execution.
+func isStep(kexec *v1alpha1.KubernetesExecution) bool {
+	owner := metav1.GetControllerOf(kexec)
+	return kexec.Spec.RemediationRequestRef != nil && owner != nil && owner.Kind == "RemediationRequest" && owner.APIVersion == v1alpha1.GroupVersion.String()
 }
 
 func pollInterval(phase v1alpha1.Phase, sinceChange time.Duration) time.Duration {
@@ -96,24 +136,26 @@ func pollInterval(phase v1alpha1.Phase, sinceChange time.Duration) time.Duration
 	}
 }
 
-// setReady maps the phase onto the Ready condition: True once Completed,
-// False once Failed, Unknown while the run is going.
 func setReady(s *v1alpha1.KubernetesExecutionStatus, generation int64, now time.Time) {
+	setCondition(&s.Conditions, s.Phase, s.Reason, s.Message, generation, now)
+}
+
+// setCondition maps a phase onto the Ready condition: True once Completed,
+// False once Failed, Unknown while the run is going.
+func setCondition(conds *[]metav1.Condition, phase v1alpha1.Phase, reason, message string, generation int64, now time.Time) {
 	status := metav1.ConditionUnknown
-	switch s.Phase {
+	switch phase {
 	case v1alpha1.PhaseCompleted:
 		status = metav1.ConditionTrue
 	case v1alpha1.PhaseFailed:
 		status = metav1.ConditionFalse
 	}
-	reason := s.Reason
 	if reason == "" {
-		reason = string(s.Phase)
+		reason = string(phase)
 	}
-	c := metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: s.Message, ObservedGeneration: generation}
 	// SetStatusCondition keeps the transition time unless the status flips.
-	c.LastTransitionTime = metav1.NewTime(now)
-	meta.SetStatusCondition(&s.Conditions, c)
+	meta.SetStatusCondition(conds, metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason,
+		Message: message, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now)})
 }
 
 func joinReason(reason, message string) string {

@@ -66,5 +66,14 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := kexec.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up KubernetesExecution reconciler: %w", err)
 	}
+	rr := &RemediationReconciler{
+		Client:   mgr.GetClient(),
+		Temporal: o.Temporal,
+		Recorder: mgr.GetEventRecorder("remedy-operator"),
+		Clock:    clock.RealClock{},
+	}
+	if err := rr.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up RemediationRequest reconciler: %w", err)
+	}
 	return mgr, nil
 }

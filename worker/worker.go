@@ -7,12 +7,18 @@ import (
 
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/policy"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -24,7 +30,12 @@ type Options struct {
 	Kube *rest.Config
 	// ActionNamespace holds the remedy-action-<action> ServiceAccounts.
 	ActionNamespace string
+	// ExecImage runs `remedy exec` in the job executor's pods (default DefaultExecImage).
+	ExecImage string
 }
+
+// DefaultExecImage is the released image of this binary.
+const DefaultExecImage = "ghcr.io/remedy-dev/remedy:latest"
 
 // New returns a worker on the remedy task queue with every workflow and activity registered.
 func New(o Options) (sdkworker.Worker, error) {
@@ -36,5 +47,33 @@ func New(o Options) (sdkworker.Worker, error) {
 	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{})
 	workflows.RegisterAll(w)
 	w.RegisterActivity(&activities.Execution{Config: o.Kube, ActionNamespace: o.ActionNamespace, Mapper: mapper})
+	cs, err := kubernetes.NewForConfig(o.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("build clientset: %w", err)
+	}
+	if o.ExecImage == "" {
+		o.ExecImage = DefaultExecImage
+	}
+	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage})
+	dyn, err := dynamic.NewForConfig(o.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("build dynamic client: %w", err)
+	}
+	w.RegisterActivity(&activities.Validation{
+		Kube: cs, Dynamic: dyn, Mapper: mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(),
+	})
+	kc, err := ctrlclient.New(o.Kube, ctrlclient.Options{Scheme: scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("build client: %w", err)
+	}
+	w.RegisterActivity(&activities.Remediation{Client: kc})
 	return w, nil
+}
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
 }

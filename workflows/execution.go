@@ -15,11 +15,14 @@ import (
 
 // Reasons the workflow itself sets; failure reasons come from activities.
 const (
-	ReasonSucceeded         = "Succeeded"
-	ReasonRollbackAvailable = "RollbackAvailable"
-	ReasonRolledBack        = "RolledBack"
-	ReasonRollbackFailed    = "RollbackFailed"
-	ReasonCanceled          = "Canceled"
+	ReasonSucceeded           = "Succeeded"
+	ReasonRollbackAvailable   = "RollbackAvailable"
+	ReasonRolledBack          = "RolledBack"
+	ReasonRollbackFailed      = "RollbackFailed"
+	ReasonCanceled            = "Canceled"
+	ReasonPostConditionFailed = "PostConditionFailed"
+	ReasonPreconditionFailed  = "PreconditionFailed"
+	ReasonApprovalUnsupported = "Unsupported"
 )
 
 // ExecutionInput identifies the KubernetesExecution and carries its spec.
@@ -62,9 +65,22 @@ func ExecutionWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionResult
 type executionRun struct {
 	in     ExecutionInput
 	status v1alpha1.KubernetesExecutionStatus
+	// pipeline is true for runs started on the validation-pipeline version.
+	pipeline bool
+	// postFailure names the required postcondition that did not hold.
+	postFailure string
 }
 
-var execution *activities.Execution
+var (
+	execution  *activities.Execution
+	validation *activities.Validation
+	jobs       *activities.Jobs
+)
+
+// versionPipeline gates the full validation pipeline (RBAC, policy,
+// conditions, job executor, validated rollback). Runs started before it
+// replay the original path.
+const versionPipeline = "validation-pipeline"
 
 func (r *executionRun) run(ctx workflow.Context) {
 	spec := r.in.Spec
@@ -76,43 +92,17 @@ func (r *executionRun) run(ctx workflow.Context) {
 	if spec.Parameters != nil {
 		req.Params = *spec.Parameters
 	}
-	vr := r.status.ValidationResults
-	quick := workflow.WithActivityOptions(ctx, quickOptions)
+	r.pipeline = workflow.GetVersion(ctx, versionPipeline, workflow.DefaultVersion, 1) >= 1
 
-	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking parameters")
-	err := workflow.ExecuteActivity(quick, execution.CheckSpec, spec, req).Get(ctx, nil)
-	vr.ParameterValidation = boolPtr(err == nil)
-	if err != nil {
-		r.fail(ctx, err, activities.ReasonInvalidParameters)
+	before, ok := r.validate(ctx, req)
+	if !ok {
 		return
-	}
-
-	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "reading the target as "+actions.ServiceAccountName(spec.Action))
-	var before actions.Plan
-	err = workflow.ExecuteActivity(quick, execution.InspectTarget, req).Get(ctx, &before)
-	if reasonOf(err, "") == activities.ReasonNotFound || err == nil {
-		vr.ResourceExists = boolPtr(err == nil)
-	}
-	if err != nil {
-		r.fail(ctx, err, activities.ReasonNotFound)
-		return
-	}
-
-	if spec.DryRun {
-		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
-		var dry v1alpha1.DryRunResults
-		if err := workflow.ExecuteActivity(quick, execution.DryRun, req).Get(ctx, &dry); err != nil {
-			vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{err.Error()}}
-			r.fail(ctx, err, activities.ReasonDryRunFailed)
-			return
-		}
-		vr.DryRunResults = &dry
 	}
 
 	r.setPhase(ctx, v1alpha1.PhaseExecuting, "Executing", actions.Impact(before.Change))
 	var done activities.ExecuteResult
 	start := workflow.Now(ctx)
-	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(spec)), execution.ExecuteInline, req).Get(ctx, &done)
+	err := r.execute(ctx, req, &done)
 	end := workflow.Now(ctx)
 	affected := before.Change
 	if before.NoOp {
@@ -124,6 +114,8 @@ func (r *executionRun) run(ctx workflow.Context) {
 		Duration:          end.Sub(start).String(),
 		ResourcesAffected: []v1alpha1.ResourceChange{affected},
 		RetriesAttempted:  done.Retries,
+		JobName:           done.JobName,
+		Logs:              done.Logs,
 	}
 	if err != nil {
 		r.fail(ctx, err, activities.ReasonExecutionFailed)
@@ -131,59 +123,65 @@ func (r *executionRun) run(ctx workflow.Context) {
 	}
 
 	r.status.RollbackInformation = &before.Rollback
+	postFailed := false
+	if r.pipeline && len(spec.PostConditions) > 0 {
+		r.setPhase(ctx, v1alpha1.PhaseVerifying, "Verifying", "evaluating postconditions")
+		results, failed, err := r.conditions(ctx, spec.PostConditions)
+		r.status.ValidationResults.PostConditionResults = results
+		if err != nil {
+			r.fail(ctx, err, activities.ReasonInvalidParameters)
+			return
+		}
+		postFailed = failed != ""
+		if postFailed {
+			r.postFailure = "required postcondition " + failed + " failed"
+		}
+	}
+
+	if workflow.GetInfo(ctx).ParentWorkflowExecution != nil {
+		r.awaitParent(ctx, req, before.Rollback)
+		return
+	}
 	window := defaultRollbackWindow
 	if spec.RollbackWindow != nil {
 		window = spec.RollbackWindow.Duration
 	}
 	if !before.Rollback.Available || window <= 0 {
-		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonSucceeded, actions.Impact(affected))
+		r.finish(ctx, actions.Impact(affected))
 		return
 	}
-	r.setPhase(ctx, v1alpha1.PhaseRollbackReady, ReasonRollbackAvailable,
-		"rollback to "+before.Change.Before+" available for "+window.String()+" through the rollback signal")
+	reason, msg := ReasonRollbackAvailable, "rollback to "+before.Change.Before+" available for "+window.String()+" through the rollback signal"
+	if postFailed {
+		reason, msg = ReasonPostConditionFailed, r.postFailure+"; "+msg
+	}
+	r.setPhase(ctx, v1alpha1.PhaseRollbackReady, reason, msg)
 	r.awaitRollback(ctx, req, window)
 }
 
-// awaitRollback keeps the run open for the rollback window; a rollback signal
-// runs the captured inverse action, the window's end completes the run.
-func (r *executionRun) awaitRollback(ctx workflow.Context, req actions.Request, window time.Duration) {
-	var rb RollbackRequest
-	signalled := false
-	timerCtx, cancelTimer := workflow.WithCancel(ctx)
-	sel := workflow.NewSelector(ctx)
-	sel.AddFuture(workflow.NewTimer(timerCtx, window), func(workflow.Future) {})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRollback), func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, &rb)
-		signalled = true
-	})
-	sel.Select(ctx)
-	cancelTimer()
-	if ctx.Err() != nil {
-		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonCanceled, "run canceled during the rollback window; rollback information kept")
+// finish ends a run that was not rolled back: Completed, or Failed when a
+// required postcondition did not hold.
+func (r *executionRun) finish(ctx workflow.Context, message string) {
+	if r.postFailure != "" {
+		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonPostConditionFailed, r.postFailure)
 		return
 	}
-	if !signalled {
-		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonSucceeded, "rollback window closed")
-		return
+	if w := r.warnings(); w != "" {
+		message += "; warnings: " + w
 	}
+	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonSucceeded, message)
+}
 
-	info := r.status.RollbackInformation
-	back := actions.Request{Action: info.RollbackAction, Target: req.Target, Token: req.Token}
-	if info.RollbackParameters != nil {
-		back.Params = *info.RollbackParameters
+// execute runs the action with the executor the spec names.
+func (r *executionRun) execute(ctx workflow.Context, req actions.Request, done *activities.ExecuteResult) error {
+	spec := r.in.Spec
+	if r.pipeline && spec.Executor == v1alpha1.ExecutorJob {
+		in := activities.JobInput{
+			ExecutionNamespace: r.in.Namespace, ExecutionName: r.in.Name, ExecutionUID: r.in.UID,
+			Request: req, Timeout: executionTimeout(spec), MaxRetries: maxRetries(spec),
+		}
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, jobOptions(spec)), jobs.RunJob, in).Get(ctx, done)
 	}
-	workflow.GetLogger(ctx).Info("rollback requested", "requester", rb.Requester, "reason", rb.Reason)
-	r.setPhase(ctx, v1alpha1.PhaseExecuting, "RollingBack", "rolling back as requested by "+orUnknown(rb.Requester))
-	var done activities.ExecuteResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(r.in.Spec)), execution.ExecuteInline, back).Get(ctx, &done)
-	if err != nil {
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, err.Error())
-		return
-	}
-	change := done.Plan.Change
-	change.Action = "rolled back"
-	r.status.ExecutionResults.ResourcesAffected = append(r.status.ExecutionResults.ResourcesAffected, change)
-	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonRolledBack, actions.Impact(change))
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(spec)), execution.ExecuteInline, req).Get(ctx, done)
 }
 
 func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reason, message string) {

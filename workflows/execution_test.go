@@ -41,6 +41,8 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(ExecutionWorkflow)
 	env.RegisterActivity(&activities.Execution{})
+	env.RegisterActivity(&activities.Validation{})
+	env.RegisterActivity(&activities.Jobs{})
 	t.Cleanup(func() { env.AssertExpectations(t) })
 	return env
 }
@@ -52,6 +54,14 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) v1alpha1.Kuber
 	var r ExecutionResult
 	require.NoError(t, env.GetWorkflowResult(&r))
 	return r.Status
+}
+
+var allowed = activities.PolicyResult{Validation: v1alpha1.PolicyValidation{PolicyName: "none", Allowed: true}}
+
+// allowAll passes RBAC and policy, which most cases do not exercise.
+func allowAll(env *testsuite.TestWorkflowEnvironment) {
+	env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(nil).Maybe()
+	env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(allowed, nil).Maybe()
 }
 
 func permanentErr(reason, msg string) error {
@@ -71,7 +81,8 @@ func TestExecutionPhases(t *testing.T) {
 			name: "no rollback window completes at once",
 			in:   scaleInput(0, true),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
-				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
+				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
+				allowAll(env)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
 				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true, EstimatedImpact: "replicas: 3 -> 5"}, nil).Once()
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan, Retries: 1}, nil).Once()
@@ -88,7 +99,8 @@ func TestExecutionPhases(t *testing.T) {
 			name: "rollback window closes",
 			in:   scaleInput(time.Hour, false),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
-				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				allowAll(env)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
 				env.RegisterDelayedCallback(func() {
@@ -105,7 +117,8 @@ func TestExecutionPhases(t *testing.T) {
 			name: "rollback signal runs the inverse action",
 			in:   scaleInput(time.Hour, false),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
-				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				allowAll(env)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(r actions.Request) bool { return *r.Params.Replicas == 5 })).
 					Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
@@ -126,7 +139,7 @@ func TestExecutionPhases(t *testing.T) {
 			name: "invalid parameters",
 			in:   scaleInput(0, false),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
-				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(permanentErr(activities.ReasonInvalidParameters, "scale needs replicas"))
+				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(permanentErr(activities.ReasonInvalidParameters, "scale needs replicas"))
 			},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonInvalidParameters,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
@@ -138,7 +151,8 @@ func TestExecutionPhases(t *testing.T) {
 			name: "missing target",
 			in:   scaleInput(0, false),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
-				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				allowAll(env)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, permanentErr(activities.ReasonNotFound, `deployments.apps "web" not found`))
 			},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonNotFound,
@@ -151,7 +165,8 @@ func TestExecutionPhases(t *testing.T) {
 			name: "dry-run refused",
 			in:   scaleInput(0, true),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
-				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				allowAll(env)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{}, permanentErr(activities.ReasonDryRunFailed, "admission webhook denied"))
 			},
@@ -165,7 +180,8 @@ func TestExecutionPhases(t *testing.T) {
 			name: "forbidden write",
 			in:   scaleInput(0, false),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
-				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				allowAll(env)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, permanentErr(activities.ReasonForbidden, "cannot patch"))
 			},
@@ -178,7 +194,8 @@ func TestExecutionPhases(t *testing.T) {
 			name: "execution timeout",
 			in:   scaleInput(0, false),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
-				env.OnActivity(execution.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+				allowAll(env)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
 			},

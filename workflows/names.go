@@ -19,8 +19,12 @@ const (
 	SignalDrift         = "drift"
 	SignalConfigChanged = "config-changed"
 	SignalRollback      = "rollback"
-	UpdateDecide        = "decide"
-	QueryStatus         = "status"
+	// SignalStepReady goes from a step's execution workflow to its RemediationRequest's.
+	SignalStepReady = "step-ready"
+	// SignalFinalize tells a step's execution workflow to complete without rolling back.
+	SignalFinalize = "finalize"
+	UpdateDecide   = "decide"
+	QueryStatus    = "status"
 )
 
 // Search attributes registered on every Temporal server Remedy uses.

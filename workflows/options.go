@@ -30,13 +30,7 @@ const (
 
 // executeOptions bound the executing step by spec.timeout and spec.maxRetries.
 func executeOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOptions {
-	timeout, retries := defaultExecutionTimeout, int32(2)
-	if spec.Timeout != nil && spec.Timeout.Duration > 0 {
-		timeout = spec.Timeout.Duration
-	}
-	if spec.MaxRetries != nil {
-		retries = *spec.MaxRetries
-	}
+	timeout, retries := executionTimeout(spec), maxRetries(spec)
 	return workflow.ActivityOptions{
 		ScheduleToCloseTimeout: timeout,
 		StartToCloseTimeout:    timeout,
@@ -45,6 +39,54 @@ func executeOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOpti
 			BackoffCoefficient:     2,
 			MaximumInterval:        30 * time.Second,
 			MaximumAttempts:        retries + 1,
+			NonRetryableErrorTypes: activities.NonRetryable,
+		},
+	}
+}
+
+func executionTimeout(spec v1alpha1.KubernetesExecutionSpec) time.Duration {
+	if spec.Timeout != nil && spec.Timeout.Duration > 0 {
+		return spec.Timeout.Duration
+	}
+	return defaultExecutionTimeout
+}
+
+func maxRetries(spec v1alpha1.KubernetesExecutionSpec) int32 {
+	if spec.MaxRetries != nil {
+		return *spec.MaxRetries
+	}
+	return 2
+}
+
+// jobOptions leave retries to the Job's own backoffLimit; the activity is
+// retried only to resume watching the same Job after a worker dies.
+func jobOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOptions {
+	timeout := executionTimeout(spec) + time.Minute
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    15 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        10 * time.Second,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: activities.NonRetryable,
+		},
+	}
+}
+
+// conditionOptions give a condition its own timeout plus room for the last evaluation.
+func conditionOptions(c v1alpha1.Condition) workflow.ActivityOptions {
+	timeout := 30 * time.Second
+	if c.Timeout != nil {
+		timeout = c.Timeout.Duration
+	}
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: timeout + 30*time.Second,
+		HeartbeatTimeout:    10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			MaximumAttempts:        3,
 			NonRetryableErrorTypes: activities.NonRetryable,
 		},
 	}

@@ -10,4 +10,5 @@ type Registry interface {
 // RegisterAll registers every Remedy workflow under its contract name.
 func RegisterAll(r Registry) {
 	r.RegisterWorkflowWithOptions(ExecutionWorkflow, workflow.RegisterOptions{Name: "ExecutionWorkflow"})
+	r.RegisterWorkflowWithOptions(RemediationWorkflow, workflow.RegisterOptions{Name: "RemediationWorkflow"})
 }

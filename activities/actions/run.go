@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -25,6 +26,13 @@ const (
 
 // FieldManager names Remedy's writes in managedFields.
 const FieldManager = "remedy"
+
+// Applier is an action whose write is more than one merge patch (ownership
+// migration, server-side apply). Run hands it the write, dry-run or not; it
+// returns the plan updated with what it found while writing.
+type Applier interface {
+	Apply(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, plan Plan, req Request, dryRun bool) (Plan, error)
+}
 
 // Run validates req, reads the live target, plans the action's write and, by
 // mode, dry-runs or applies it. API errors are returned unwrapped in kind so
@@ -55,6 +63,9 @@ func Run(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req
 		return plan, err
 	}
 	plan.UID, plan.ResourceVersion = string(obj.GetUID()), obj.GetResourceVersion()
+	if ap, ok := a.(Applier); ok {
+		return ap.Apply(ctx, ri, obj, plan, req, mode == DryRun)
+	}
 	var dryRun []string
 	if mode == DryRun {
 		dryRun = []string{metav1.DryRunAll}

@@ -73,7 +73,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err := env.InstallRemedy(ctx, root); err != nil {
 		return err
 	}
-	if err := devenv.Install(ctx, env.Config, filepath.Join(root, "deploy", "samples", "demo")); err != nil {
+	if err := devenv.Install(ctx, env.Config, filepath.Join(root, "deploy", "policies"), filepath.Join(root, "deploy", "samples", "demo")); err != nil {
 		return err
 	}
 	done()

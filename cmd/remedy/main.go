@@ -15,6 +15,7 @@ const usage = `usage: remedy <command> [flags]
 commands:
   operator   run the controller manager (reconcilers that start and mirror workflows)
   worker     run the Temporal worker (workflows and activities)
+  exec       perform one action as the pod's ServiceAccount (the job executor's entrypoint)
   dev        run the whole platform locally: etcd, kube-apiserver, kube-controller-manager,
              Temporal with its Web UI, the operator and the worker
 
@@ -36,6 +37,8 @@ func main() {
 		err = runWorker(ctx, args)
 	case "dev":
 		err = runDev(ctx, args)
+	case "exec":
+		err = runExec(ctx, args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -71,6 +71,7 @@ func runWorker(ctx context.Context, args []string) error {
 	var tf temporalFlags
 	tf.register(fs)
 	actionNS := fs.String("action-namespace", "remedy-system", "namespace of the remedy-action-<action> ServiceAccounts")
+	execImage := fs.String("exec-image", worker.DefaultExecImage, "image of the job executor's remedy exec pods")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
-	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS})
+	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage})
 	if err != nil {
 		return err
 	}

@@ -142,8 +142,9 @@ func TestMissingTargetFailsNotFound(t *testing.T) {
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-not-found.json")
 }
 
-// The restart action's ServiceAccount loses "patch": the API server, not Remedy,
-// refuses the write, and the run fails Forbidden with the deployment untouched.
+// The restart action's ServiceAccount loses "patch": the API server's RBAC,
+// asked by SubjectAccessReview, refuses it during validation, and the run fails
+// Forbidden before anything is read or written.
 func TestMissingPermissionFailsForbidden(t *testing.T) {
 	ctx := context.Background()
 	var role rbacv1.ClusterRole
@@ -163,9 +164,10 @@ func TestMissingPermissionFailsForbidden(t *testing.T) {
 	k := createExecution(t, ns, "restart-locked", v1alpha1.KubernetesExecutionSpec{Action: "restart", Target: target(ns, "locked")})
 	k = waitPhase(t, k, v1alpha1.PhaseFailed)
 	assert.Equal(t, "Forbidden", k.Status.Reason)
-	assert.Contains(t, k.Status.Message, "system:serviceaccount:remedy-system:remedy-action-restart")
-	assert.Contains(t, k.Status.Message, `cannot patch resource "deployments"`)
-	assert.Equal(t, ptr.To(true), k.Status.ValidationResults.ResourceExists, "get is still allowed")
+	assert.Equal(t, "RBAC: system:serviceaccount:remedy-system:remedy-action-restart may not patch deployments.apps in namespace "+ns+
+		"; grant it in the ClusterRole remedy-action-restart", k.Status.Message)
+	assert.Equal(t, ptr.To(false), k.Status.ValidationResults.RBACValidation)
+	assert.Nil(t, k.Status.ValidationResults.ResourceExists, "validation stopped before reading the target")
 
 	var d appsv1.Deployment
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "locked"}, &d))

@@ -1,0 +1,53 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+)
+
+// ConditionInput is what a pre/postcondition sees: the live target and its related objects (pods).
+type ConditionInput struct {
+	Target  map[string]any   `json:"target"`
+	Related []map[string]any `json:"related"`
+}
+
+// Outcome of one condition evaluation.
+type Outcome struct {
+	Pass    bool
+	Message string
+}
+
+// EvalCondition evaluates the module's `pass` rule, and its optional
+// `message` rule for a person-readable explanation.
+func (e *Engine) EvalCondition(ctx context.Context, name, module string, in ConditionInput) (Outcome, error) {
+	pkg, err := PackageOf(name, module)
+	if err != nil {
+		return Outcome{}, err
+	}
+	rs, err := e.Eval(ctx, pkg, map[string]string{name: module}, in)
+	if err != nil {
+		return Outcome{}, err
+	}
+	doc, _ := value(rs).(map[string]any)
+	pass, defined := doc["pass"].(bool)
+	msg, _ := doc["message"].(string)
+	switch {
+	case !defined:
+		msg = joinNonEmpty([]string{"pass is undefined", msg}, ": ")
+	case pass:
+		msg = joinNonEmpty([]string{"pass is true", msg}, ": ")
+	default:
+		msg = joinNonEmpty([]string{"pass is false", msg}, ": ")
+	}
+	return Outcome{Pass: pass, Message: msg}, nil
+}
+
+// CheckCondition compiles a condition module without evaluating it, so a bad
+// module fails validation before anything changes.
+func (e *Engine) CheckCondition(ctx context.Context, name, module string) error {
+	_, err := e.EvalCondition(ctx, name, module, ConditionInput{})
+	if err != nil {
+		return fmt.Errorf("condition %s: %w", name, err)
+	}
+	return nil
+}

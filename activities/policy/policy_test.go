@@ -1,0 +1,79 @@
+package policy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const safety = `package remedy.safety
+
+deny contains msg if {
+	input.namespace.labels.env == "prod"
+	input.action == "delete-pod"
+	msg := sprintf("delete-pod is not allowed in prod namespace %s", [input.namespace.name])
+}
+
+require_approval if input.parameters.replicas > 10
+
+require_dry_run if input.action == "patch"
+
+approval_timeout := "30m"
+`
+
+func TestEvalSafety(t *testing.T) {
+	e := NewEngine()
+	ctx := context.Background()
+	mods := map[string]string{"safety.rego": safety}
+	for _, tc := range []struct {
+		name string
+		in   SafetyInput
+		want Verdict
+	}{
+		{"allowed", SafetyInput{Action: "scale", Parameters: map[string]any{"replicas": 3}, Namespace: NamespaceInput{Name: "shop"}},
+			Verdict{ApprovalTimeout: 30 * time.Minute}},
+		{"denied verbatim", SafetyInput{Action: "delete-pod", Namespace: NamespaceInput{Name: "shop", Labels: map[string]string{"env": "prod"}}},
+			Verdict{Deny: []string{"delete-pod is not allowed in prod namespace shop"}, ApprovalTimeout: 30 * time.Minute}},
+		{"approval", SafetyInput{Action: "scale", Parameters: map[string]any{"replicas": 50}},
+			Verdict{RequireApproval: true, ApprovalTimeout: 30 * time.Minute}},
+		{"dry-run", SafetyInput{Action: "patch"}, Verdict{RequireDryRun: true, ApprovalTimeout: 30 * time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := e.EvalSafety(ctx, mods, tc.in)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, v)
+		})
+	}
+	assert.Equal(t, 1, e.Compiles, "one content compiles once")
+	_, err := e.EvalSafety(ctx, map[string]string{"safety.rego": safety + "\n# edited\n"}, SafetyInput{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, e.Compiles, "new content compiles again")
+}
+
+func TestEvalSafetyBadModule(t *testing.T) {
+	_, err := NewEngine().EvalSafety(context.Background(), map[string]string{"bad.rego": "package remedy.safety\ndeny contains if {"}, SafetyInput{})
+	var ce *CompileError
+	require.ErrorAs(t, err, &ce)
+}
+
+func TestEvalCondition(t *testing.T) {
+	e := NewEngine()
+	mod := `package checks.ready
+pass if input.target.status.readyReplicas >= input.target.spec.replicas
+message := sprintf("%v of %v ready", [object.get(input.target.status, "readyReplicas", 0), input.target.spec.replicas])
+`
+	out, err := e.EvalCondition(context.Background(), "ready", mod, ConditionInput{Target: map[string]any{
+		"spec": map[string]any{"replicas": 3}, "status": map[string]any{"readyReplicas": 3}}})
+	require.NoError(t, err)
+	assert.Equal(t, Outcome{Pass: true, Message: "pass is true: 3 of 3 ready"}, out)
+
+	out, err = e.EvalCondition(context.Background(), "ready", mod, ConditionInput{Target: map[string]any{
+		"spec": map[string]any{"replicas": 3}, "status": map[string]any{}}})
+	require.NoError(t, err)
+	assert.Equal(t, Outcome{Pass: false, Message: "pass is undefined: 0 of 3 ready"}, out)
+
+	require.Error(t, e.CheckCondition(context.Background(), "broken", "package x\npass if {"))
+}

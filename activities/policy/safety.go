@@ -1,0 +1,60 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// SafetyInput is the document the safety policy sees (DESIGN §9).
+type SafetyInput struct {
+	Action     string         `json:"action"`
+	Target     map[string]any `json:"target"`
+	Parameters map[string]any `json:"parameters"`
+	Namespace  NamespaceInput `json:"namespace"`
+	Requester  string         `json:"requester"`
+}
+
+// NamespaceInput describes the target's namespace.
+type NamespaceInput struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+}
+
+// Verdict is what the safety policy decided.
+type Verdict struct {
+	Deny            []string      `json:"deny,omitempty"`
+	RequireApproval bool          `json:"requireApproval"`
+	RequireDryRun   bool          `json:"requireDryRun"`
+	ApprovalTimeout time.Duration `json:"approvalTimeout,omitempty"`
+}
+
+// EvalSafety evaluates data.remedy.safety. Undefined rules take their
+// permissive defaults; a malformed approval_timeout is an error.
+func (e *Engine) EvalSafety(ctx context.Context, modules map[string]string, in SafetyInput) (Verdict, error) {
+	rs, err := e.Eval(ctx, "data."+SafetyPackage, modules, in)
+	if err != nil {
+		return Verdict{}, err
+	}
+	doc, _ := value(rs).(map[string]any)
+	var v Verdict
+	switch deny := doc["deny"].(type) {
+	case []any:
+		for _, d := range deny {
+			v.Deny = append(v.Deny, fmt.Sprint(d))
+		}
+	case nil:
+	default:
+		return Verdict{}, &CompileError{Err: fmt.Errorf("deny must be a set of messages, got %T", deny)}
+	}
+	sort.Strings(v.Deny)
+	v.RequireApproval, _ = doc["require_approval"].(bool)
+	v.RequireDryRun, _ = doc["require_dry_run"].(bool)
+	if s, ok := doc["approval_timeout"].(string); ok && s != "" {
+		if v.ApprovalTimeout, err = time.ParseDuration(s); err != nil {
+			return Verdict{}, &CompileError{Err: fmt.Errorf("approval_timeout %q: %w", s, err)}
+		}
+	}
+	return v, nil
+}

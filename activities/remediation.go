@@ -1,0 +1,66 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions,verbs=get;create
+
+// Remediation holds the activities of a RemediationRequest's workflow.
+type Remediation struct {
+	Client ctrlclient.Client
+}
+
+// StepInput names one step of one request.
+type StepInput struct {
+	Namespace  string                   `json:"namespace"`
+	Request    string                   `json:"request"`
+	RequestUID string                   `json:"requestUID"`
+	Step       v1alpha1.RemediationStep `json:"step"`
+}
+
+// StepRef identifies the step's KubernetesExecution.
+type StepRef struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
+// CreateStepExecution materialises the step as a KubernetesExecution owned by
+// the request, so kubectl shows it; a retry finds the one it created.
+func (r *Remediation) CreateStepExecution(ctx context.Context, in StepInput) (StepRef, error) {
+	spec := in.Step.Execution
+	spec.RemediationRequestRef = &v1alpha1.LocalRef{Name: in.Request}
+	k := &v1alpha1.KubernetesExecution{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: in.Request + "-" + in.Step.Name, Namespace: in.Namespace,
+			Labels: map[string]string{"remedy.dev/remediation-request": in.Request, "remedy.dev/step": in.Step.Name},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.GroupVersion.String(), Kind: "RemediationRequest", Name: in.Request,
+				UID: types.UID(in.RequestUID), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: spec,
+	}
+	err := r.Client.Create(ctx, k)
+	if apierrors.IsAlreadyExists(err) {
+		err = r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(k), k)
+		if err == nil && string(k.OwnerReferences[0].UID) != in.RequestUID {
+			return StepRef{}, permanent(ReasonInvalidParameters, fmt.Errorf("KubernetesExecution %s already exists and belongs to another request", k.Name))
+		}
+	}
+	if err != nil {
+		return StepRef{}, classify(ReasonInvalidParameters, fmt.Errorf("create step execution %s: %w", k.Name, err))
+	}
+	activity.GetLogger(ctx).Info("step execution ready", "request", in.Request, "step", in.Step.Name, "execution", k.Name)
+	return StepRef{Name: k.Name, UID: string(k.UID)}, nil
+}

@@ -1,0 +1,201 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/activities/policy"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// PolicyLabel marks ConfigMaps whose *.rego keys make up the safety policy.
+const PolicyLabel = "remedy.dev/policy"
+
+// ProtectedLabel marks namespaces no action may touch.
+const ProtectedLabel = "remedy.dev/protected"
+
+// Validation holds the checks that run before anything changes. It uses the
+// worker's own identity, which may only read.
+type Validation struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	Mapper  meta.RESTMapper
+	// ActionNamespace holds the action ServiceAccounts and the policy ConfigMaps.
+	ActionNamespace string
+	Policy          *policy.Engine
+}
+
+// CheckSpec validates the action's parameters and compiles every condition
+// module, and refuses spec features this worker cannot honour yet.
+func (v *Validation) CheckSpec(ctx context.Context, spec v1alpha1.KubernetesExecutionSpec, req actions.Request) error {
+	if _, err := actions.Validate(req); err != nil {
+		return classify(ReasonInvalidParameters, err)
+	}
+	for _, c := range append(append([]v1alpha1.Condition{}, spec.PreConditions...), spec.PostConditions...) {
+		if err := v.Policy.CheckCondition(ctx, c.Name, c.Rego); err != nil {
+			return permanent(ReasonInvalidParameters, err)
+		}
+	}
+	if spec.Approval != nil && spec.Approval.Required {
+		return permanent(ReasonUnsupported, errors.New("this worker does not implement approval.required yet; remove it from the spec"))
+	}
+	activity.GetLogger(ctx).Info("spec valid", "action", req.Action, "target", req.Target.String())
+	return nil
+}
+
+// CheckRBAC asks the API server, by SubjectAccessReview, whether the action's
+// ServiceAccount may use every verb its action needs on the target.
+func (v *Validation) CheckRBAC(ctx context.Context, req actions.Request) error {
+	a, err := actions.Validate(req)
+	if err != nil {
+		return classify(ReasonInvalidParameters, err)
+	}
+	gvr, err := v.resourceOf(req.Target)
+	if err != nil {
+		return err
+	}
+	user := actions.ServiceAccountUser(v.ActionNamespace, req.Action)
+	var denied []string
+	for _, rule := range a.Rules() {
+		if !contains(rule.APIGroups, gvr.Group) || !contains(rule.Resources, gvr.Resource) {
+			continue
+		}
+		for _, verb := range rule.Verbs {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   user,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + v.ActionNamespace, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: req.Target.Namespace, Verb: verb, Group: gvr.Group, Resource: gvr.Resource, Name: req.Target.Name,
+				},
+			}}
+			res, err := v.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("create SubjectAccessReview: %w", err)
+			}
+			if !res.Status.Allowed {
+				denied = append(denied, verb)
+			}
+		}
+	}
+	if len(denied) > 0 {
+		where := "cluster-wide"
+		if req.Target.Namespace != "" {
+			where = "in namespace " + req.Target.Namespace
+		}
+		return permanent(ReasonForbidden, fmt.Errorf("RBAC: %s may not %s %s %s; grant it in the ClusterRole %s",
+			user, strings.Join(denied, ", "), gvr.GroupResource(), where, actions.ServiceAccountName(req.Action)))
+	}
+	return nil
+}
+
+// PolicyResult is the safety policy's verdict as recorded in status.
+type PolicyResult struct {
+	Validation      v1alpha1.PolicyValidation `json:"validation"`
+	ApprovalTimeout string                    `json:"approvalTimeout,omitempty"`
+}
+
+// EvaluatePolicy applies the protected-namespace rule and the Rego safety
+// policy from the labelled ConfigMaps. A denial is a result, not an error, so
+// the verdict is recorded; the workflow fails the run with PolicyDenied.
+func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (PolicyResult, error) {
+	in := policy.SafetyInput{Action: req.Action, Namespace: policy.NamespaceInput{Name: req.Target.Namespace}}
+	if err := remarshal(req.Target, &in.Target); err != nil {
+		return PolicyResult{}, err
+	}
+	if err := remarshal(req.Params, &in.Parameters); err != nil {
+		return PolicyResult{}, err
+	}
+	if req.Target.Namespace != "" {
+		ns, err := v.Kube.CoreV1().Namespaces().Get(ctx, req.Target.Namespace, metav1.GetOptions{})
+		if err != nil {
+			return PolicyResult{}, classify(ReasonPolicyDenied, fmt.Errorf("read namespace %s: %w", req.Target.Namespace, err))
+		}
+		in.Namespace.Labels = ns.Labels
+		if ns.Name == "kube-system" || ns.Labels[ProtectedLabel] == "true" {
+			return PolicyResult{Validation: v1alpha1.PolicyValidation{
+				PolicyName: "builtin/protected-namespaces",
+				Messages:   []string{fmt.Sprintf("namespace %s is protected (kube-system, or labelled %s=true)", ns.Name, ProtectedLabel)},
+			}}, nil
+		}
+	}
+
+	cms, err := v.Kube.CoreV1().ConfigMaps(v.ActionNamespace).List(ctx, metav1.ListOptions{LabelSelector: PolicyLabel + "=true"})
+	if err != nil {
+		return PolicyResult{}, fmt.Errorf("list policy ConfigMaps: %w", err)
+	}
+	modules, names := map[string]string{}, []string{}
+	for _, cm := range cms.Items {
+		names = append(names, cm.Name)
+		for k, src := range cm.Data {
+			if strings.HasSuffix(k, ".rego") {
+				modules[cm.Name+"/"+k] = src
+			}
+		}
+	}
+	if len(modules) == 0 {
+		return PolicyResult{Validation: v1alpha1.PolicyValidation{PolicyName: "none", Allowed: true}}, nil
+	}
+	verdict, err := v.Policy.EvalSafety(ctx, modules, in)
+	var ce *policy.CompileError
+	if errors.As(err, &ce) {
+		return PolicyResult{}, permanent(ReasonPolicyDenied, fmt.Errorf("safety policy %s is broken: %w", strings.Join(names, ","), err))
+	} else if err != nil {
+		return PolicyResult{}, err
+	}
+	res := PolicyResult{Validation: v1alpha1.PolicyValidation{
+		PolicyName:       strings.Join(names, ","),
+		PolicyHash:       policy.Hash(modules),
+		Allowed:          len(verdict.Deny) == 0,
+		RequiredApproval: verdict.RequireApproval,
+		RequiredDryRun:   verdict.RequireDryRun,
+		Messages:         verdict.Deny,
+	}}
+	if verdict.ApprovalTimeout > 0 {
+		res.ApprovalTimeout = verdict.ApprovalTimeout.String()
+	}
+	return res, nil
+}
+
+func (v *Validation) resourceOf(ref v1alpha1.ObjectRef) (schema.GroupVersionResource, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return schema.GroupVersionResource{}, permanent(ReasonInvalidParameters, fmt.Errorf("target.apiVersion %q: %w", ref.APIVersion, err))
+	}
+	m, err := v.Mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return schema.GroupVersionResource{}, permanent(ReasonInvalidParameters, fmt.Errorf("the API server does not serve %s %s", ref.APIVersion, ref.Kind))
+		}
+		return schema.GroupVersionResource{}, fmt.Errorf("map %s %s: %w", ref.APIVersion, ref.Kind, err)
+	}
+	return m.Resource, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s || x == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func remarshal(in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encode policy input: %w", err)
+	}
+	return json.Unmarshal(b, out)
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/actions"
+)
+
+// runExec is the job executor's entrypoint. It runs as the action's
+// ServiceAccount (the pod's own token, no impersonation), so the API server
+// enforces the action's RBAC on the write.
+func runExec(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	request := fs.String("request", os.Getenv(activities.RequestEnv), "the action request as JSON (default $"+activities.RequestEnv+")")
+	termLog := fs.String("termination-log", "/dev/termination-log", "file the plan (or the error) is written to for the worker to read")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	// The worker reports the termination log, so setup failures go there too.
+	fail := func(err error) error {
+		_ = os.WriteFile(*termLog, []byte(err.Error()), 0o644)
+		return err
+	}
+	if *request == "" {
+		return fail(fmt.Errorf("no request: set --request or $%s", activities.RequestEnv))
+	}
+	// In a pod this is the in-cluster config; KUBECONFIG elsewhere.
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fail(fmt.Errorf("load kubeconfig: %w", err))
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fail(fmt.Errorf("build dynamic client: %w", err))
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fail(fmt.Errorf("build discovery client: %w", err))
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	plan, err := activities.ExecRequest(ctx, dyn, mapper, []byte(*request), *termLog)
+	if err != nil {
+		return err
+	}
+	if plan.NoOp {
+		fmt.Printf("%s %s: already at the target state (%s)\n", plan.Change.Action, target(plan), plan.Change.After)
+		return nil
+	}
+	fmt.Printf("%s %s: %s\n", plan.Change.Action, target(plan), actions.Impact(plan.Change))
+	return nil
+}
+
+func target(p actions.Plan) string {
+	return p.Change.Namespace + "/" + p.Change.Kind + "/" + p.Change.Name
+}

@@ -1,0 +1,119 @@
+package workflows
+
+import (
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// awaitRollback keeps the run open for the rollback window; a rollback signal
+// runs the captured inverse action, the window's end finishes the run.
+func (r *executionRun) awaitRollback(ctx workflow.Context, req actions.Request, window time.Duration) {
+	var rb RollbackRequest
+	signalled := false
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(workflow.NewTimer(timerCtx, window), func(workflow.Future) {})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRollback), func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, &rb)
+		signalled = true
+	})
+	sel.Select(ctx)
+	cancelTimer()
+	if ctx.Err() != nil {
+		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonCanceled, "run canceled during the rollback window; rollback information kept")
+		return
+	}
+	if !signalled {
+		r.finish(ctx, "rollback window closed")
+		return
+	}
+	r.rollback(ctx, req, rb)
+}
+
+// awaitParent hands the decision to the RemediationRequest's workflow: the
+// step reports where it stands and waits to be rolled back or finalized.
+func (r *executionRun) awaitParent(ctx workflow.Context, req actions.Request, rb v1alpha1.RollbackInformation) {
+	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
+	reason, msg := ReasonRollbackAvailable, "waiting for the RemediationRequest to roll back or finalize"
+	if r.postFailure != "" {
+		reason, msg = ReasonPostConditionFailed, r.postFailure+"; "+msg
+	}
+	r.setPhase(ctx, v1alpha1.PhaseRollbackReady, reason, msg)
+	report := StepReport{Execution: r.in.Name, Status: r.status, PostFailure: r.postFailure}
+	if err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalStepReady, report).Get(ctx, nil); err != nil {
+		r.fail(ctx, err, ReasonRollbackFailed)
+		return
+	}
+	var req2 RollbackRequest
+	finalize := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRollback), func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &req2) })
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalFinalize), func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		finalize = true
+	})
+	sel.Select(ctx)
+	switch {
+	case ctx.Err() != nil:
+		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonCanceled, "run canceled while waiting for the RemediationRequest")
+	case finalize || !rb.Available:
+		r.finish(ctx, "finalized by the RemediationRequest")
+	default:
+		r.rollback(ctx, req, req2)
+	}
+}
+
+// rollback runs the captured inverse action after the same checks as the original.
+func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb RollbackRequest) {
+	info := r.status.RollbackInformation
+	back := actions.Request{Action: info.RollbackAction, Target: req.Target, Token: req.Token}
+	if info.RollbackParameters != nil {
+		back.Params = *info.RollbackParameters
+	}
+	workflow.GetLogger(ctx).Info("rollback requested", "requester", rb.Requester, "reason", rb.Reason)
+	r.setPhase(ctx, v1alpha1.PhaseExecuting, "RollingBack", "rolling back as requested by "+orUnknown(rb.Requester))
+	if r.pipeline {
+		if err := r.validateRollback(ctx, back); err != nil {
+			r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, "rollback refused: "+reasonOf(err, "")+": "+messageOf(err))
+			return
+		}
+	}
+	var done activities.ExecuteResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(r.in.Spec)), execution.ExecuteInline, back).Get(ctx, &done)
+	if err != nil {
+		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, messageOf(err))
+		return
+	}
+	change := done.Plan.Change
+	change.Action = "rolled back"
+	r.status.ExecutionResults.ResourcesAffected = append(r.status.ExecutionResults.ResourcesAffected, change)
+	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonRolledBack, actions.Impact(change))
+}
+
+// validateRollback puts the inverse action through the same parameter, RBAC
+// and policy checks as the original.
+func (r *executionRun) validateRollback(ctx workflow.Context, back actions.Request) error {
+	quick := workflow.WithActivityOptions(ctx, quickOptions)
+	spec := v1alpha1.KubernetesExecutionSpec{Action: back.Action, Target: back.Target, Parameters: &back.Params}
+	if err := workflow.ExecuteActivity(quick, validation.CheckSpec, spec, back).Get(ctx, nil); err != nil {
+		return err
+	}
+	if err := workflow.ExecuteActivity(quick, validation.CheckRBAC, back).Get(ctx, nil); err != nil {
+		return err
+	}
+	var pol activities.PolicyResult
+	if err := workflow.ExecuteActivity(quick, validation.EvaluatePolicy, back).Get(ctx, &pol); err != nil {
+		return err
+	}
+	if !pol.Validation.Allowed {
+		return temporal.NewNonRetryableApplicationError(strings.Join(pol.Validation.Messages, "; "), activities.ReasonPolicyDenied, nil)
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package workflows
+
+import (
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// validate runs the Validating phase in the seed's order: parameters, RBAC,
+// existence, policy, dry-run, preconditions. It returns the plan made from the
+// before-image, or false when the run has failed.
+func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (actions.Plan, bool) {
+	spec := r.in.Spec
+	vr := r.status.ValidationResults
+	quick := workflow.WithActivityOptions(ctx, quickOptions)
+
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking parameters")
+	err := workflow.ExecuteActivity(quick, validation.CheckSpec, spec, req).Get(ctx, nil)
+	vr.ParameterValidation = boolPtr(err == nil)
+	if err != nil {
+		r.fail(ctx, err, activities.ReasonInvalidParameters)
+		return actions.Plan{}, false
+	}
+
+	if r.pipeline {
+		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+actions.ServiceAccountName(spec.Action))
+		err := workflow.ExecuteActivity(quick, validation.CheckRBAC, req).Get(ctx, nil)
+		vr.RBACValidation = boolPtr(err == nil)
+		if err != nil {
+			r.fail(ctx, err, activities.ReasonForbidden)
+			return actions.Plan{}, false
+		}
+	}
+
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "reading the target as "+actions.ServiceAccountName(spec.Action))
+	var before actions.Plan
+	err = workflow.ExecuteActivity(quick, execution.InspectTarget, req).Get(ctx, &before)
+	if reasonOf(err, "") == activities.ReasonNotFound || err == nil {
+		vr.ResourceExists = boolPtr(err == nil)
+	}
+	if err != nil {
+		r.fail(ctx, err, activities.ReasonNotFound)
+		return actions.Plan{}, false
+	}
+
+	dryRun := spec.DryRun
+	if r.pipeline {
+		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
+		var pol activities.PolicyResult
+		if err := workflow.ExecuteActivity(quick, validation.EvaluatePolicy, req).Get(ctx, &pol); err != nil {
+			r.fail(ctx, err, activities.ReasonPolicyDenied)
+			return actions.Plan{}, false
+		}
+		vr.PolicyValidation = &pol.Validation
+		if !pol.Validation.Allowed {
+			r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
+			return actions.Plan{}, false
+		}
+		if pol.Validation.RequiredApproval {
+			r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonUnsupported,
+				"policy "+pol.Validation.PolicyName+" requires approval, which this worker does not implement yet")
+			return actions.Plan{}, false
+		}
+		dryRun = dryRun || pol.Validation.RequiredDryRun
+	}
+
+	if dryRun {
+		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
+		var dry v1alpha1.DryRunResults
+		if err := workflow.ExecuteActivity(quick, execution.DryRun, req).Get(ctx, &dry); err != nil {
+			vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{messageOf(err)}}
+			r.fail(ctx, err, activities.ReasonDryRunFailed)
+			return actions.Plan{}, false
+		}
+		vr.DryRunResults = &dry
+	}
+
+	if r.pipeline && len(spec.PreConditions) > 0 {
+		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating preconditions")
+		results, failed, err := r.conditions(ctx, spec.PreConditions)
+		vr.PreConditionResults = results
+		if err != nil {
+			r.fail(ctx, err, activities.ReasonInvalidParameters)
+			return actions.Plan{}, false
+		}
+		if failed != "" {
+			r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonPreconditionFailed, "required precondition "+failed+" did not hold: "+lastMessage(results, failed))
+			return actions.Plan{}, false
+		}
+	}
+	return before, true
+}
+
+// conditions evaluates each condition in order and names the first required one that failed.
+func (r *executionRun) conditions(ctx workflow.Context, conds []v1alpha1.Condition) ([]v1alpha1.ConditionResult, string, error) {
+	var results []v1alpha1.ConditionResult
+	failed := ""
+	for _, c := range conds {
+		var res v1alpha1.ConditionResult
+		opts := workflow.WithActivityOptions(ctx, conditionOptions(c))
+		err := workflow.ExecuteActivity(opts, validation.EvaluateCondition, activities.ConditionRequest{Condition: c, Target: r.in.Spec.Target}).Get(ctx, &res)
+		if err != nil {
+			return results, "", err
+		}
+		results = append(results, res)
+		if !res.Passed && res.Required && failed == "" {
+			failed = c.Name
+		}
+	}
+	return results, failed, nil
+}
+
+// warnings lists optional conditions that did not hold.
+func (r *executionRun) warnings() string {
+	var w []string
+	for _, res := range append(append([]v1alpha1.ConditionResult{}, r.status.ValidationResults.PreConditionResults...), r.status.ValidationResults.PostConditionResults...) {
+		if !res.Passed && !res.Required {
+			w = append(w, "optional condition "+res.Name+" did not hold ("+res.Message+")")
+		}
+	}
+	return strings.Join(w, "; ")
+}
+
+func lastMessage(results []v1alpha1.ConditionResult, name string) string {
+	for _, r := range results {
+		if r.Name == name {
+			return r.Message
+		}
+	}
+	return ""
+}
