@@ -329,3 +329,47 @@ func TestExecRequest(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(written), `"missing" not found`)
 }
+
+// A KubernetesExecution with executor: job runs end to end: the worker creates
+// the Job, the test plays the kubelet by running the pod's command (remedy
+// exec's core, as the action's ServiceAccount), and the run completes with
+// the Job's result.
+func TestJobExecutorEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 1)
+	spec := scaleSpec(ns, "web", 3)
+	spec.Executor = v1alpha1.ExecutorJob
+	k := createExecution(t, ns, "scale-by-job", spec)
+
+	var job batchv1.Job
+	require.Eventually(t, func() bool {
+		list, err := admin(t).BatchV1().Jobs(devenv.Namespace).List(ctx, metav1.ListOptions{LabelSelector: activities.LabelExecutionName + "=scale-by-job"})
+		if err != nil || len(list.Items) != 1 {
+			return false
+		}
+		job = list.Items[0]
+		return true
+	}, runTimeout, 50*time.Millisecond)
+	pod := pendingPod(t, job.Name)
+
+	saCfg, err := devenv.ServiceAccountConfig(ctx, harness.Config(), devenv.Namespace, "remedy-action-scale")
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(saCfg)
+	require.NoError(t, err)
+	dc, err := discovery.NewDiscoveryClientForConfig(saCfg)
+	require.NoError(t, err)
+	logPath := filepath.Join(t.TempDir(), "termination-log")
+	_, err = activities.ExecRequest(ctx, dyn, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		[]byte(pod.Spec.Containers[0].Env[0].Value), logPath)
+	require.NoError(t, err)
+	msg, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	finishPod(t, pod, 0, string(msg))
+
+	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
+	assert.Equal(t, job.Name, k.Status.ExecutionResults.JobName)
+	assert.Equal(t, "replicas: 1", k.Status.ExecutionResults.ResourcesAffected[0].Before)
+	assert.Equal(t, int32(3), replicasOf(t, ns, "web"))
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-job.json")
+}
