@@ -1,0 +1,173 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/remedy-dev/remedy/activities/actions"
+)
+
+// wait watches the Job until it finishes, heartbeating on every event and on a
+// ticker, so a dead worker is noticed and a retry resumes here.
+func (j *Jobs) wait(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error) {
+	jobs := j.Client.BatchV1().Jobs(j.Namespace)
+	every := j.HeartbeatEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	name := job.Name
+	for !finished(job) {
+		activity.RecordHeartbeat(ctx, name)
+		w, err := jobs.Watch(ctx, metav1.ListOptions{
+			FieldSelector:       fields.OneTermEqualSelector("metadata.name", job.Name).String(),
+			ResourceVersion:     job.ResourceVersion,
+			AllowWatchBookmarks: true,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("watch job %s: %w", name, err)
+		}
+		job, err = follow(ctx, w, job, tick.C)
+		w.Stop()
+		if err != nil {
+			return nil, err
+		}
+		if !finished(job) {
+			// The watch ended (server timeout, expired resourceVersion): start
+			// again from a fresh read rather than from a stale version.
+			if job, err = jobs.Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return nil, fmt.Errorf("get job %s: %w", name, err)
+			}
+		}
+	}
+	return job, nil
+}
+
+func follow(ctx context.Context, w watch.Interface, job *batchv1.Job, tick <-chan time.Time) (*batchv1.Job, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick:
+			activity.RecordHeartbeat(ctx, job.Name)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return job, nil
+			}
+			activity.RecordHeartbeat(ctx, job.Name)
+			switch ev.Type {
+			case watch.Deleted:
+				return nil, fmt.Errorf("job %s was deleted before it finished", job.Name)
+			case watch.Error:
+				return job, nil
+			case watch.Added, watch.Modified:
+				if next, ok := ev.Object.(*batchv1.Job); ok {
+					job = next
+				}
+			}
+			if finished(job) {
+				return job, nil
+			}
+		}
+	}
+}
+
+// finished also accepts the interim conditions: the Job's outcome is already
+// decided, the controller only waits for pods to terminate before writing
+// Complete or Failed.
+func finished(job *batchv1.Job) bool { return condition(job) != nil }
+
+func condition(job *batchv1.Job) *batchv1.JobCondition {
+	for _, t := range []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailed, batchv1.JobSuccessCriteriaMet, batchv1.JobFailureTarget} {
+		for i, c := range job.Status.Conditions {
+			if c.Type == t && c.Status == corev1.ConditionTrue {
+				return &job.Status.Conditions[i]
+			}
+		}
+	}
+	return nil
+}
+
+func (j *Jobs) result(ctx context.Context, job *batchv1.Job) (ExecuteResult, error) {
+	log := activity.GetLogger(ctx)
+	pods, err := j.Client.CoreV1().Pods(j.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: "job-name=" + job.Name + ",controller-uid=" + string(job.UID),
+	})
+	if err != nil {
+		return ExecuteResult{}, classify(ReasonExecutionFailed, fmt.Errorf("list pods of job %s: %w", job.Name, err))
+	}
+	c := condition(job)
+	succeeded := c.Type == batchv1.JobComplete || c.Type == batchv1.JobSuccessCriteriaMet
+	phase := corev1.PodFailed
+	if succeeded {
+		phase = corev1.PodSucceeded
+	}
+	pod, msg := lastTerminated(pods.Items, phase)
+	// Without a kubelet (or once the node is gone) there are no logs; they are a bonus.
+	logs := j.logs(ctx, pod)
+	if logs != "" {
+		log.Info("job pod logs", "job", job.Name, "pod", pod.Name, "logs", logs)
+	}
+	switch {
+	case succeeded:
+		var plan actions.Plan
+		if err := json.Unmarshal([]byte(msg), &plan); err != nil {
+			return ExecuteResult{}, permanent(ReasonExecutionFailed, fmt.Errorf("job %s succeeded but left no plan in its termination message (%q): %w", job.Name, msg, err))
+		}
+		log.Info("job completed", "job", job.Name, "noOp", plan.NoOp, "after", plan.Change.After, "failedPods", job.Status.Failed)
+		return ExecuteResult{Plan: plan, Retries: job.Status.Failed, JobName: job.Name, Logs: logs}, nil
+	case c.Reason == batchv1.JobReasonDeadlineExceeded:
+		return ExecuteResult{}, permanent(ReasonExecutionTimeout, fmt.Errorf("job %s ran longer than its %ds deadline", job.Name, ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0)))
+	default:
+		if msg == "" {
+			msg = fmt.Sprintf("job %s failed: %s: %s", job.Name, c.Reason, c.Message)
+		}
+		return ExecuteResult{}, permanent(ReasonExecutionFailed, errors.New(msg))
+	}
+}
+
+// lastTerminated returns the pod in phase that finished last, and its exec container's message.
+func lastTerminated(pods []corev1.Pod, phase corev1.PodPhase) (*corev1.Pod, string) {
+	var last *corev1.Pod
+	var msg string
+	var at time.Time
+	for i := range pods {
+		if pods[i].Status.Phase != phase {
+			continue
+		}
+		for _, cs := range pods[i].Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && cs.Name == "exec" && (last == nil || !t.FinishedAt.Time.Before(at)) {
+				last, msg, at = &pods[i], strings.TrimSpace(t.Message), t.FinishedAt.Time
+			}
+		}
+	}
+	return last, msg
+}
+
+func (j *Jobs) logs(ctx context.Context, pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	raw, err := j.Client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{
+		Container: "exec", LimitBytes: ptr.To[int64](maxTerminationMessage),
+	}).DoRaw(ctx)
+	if err != nil {
+		return ""
+	}
+	return string(raw)
+}
