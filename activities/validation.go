@@ -38,7 +38,7 @@ type Validation struct {
 }
 
 // CheckSpec validates the action's parameters and compiles every condition
-// module, and refuses spec features this worker cannot honour yet.
+// module.
 func (v *Validation) CheckSpec(ctx context.Context, spec v1alpha1.KubernetesExecutionSpec, req actions.Request) error {
 	if _, err := actions.Validate(req); err != nil {
 		return classify(ReasonInvalidParameters, err)
@@ -47,9 +47,6 @@ func (v *Validation) CheckSpec(ctx context.Context, spec v1alpha1.KubernetesExec
 		if err := v.Policy.CheckCondition(ctx, c.Name, c.Rego); err != nil {
 			return permanent(ReasonInvalidParameters, err)
 		}
-	}
-	if spec.Approval != nil && spec.Approval.Required {
-		return permanent(ReasonUnsupported, errors.New("this worker does not implement approval.required yet; remove it from the spec"))
 	}
 	activity.GetLogger(ctx).Info("spec valid", "action", req.Action, "target", req.Target.String())
 	return nil

@@ -14,8 +14,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	remedywebhook "github.com/remedy-dev/remedy/webhook"
 )
 
 // Options configure the manager.
@@ -28,6 +30,17 @@ type Options struct {
 	// LeaderElection makes one replica active; the lease lives in LeaderElectionNamespace.
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// Webhook serves the approval admission webhook over TLS; nil serves none.
+	Webhook *WebhookOptions
+}
+
+// WebhookOptions say where the admission webhooks listen and whose decisions they trust.
+type WebhookOptions struct {
+	Host    string
+	Port    int
+	CertDir string
+	// TrustedRecorders are usernames (the worker's) whose recorded decisions keep their attribution.
+	TrustedRecorders []string
 }
 
 // Scheme knows the built-in types and Remedy's.
@@ -46,7 +59,12 @@ func utilMust(err error) {
 
 // New builds a manager with every reconciler registered.
 func New(cfg *rest.Config, o Options) (manager.Manager, error) {
+	var hooks webhook.Server
+	if o.Webhook != nil {
+		hooks = webhook.NewServer(webhook.Options{Host: o.Webhook.Host, Port: o.Webhook.Port, CertDir: o.Webhook.CertDir})
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:           hooks,
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
@@ -74,6 +92,29 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	if err := rr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up RemediationRequest reconciler: %w", err)
+	}
+	rar := &ApprovalReconciler{
+		Client:   mgr.GetClient(),
+		Temporal: o.Temporal,
+		Recorder: mgr.GetEventRecorder("remedy-operator"),
+		Clock:    clock.RealClock{},
+	}
+	if err := rar.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up RemediationApprovalRequest reconciler: %w", err)
+	}
+	if o.Webhook != nil {
+		mgr.GetWebhookServer().Register(remedywebhook.ApprovalPath, &webhook.Admission{
+			Handler: remedywebhook.NewApproval(mgr.GetClient(), mgr.GetScheme(), o.Webhook.TrustedRecorders),
+		})
+	}
+	reload := &ReloadReconciler{
+		Client:   mgr.GetClient(),
+		Temporal: o.Temporal,
+		Recorder: mgr.GetEventRecorder("remedy-operator"),
+		Clock:    clock.RealClock{},
+	}
+	if err := reload.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up ConfigReloadPolicy reconciler: %w", err)
 	}
 	return mgr, nil
 }

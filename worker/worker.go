@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,11 +68,17 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build client: %w", err)
 	}
 	w.RegisterActivity(&activities.Remediation{Client: kc})
+	w.RegisterActivity(&activities.Approvals{Client: kc})
+	w.RegisterActivity(&activities.Reload{Dynamic: dyn, Kube: cs})
 	return w, nil
 }
 
 func scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
+	// Core types too: the approval activities read the namespace's remedy-config ConfigMap.
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		panic(err)
 	}

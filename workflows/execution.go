@@ -22,7 +22,6 @@ const (
 	ReasonCanceled            = "Canceled"
 	ReasonPostConditionFailed = "PostConditionFailed"
 	ReasonPreconditionFailed  = "PreconditionFailed"
-	ReasonApprovalUnsupported = "Unsupported"
 )
 
 // ExecutionInput identifies the KubernetesExecution and carries its spec.

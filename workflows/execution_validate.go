@@ -11,8 +11,8 @@ import (
 )
 
 // validate runs the Validating phase in the seed's order: parameters, RBAC,
-// existence, policy, dry-run, preconditions. It returns the plan made from the
-// before-image, or false when the run has failed.
+// existence, policy, dry-run, preconditions, then the approval gate. It
+// returns the plan made from the before-image, or false when the run has failed.
 func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (actions.Plan, bool) {
 	spec := r.in.Spec
 	vr := r.status.ValidationResults
@@ -48,6 +48,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	}
 
 	dryRun := spec.DryRun
+	var approval *activities.PolicyResult
 	if r.pipeline {
 		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
 		var pol activities.PolicyResult
@@ -60,10 +61,14 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 			r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
 			return actions.Plan{}, false
 		}
-		if pol.Validation.RequiredApproval {
-			r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonUnsupported,
-				"policy "+pol.Validation.PolicyName+" requires approval, which this worker does not implement yet")
-			return actions.Plan{}, false
+		if pol.Validation.RequiredApproval || (spec.Approval != nil && spec.Approval.Required) {
+			// Asked only when approval is needed, so runs that never needed it replay unchanged.
+			if workflow.GetVersion(ctx, versionApproval, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonUnsupported,
+					"policy "+pol.Validation.PolicyName+" requires approval, which this worker does not implement yet")
+				return actions.Plan{}, false
+			}
+			approval = &pol
 		}
 		dryRun = dryRun || pol.Validation.RequiredDryRun
 	}
@@ -91,6 +96,9 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 			r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonPreconditionFailed, "required precondition "+failed+" did not hold: "+lastMessage(results, failed))
 			return actions.Plan{}, false
 		}
+	}
+	if approval != nil && !r.awaitApproval(ctx, *approval) {
+		return actions.Plan{}, false
 	}
 	return before, true
 }

@@ -11,4 +11,5 @@ type Registry interface {
 func RegisterAll(r Registry) {
 	r.RegisterWorkflowWithOptions(ExecutionWorkflow, workflow.RegisterOptions{Name: "ExecutionWorkflow"})
 	r.RegisterWorkflowWithOptions(RemediationWorkflow, workflow.RegisterOptions{Name: "RemediationWorkflow"})
+	r.RegisterWorkflowWithOptions(ReloadWorkflow, workflow.RegisterOptions{Name: "ReloadWorkflow"})
 }

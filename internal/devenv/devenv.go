@@ -32,6 +32,9 @@ type Options struct {
 	TemporalCLI string
 	// CRDDir holds the generated CRDs to install.
 	CRDDir string
+	// WebhookDir holds the admission webhook configurations; envtest points
+	// them at a local TLS port with generated certificates.
+	WebhookDir string
 	// ControllerManager also runs kube-controller-manager with real built-in controllers.
 	ControllerManager bool
 	// TemporalHostPort binds the Temporal frontend; empty picks a free port.
@@ -62,6 +65,7 @@ func OptionsFromEnv(repoRoot string) (Options, error) {
 		Assets:      os.Getenv("KUBEBUILDER_ASSETS"),
 		TemporalCLI: os.Getenv("TEMPORAL_CLI"),
 		CRDDir:      filepath.Join(repoRoot, "deploy", "crd"),
+		WebhookDir:  filepath.Join(repoRoot, "deploy", "webhook"),
 	}
 	if o.Assets == "" || o.TemporalCLI == "" {
 		return o, errors.New("KUBEBUILDER_ASSETS and TEMPORAL_CLI are not set: run through `make test` or `make dev`, which build the pinned binaries with `make tools` and export them")
@@ -105,6 +109,9 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		// Open watches (a `kubectl get -w` in another terminal) keep
 		// kube-apiserver from draining; after this it is killed.
 		ControlPlaneStopTimeout: 5 * time.Second,
+	}
+	if o.WebhookDir != "" {
+		env.Kube.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{o.WebhookDir}}
 	}
 	cfg, kubeErr := env.Kube.Start()
 	tr := <-temporalDone

@@ -30,7 +30,13 @@ func (e *Env) RunRemedy(ctx context.Context) (done <-chan error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := operator.New(opCfg, operator.Options{Temporal: e.Temporal, MetricsAddr: "0"})
+	o := operator.Options{Temporal: e.Temporal, MetricsAddr: "0"}
+	if wh := e.Kube.WebhookInstallOptions; wh.LocalServingPort != 0 {
+		// The operator serves the admission webhooks envtest registered.
+		o.Webhook = &operator.WebhookOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+			TrustedRecorders: []string{"system:serviceaccount:" + Namespace + ":remedy-worker"}}
+	}
+	mgr, err := operator.New(opCfg, o)
 	if err != nil {
 		return nil, err
 	}

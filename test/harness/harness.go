@@ -106,6 +106,9 @@ func Config() *rest.Config { return env.Config }
 // Temporal is a client of the dev server.
 func Temporal() client.Client { return env.Temporal }
 
+// TemporalAddress is the dev server's host:port, for the temporal CLI.
+func TemporalAddress() string { return env.TemporalAddress }
+
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")

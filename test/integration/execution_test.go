@@ -199,20 +199,6 @@ func TestRollbackSignalRestoresReplicas(t *testing.T) {
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-scale-rolled-back.json")
 }
 
-// Spec features a later release implements are refused by name, never skipped.
-func TestUnimplementedFeatureFailsUnsupported(t *testing.T) {
-	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "web", 1)
-	k := createExecution(t, ns, "needs-approval", v1alpha1.KubernetesExecutionSpec{
-		Action: "restart", Target: target(ns, "web"), Approval: &v1alpha1.ApprovalSpec{Required: true},
-	})
-	k = waitPhase(t, k, v1alpha1.PhaseFailed)
-	assert.Equal(t, "Unsupported", k.Status.Reason)
-	assert.Contains(t, k.Status.Message, "approval.required")
-	assert.Equal(t, ptr.To(false), k.Status.ValidationResults.ParameterValidation)
-	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-unsupported.json")
-}
-
 func TestDeletingARunningExecutionCancelsItsWorkflow(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)

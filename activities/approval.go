@@ -1,0 +1,162 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/metrics"
+)
+
+// +kubebuilder:rbac:groups=remedy.dev,resources=remediationapprovalrequests,verbs=get;create;approve
+// +kubebuilder:rbac:groups=remedy.dev,resources=remediationapprovalrequests/status,verbs=get;update
+// +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests,verbs=get
+// +kubebuilder:rbac:groups="",resources=configmaps,resourceNames=remedy-config,verbs=get
+
+// ConfigMapName is the per-namespace ConfigMap whose approvalTimeout key sets
+// the third level of the approval timeout hierarchy.
+const ConfigMapName = "remedy-config"
+
+// ConfigKeyApprovalTimeout is the key of ConfigMapName holding a Go duration.
+const ConfigKeyApprovalTimeout = "approvalTimeout"
+
+// Approvals creates RemediationApprovalRequests and records their decisions.
+type Approvals struct {
+	Client ctrlclient.Client
+}
+
+// NamespaceApprovalTimeout reads the namespace's remedy-config ConfigMap; 0
+// means "not configured" and lets the default apply.
+func (a *Approvals) NamespaceApprovalTimeout(ctx context.Context, namespace string) (time.Duration, error) {
+	var cm corev1.ConfigMap
+	err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: ConfigMapName}, &cm)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read ConfigMap %s/%s: %w", namespace, ConfigMapName, err)
+	}
+	raw, ok := cm.Data[ConfigKeyApprovalTimeout]
+	if !ok {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d <= 0 {
+		// A typo must not block every approval in the namespace; the default applies.
+		activity.GetLogger(ctx).Warn("ignoring invalid approvalTimeout", "namespace", namespace, "value", raw)
+		return 0, nil
+	}
+	return d, nil
+}
+
+// ApprovalRequestInput is everything the request's immutable spec holds, plus its owner.
+type ApprovalRequestInput struct {
+	Namespace  string             `json:"namespace"`
+	Name       string             `json:"name"`
+	Subject    v1alpha1.ObjectRef `json:"subject"`
+	SubjectUID string             `json:"subjectUID"`
+	// RemediationRequest owns the approval when set (ADR-040's flat hierarchy).
+	RemediationRequest string                   `json:"remediationRequest,omitempty"`
+	WorkflowID         string                   `json:"workflowID"`
+	Context            v1alpha1.ApprovalContext `json:"context"`
+	RequiredBy         time.Time                `json:"requiredBy"`
+}
+
+// CreateApprovalRequest creates the RAR owned by its RemediationRequest, or by
+// the execution; a retry finds the one it created.
+func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalRequestInput) error {
+	owner := metav1.OwnerReference{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: in.Subject.Kind, Name: in.Subject.Name, UID: types.UID(in.SubjectUID),
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+	if in.RemediationRequest != "" {
+		var rr v1alpha1.RemediationRequest
+		if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.RemediationRequest}, &rr); err != nil {
+			return classify(ReasonInvalidParameters, fmt.Errorf("read RemediationRequest %s: %w", in.RemediationRequest, err))
+		}
+		owner.Kind, owner.Name, owner.UID = "RemediationRequest", rr.Name, rr.UID
+	}
+	rar := &v1alpha1.RemediationApprovalRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: v1alpha1.RemediationApprovalRequestSpec{
+			SubjectRef: in.Subject, WorkflowID: in.WorkflowID, ApprovalContext: in.Context,
+			RequiredBy: metav1.NewTime(in.RequiredBy),
+		},
+	}
+	err := a.Client.Create(ctx, rar)
+	if apierrors.IsAlreadyExists(err) {
+		err = a.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar)
+		if err == nil && rar.Spec.WorkflowID != in.WorkflowID {
+			return permanent(ReasonInvalidParameters, fmt.Errorf("RemediationApprovalRequest %s already exists for workflow %s", in.Name, rar.Spec.WorkflowID))
+		}
+	}
+	if err != nil {
+		return classify(ReasonInvalidParameters, fmt.Errorf("create approval request %s: %w", in.Name, err))
+	}
+	activity.GetLogger(ctx).Info("approval requested", "approvalRequest", in.Name, "workflowID", in.WorkflowID, "requiredBy", in.RequiredBy)
+	return nil
+}
+
+// Decision is one decision as the RAR's status records it.
+type Decision struct {
+	Decision  v1alpha1.Decision   `json:"decision"`
+	DecidedBy string              `json:"decidedBy"`
+	Via       v1alpha1.DecidedVia `json:"via"`
+	At        time.Time           `json:"at"`
+	Message   string              `json:"message,omitempty"`
+}
+
+// DecisionInput names the request a decision is for.
+type DecisionInput struct {
+	Namespace  string   `json:"namespace"`
+	Name       string   `json:"name"`
+	WorkflowID string   `json:"workflowID"`
+	Decision   Decision `json:"decision"`
+}
+
+// RecordDecision writes the workflow's decision to the RAR's status and
+// returns the decision the RAR holds. A decision already recorded (by kubectl,
+// before the workflow heard of it) wins, so the RAR and the workflow agree.
+func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decision, error) {
+	var got Decision
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var rar v1alpha1.RemediationApprovalRequest
+		if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, &rar); err != nil {
+			return err
+		}
+		if rar.Status.Decision != "" {
+			got = Decision{Decision: rar.Status.Decision, DecidedBy: rar.Status.DecidedBy, Via: rar.Status.DecidedVia, Message: rar.Status.DecisionMessage}
+			if rar.Status.DecidedAt != nil {
+				got.At = rar.Status.DecidedAt.Time
+			}
+			return nil
+		}
+		d := in.Decision
+		rar.Status.Decision, rar.Status.DecidedBy, rar.Status.DecidedVia = d.Decision, d.DecidedBy, d.Via
+		rar.Status.DecidedAt, rar.Status.DecisionMessage, rar.Status.TimeRemaining = &metav1.Time{Time: d.At}, d.Message, ""
+		got = d
+		return a.Client.Status().Update(ctx, &rar)
+	})
+	if err != nil {
+		return Decision{}, classify(ReasonInvalidParameters, fmt.Errorf("record decision on %s: %w", in.Name, err))
+	}
+	var rar v1alpha1.RemediationApprovalRequest
+	latency := time.Duration(0)
+	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, &rar); err == nil {
+		latency = got.At.Sub(rar.CreationTimestamp.Time)
+	}
+	metrics.ObserveApproval(string(got.Decision), string(got.Via), latency)
+	activity.GetLogger(ctx).Info("approval decision", "decision", got.Decision, "approver", got.DecidedBy,
+		"via", got.Via, "workflowID", in.WorkflowID, "approvalRequest", in.Name, "message", got.Message)
+	return got, nil
+}

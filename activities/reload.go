@@ -1,0 +1,209 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/internal/metrics"
+)
+
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
+
+// Annotations of the reload contract (docs/reload.md).
+const (
+	// ConfigHashAnnotationPrefix + ConfigMap name holds the sha256 of the
+	// ConfigMap's data: on the pod template it is what the pods run with, on
+	// the workload's metadata it is the baseline the operator compares with.
+	ConfigHashAnnotationPrefix = "remedy.dev/config-hash-"
+	// LastReloadAnnotation on the workload's metadata is the restartedAt of the last reload.
+	LastReloadAnnotation = "remedy.dev/last-reload"
+	// ReasonWorkloadGone is the failure type of a reload whose workload was deleted.
+	ReasonWorkloadGone = "WorkloadGone"
+)
+
+// ConfigHashAnnotation is the annotation key for one ConfigMap. Names too
+// long for an annotation's 63-character name part are shortened with a
+// digest of the full name, so distinct ConfigMaps keep distinct keys.
+func ConfigHashAnnotation(configMap string) string {
+	const room = 63 - len("config-hash-")
+	if len(configMap) <= room {
+		return ConfigHashAnnotationPrefix + configMap
+	}
+	sum := sha256.Sum256([]byte(configMap))
+	return ConfigHashAnnotationPrefix + configMap[:room-9] + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// ConfigChange is one ConfigMap's new data hash, the payload of the config-changed signal.
+type ConfigChange struct {
+	ConfigMap string `json:"configMap"`
+	Hash      string `json:"hash"`
+}
+
+// RestartInput is one restart intent: the workload, the changes it must
+// carry and the restartedAt token, fixed per intent so retries are idempotent.
+type RestartInput struct {
+	Namespace   string         `json:"namespace"`
+	Kind        string         `json:"kind"`
+	Name        string         `json:"name"`
+	Scope       string         `json:"scope"`
+	Changes     []ConfigChange `json:"changes"`
+	RestartedAt string         `json:"restartedAt"`
+	// Coalesced counts the changes folded into this restart beyond the first.
+	Coalesced int `json:"coalesced,omitempty"`
+}
+
+// RestartResult says whether the pod template changed.
+type RestartResult struct {
+	Restarted bool `json:"restarted"`
+}
+
+// Reload holds the activities of the reload workflow.
+type Reload struct {
+	Dynamic dynamic.Interface
+	Kube    kubernetes.Interface
+}
+
+var workloadResources = map[string]string{"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets"}
+
+// RestartWorkload rolls the workload by patching its pod template's
+// restartedAt and config-hash annotations, and records the same hashes as the
+// metadata baseline. A workload whose pod template already carries every
+// hash is current: only a missing baseline is written, nothing rolls.
+func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartResult, error) {
+	logger := activity.GetLogger(ctx)
+	if attempt := activity.GetInfo(ctx).Attempt; attempt > 1 {
+		metrics.ReloadRetries.WithLabelValues(in.Scope).Inc()
+	}
+	resource, ok := workloadResources[in.Kind]
+	if !ok {
+		return RestartResult{}, permanent(ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", in.Kind))
+	}
+	client := r.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: resource}).Namespace(in.Namespace)
+	obj, err := client.Get(ctx, in.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return RestartResult{}, permanent(ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err))
+	}
+	if err != nil {
+		metrics.ReloadErrors.WithLabelValues(in.Scope).Inc()
+		return RestartResult{}, fmt.Errorf("get %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err)
+	}
+	template, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "annotations")
+	meta := obj.GetAnnotations()
+
+	baseline := map[string]any{}
+	podTemplate := map[string]any{}
+	current := true
+	for _, c := range in.Changes {
+		key := ConfigHashAnnotation(c.ConfigMap)
+		if template[key] != c.Hash {
+			current = false
+			podTemplate[key] = c.Hash
+		}
+		if meta[key] != c.Hash {
+			baseline[key] = c.Hash
+		}
+	}
+	if !current {
+		podTemplate[actions.RestartedAtAnnotation] = in.RestartedAt
+		baseline[LastReloadAnnotation] = in.RestartedAt
+	}
+	if len(baseline) == 0 && len(podTemplate) == 0 {
+		logger.Info("workload already current", "kind", in.Kind, "namespace", in.Namespace, "name", in.Name)
+		return RestartResult{}, nil
+	}
+	patch := map[string]any{"metadata": map[string]any{"annotations": baseline}}
+	if !current {
+		patch["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": podTemplate}}}
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return RestartResult{}, fmt.Errorf("encode patch: %w", err)
+	}
+	if _, err := client.Patch(ctx, in.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: "remedy-reload"}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return RestartResult{}, permanent(ReasonWorkloadGone, fmt.Errorf("patch %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err))
+		}
+		// Everything else is retried with the policy's backoff: a denied or
+		// forbidden write is usually fixed by an admin, and a newer change supersedes it.
+		metrics.ReloadErrors.WithLabelValues(in.Scope).Inc()
+		logger.Warn("restart patch failed", "kind", in.Kind, "name", in.Name, "error", err)
+		return RestartResult{}, fmt.Errorf("patch %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err)
+	}
+	if current {
+		logger.Info("baseline recorded, pod template already current", "kind", in.Kind, "name", in.Name)
+		return RestartResult{}, nil
+	}
+	metrics.ReloadRestarts.WithLabelValues(in.Scope).Inc()
+	metrics.ReloadDebounced.WithLabelValues(in.Scope).Add(float64(in.Coalesced))
+	logger.Info("workload restarted", "kind", in.Kind, "namespace", in.Namespace, "name", in.Name, "restartedAt", in.RestartedAt, "changes", describeChanges(in.Changes))
+	if err := r.recordEvent(ctx, obj, in); err != nil {
+		// The restart happened; a lost Event must not roll the workload again.
+		logger.Warn("restart event not recorded", "error", err)
+	}
+	return RestartResult{Restarted: true}, nil
+}
+
+// recordEvent names the ConfigMaps and hashes on the workload; its name is
+// fixed per intent, so a retried activity does not duplicate it.
+func (r *Reload) recordEvent(ctx context.Context, obj *unstructured.Unstructured, in RestartInput) error {
+	sum := sha256.Sum256([]byte(in.RestartedAt + describeChanges(in.Changes)))
+	ev := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: in.Name + ".reload-" + hex.EncodeToString(sum[:])[:10], Namespace: in.Namespace},
+		EventTime:           metav1.NewMicroTime(time.Now()),
+		ReportingController: "remedy.dev/reload",
+		ReportingInstance:   "remedy-worker",
+		Action:              "Restart",
+		Reason:              "ConfigReloaded",
+		Type:                corev1.EventTypeNormal,
+		Note:                truncate("rolling restart for ConfigMap changes: "+describeChanges(in.Changes), 1024),
+		Regarding: corev1.ObjectReference{APIVersion: "apps/v1", Kind: in.Kind, Namespace: in.Namespace,
+			Name: in.Name, UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()},
+	}
+	_, err := r.Kube.EventsV1().Events(in.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create event: %w", err)
+	}
+	return nil
+}
+
+func describeChanges(changes []ConfigChange) string {
+	parts := make([]string, 0, len(changes))
+	for _, c := range changes {
+		parts = append(parts, c.ConfigMap+"="+c.Hash)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// IsWorkloadGone reports whether err is the permanent failure of a deleted workload.
+func IsWorkloadGone(err error) bool {
+	var app interface{ Type() string }
+	return errors.As(err, &app) && app.Type() == ReasonWorkloadGone
+}

@@ -1,0 +1,127 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// SubjectIndex is the field index of RARs by spec.subjectRef.name (ADR-040:
+// lookup by the subject, not by labels).
+const SubjectIndex = "spec.subjectRef.name"
+
+// ApprovalReconciler relays kubectl decisions to the waiting workflow, keeps
+// timeRemaining fresh and records each RAR's lifecycle as Events.
+type ApprovalReconciler struct {
+	ctrlclient.Client
+	Temporal client.Client
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=remedy.dev,resources=remediationapprovalrequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=remedy.dev,resources=remediationapprovalrequests/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// Reconcile observes the RAR and its subject, plans in a pure function, then
+// signals, writes status and records Events as planned.
+func (r *ApprovalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var rar v1alpha1.RemediationApprovalRequest
+	if err := r.Get(ctx, req.NamespacedName, &rar); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	gone, err := r.subjectGone(ctx, &rar)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p := planApproval(&rar, gone, r.Clock.Now())
+
+	if p.signal != "" {
+		err := r.Temporal.SignalWorkflow(ctx, rar.Spec.WorkflowID, "", p.signal, p.payload)
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			// The run already ended (expired, canceled): the RAR keeps the decision, nothing waits for it.
+			// No run is waiting, so the request is not ours to mark as handled.
+			r.Recorder.Eventf(&rar, nil, corev1.EventTypeWarning, "DecisionIgnored", "Relay", "workflow %s is not running; the decision has no effect", rar.Spec.WorkflowID)
+			return ctrl.Result{}, nil
+		} else if err != nil {
+			return ctrl.Result{}, fmt.Errorf("signal %s to %s: %w", p.signal, rar.Spec.WorkflowID, err)
+		}
+		log.FromContext(ctx).Info("approval decision", "decision", rar.Status.Decision, "approver", rar.Status.DecidedBy,
+			"via", rar.Status.DecidedVia, "workflowID", rar.Spec.WorkflowID)
+	}
+	if p.status != nil {
+		rar.Status = *p.status
+		if err := r.Status().Update(ctx, &rar); err != nil {
+			return ctrl.Result{}, fmt.Errorf("update status: %w", err)
+		}
+	}
+	for _, e := range p.events {
+		r.Recorder.Eventf(&rar, nil, e.eventType, e.reason, "Approval", "%s", e.note)
+	}
+	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+}
+
+// subjectGone reports whether the KubernetesExecution the RAR waits for is
+// deleted, being deleted or finished.
+func (r *ApprovalReconciler) subjectGone(ctx context.Context, rar *v1alpha1.RemediationApprovalRequest) (bool, error) {
+	if rar.Spec.SubjectRef.Kind != "KubernetesExecution" {
+		return false, nil
+	}
+	var k v1alpha1.KubernetesExecution
+	err := r.Get(ctx, types.NamespacedName{Namespace: rar.Namespace, Name: rar.Spec.SubjectRef.Name}, &k)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read subject %s: %w", rar.Spec.SubjectRef.Name, err)
+	}
+	return !k.DeletionTimestamp.IsZero() || (k.Status.Phase.Terminal() && k.Status.Phase != ""), nil
+}
+
+// approvalsOf maps an execution to its RARs through the subject index.
+func (r *ApprovalReconciler) approvalsOf(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
+	var list v1alpha1.RemediationApprovalRequestList
+	if err := r.List(ctx, &list, ctrlclient.InNamespace(obj.GetNamespace()), ctrlclient.MatchingFields{SubjectIndex: obj.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "list approval requests by subject", "subject", obj.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, rar := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rar.Namespace, Name: rar.Name}})
+	}
+	return reqs
+}
+
+// SetupWithManager registers the subject index and the reconciler.
+func (r *ApprovalReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.RemediationApprovalRequest{}, SubjectIndex, func(o ctrlclient.Object) []string {
+		if name := o.(*v1alpha1.RemediationApprovalRequest).Spec.SubjectRef.Name; name != "" {
+			return []string{name}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index approval requests by subject: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.RemediationApprovalRequest{}).
+		Watches(&v1alpha1.KubernetesExecution{}, handler.EnqueueRequestsFromMapFunc(r.approvalsOf)).
+		Named("remediationapprovalrequest").
+		Complete(r)
+}

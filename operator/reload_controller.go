@@ -1,0 +1,234 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+// ReloadReconciler compares each ConfigReloadPolicy's ConfigMaps with the
+// hashes recorded on its workloads and signals-with-start the workload's
+// reload workflow when they differ. It records first-sight baselines in
+// workload metadata; every restart is the workflow's.
+type ReloadReconciler struct {
+	ctrlclient.Client
+	Temporal client.Client
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+
+	mu      sync.Mutex
+	pending map[types.NamespacedName]int
+}
+
+// +kubebuilder:rbac:groups=remedy.dev,resources=configreloadpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=remedy.dev,resources=configreloadpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+
+// Reconcile observes the policy's ConfigMaps and workloads, plans in a pure
+// function, then records baselines, sends signals and writes status once.
+func (r *ReloadReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	var p v1alpha1.ConfigReloadPolicy
+	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
+		r.setPending(req.NamespacedName, 0)
+		return reconcile.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	cms, wls, objs, err := r.observe(ctx, &p)
+	if err != nil {
+		if status := invalidSelectorStatus(&p, err, r.Clock.Now()); status != nil {
+			p.Status = *status
+			return reconcile.Result{}, r.writeStatus(ctx, &p)
+		}
+		return reconcile.Result{}, nil
+	}
+	pl := planReload(&p, cms, wls, r.Clock.Now())
+
+	for _, b := range pl.baselines {
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": b.Annotations}})
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("encode baseline: %w", err)
+		}
+		if err := r.Patch(ctx, objs[b.Kind+"/"+b.Name], ctrlclient.RawPatch(types.MergePatchType, body)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("record baseline on %s %s: %w", b.Kind, b.Name, err)
+		}
+		logger.Info("config hash baseline recorded", "kind", b.Kind, "workload", b.Name, "configMaps", len(b.Annotations))
+	}
+	for _, s := range pl.signals {
+		if err := r.signal(ctx, &p, s); err != nil {
+			return reconcile.Result{}, err
+		}
+		logger.Info("config change signalled", "kind", s.Kind, "workload", s.Name, "configMap", s.Change.ConfigMap, "hash", s.Change.Hash, "repair", s.Repair)
+	}
+	r.setPending(req.NamespacedName, pl.pending)
+	if pl.status != nil {
+		p.Status = *pl.status
+		if err := r.writeStatus(ctx, &p); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	for _, e := range pl.events {
+		r.Recorder.Eventf(&p, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
+	}
+	return reconcile.Result{}, nil
+}
+
+func (r *ReloadReconciler) writeStatus(ctx context.Context, p *v1alpha1.ConfigReloadPolicy) error {
+	if err := r.Status().Update(ctx, p); err != nil {
+		// A conflict means a newer object is queued; the next reconcile plans again.
+		return fmt.Errorf("update status: %w", err)
+	}
+	return nil
+}
+
+// observe lists the selected ConfigMaps (skipping ones being deleted) and workloads.
+func (r *ReloadReconciler) observe(ctx context.Context, p *v1alpha1.ConfigReloadPolicy) ([]reloadConfigMap, []reloadWorkload, map[string]ctrlclient.Object, error) {
+	cmSel, err := metav1.LabelSelectorAsSelector(&p.Spec.ConfigMapSelector)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("configMapSelector: %w", err)
+	}
+	wlSel, err := metav1.LabelSelectorAsSelector(&p.Spec.WorkloadSelector)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("workloadSelector: %w", err)
+	}
+	scope := scopeLabel(p)
+	var cmList corev1.ConfigMapList
+	if err := r.List(ctx, &cmList, ctrlclient.InNamespace(p.Namespace), ctrlclient.MatchingLabelsSelector{Selector: cmSel}); err != nil {
+		return nil, nil, nil, fmt.Errorf("list configmaps: %w", err)
+	}
+	var cms []reloadConfigMap
+	for i := range cmList.Items {
+		cm := &cmList.Items[i]
+		if cm.DeletionTimestamp.IsZero() {
+			cms = append(cms, reloadConfigMap{Name: cm.Name, Scope: cm.Labels[scope], Hash: configMapHash(cm)})
+		}
+	}
+	var wls []reloadWorkload
+	objs := map[string]ctrlclient.Object{}
+	add := func(kind string, obj ctrlclient.Object, template corev1.PodTemplateSpec) {
+		wls = append(wls, reloadWorkload{Kind: kind, Name: obj.GetName(), Scope: obj.GetLabels()[scope],
+			Meta: obj.GetAnnotations(), Template: template.Annotations})
+		objs[kind+"/"+obj.GetName()] = obj
+	}
+	opts := []ctrlclient.ListOption{ctrlclient.InNamespace(p.Namespace), ctrlclient.MatchingLabelsSelector{Selector: wlSel}}
+	var deps appsv1.DeploymentList
+	var sts appsv1.StatefulSetList
+	var dss appsv1.DaemonSetList
+	for _, l := range []ctrlclient.ObjectList{&deps, &sts, &dss} {
+		if err := r.List(ctx, l, opts...); err != nil {
+			return nil, nil, nil, fmt.Errorf("list workloads: %w", err)
+		}
+	}
+	for i := range deps.Items {
+		add("Deployment", &deps.Items[i], deps.Items[i].Spec.Template)
+	}
+	for i := range sts.Items {
+		add("StatefulSet", &sts.Items[i], sts.Items[i].Spec.Template)
+	}
+	for i := range dss.Items {
+		add("DaemonSet", &dss.Items[i], dss.Items[i].Spec.Template)
+	}
+	return cms, wls, objs, nil
+}
+
+// signal delivers one change to the workload's workflow, starting it when
+// none runs; repeats are harmless because the workflow ignores known hashes.
+func (r *ReloadReconciler) signal(ctx context.Context, p *v1alpha1.ConfigReloadPolicy, s reloadSignal) error {
+	id := workflows.ReloadWorkflowID(p.Namespace, s.Kind, s.Name)
+	in := workflows.ReloadInput{Namespace: p.Namespace, Kind: s.Kind, Name: s.Name, Scope: s.Scope}
+	if p.Spec.Debounce != nil {
+		in.Debounce = p.Spec.Debounce.Duration
+	}
+	if rt := p.Spec.Retry; rt != nil {
+		if rt.InitialInterval != nil {
+			in.RetryInitial = rt.InitialInterval.Duration
+		}
+		if rt.MaxInterval != nil {
+			in.RetryMax = rt.MaxInterval.Duration
+		}
+	}
+	_, err := r.Temporal.SignalWithStartWorkflow(ctx, id, workflows.SignalConfigChanged, s.Change, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		// Each run ends once its workload is current, so the ID is reused by the next change.
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.AttrKind.ValueSet("ConfigReloadPolicy"),
+			workflows.AttrTarget.ValueSet(p.Namespace+"/"+s.Kind+"/"+s.Name),
+		),
+	}, workflows.ReloadWorkflow, in)
+	if err != nil {
+		return fmt.Errorf("signal-with-start %s: %w", id, err)
+	}
+	return nil
+}
+
+// setPending keeps the pending-restarts gauge the sum over all policies.
+func (r *ReloadReconciler) setPending(key types.NamespacedName, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		r.pending = map[types.NamespacedName]int{}
+	}
+	if n == 0 {
+		delete(r.pending, key)
+	} else {
+		r.pending[key] = n
+	}
+	total := 0
+	for _, v := range r.pending {
+		total += v
+	}
+	metrics.ReloadPending.Set(float64(total))
+}
+
+// policiesInNamespace maps a ConfigMap or workload event to every policy in its namespace.
+func (r *ReloadReconciler) policiesInNamespace(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
+	var list v1alpha1.ConfigReloadPolicyList
+	if err := r.List(ctx, &list, ctrlclient.InNamespace(obj.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "list ConfigReloadPolicies", "namespace", obj.GetNamespace())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+	}
+	return reqs
+}
+
+// SetupWithManager registers the reconciler. Status-only policy updates
+// (its own writes) do not trigger it; ConfigMap and workload events do.
+func (r *ReloadReconciler) SetupWithManager(mgr manager.Manager) error {
+	toPolicies := handler.EnqueueRequestsFromMapFunc(r.policiesInNamespace)
+	return ctrl.ControllerManagedBy(mgr).
+		For(&v1alpha1.ConfigReloadPolicy{}, ctrl.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.ConfigMap{}, toPolicies).
+		Watches(&appsv1.Deployment{}, toPolicies).
+		Watches(&appsv1.StatefulSet{}, toPolicies).
+		Watches(&appsv1.DaemonSet{}, toPolicies).
+		Named("configreloadpolicy").
+		Complete(r)
+}

@@ -1,0 +1,217 @@
+package operator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+// Ready reasons of a ConfigReloadPolicy.
+const (
+	ReasonWatching             = "Watching"
+	ReasonInvalidSelector      = "InvalidSelector"
+	ReasonApprovalNotAvailable = "ApprovalNotAvailable"
+	defaultScopeLabel          = "env"
+)
+
+// reloadConfigMap is what planning needs of a selected ConfigMap.
+type reloadConfigMap struct {
+	Name, Scope, Hash string
+}
+
+// reloadWorkload is what planning needs of a selected workload.
+type reloadWorkload struct {
+	Kind, Name, Scope string
+	// Meta and Template are the workload's and its pod template's annotations.
+	Meta, Template map[string]string
+}
+
+// reloadSignal asks the workload's reload workflow to apply one change.
+type reloadSignal struct {
+	Kind, Name, Scope string
+	Change            workflows.ConfigChange
+	// Repair marks the one-time restart of a workload restarted before hashes were recorded.
+	Repair bool
+}
+
+// reloadBaseline records hashes on a workload's metadata; nothing rolls.
+type reloadBaseline struct {
+	Kind, Name  string
+	Annotations map[string]string
+}
+
+type reloadPlan struct {
+	plan[v1alpha1.ConfigReloadPolicyStatus]
+	baselines []reloadBaseline
+	signals   []reloadSignal
+	// pending counts workloads whose recorded hashes differ from their ConfigMaps.
+	pending int
+}
+
+// configMapHash is the sha256 of data and binaryData in canonical order:
+// section, then keys sorted, each key and value length-prefixed so no two
+// different maps encode alike. Labels and annotations do not count.
+func configMapHash(cm *corev1.ConfigMap) string {
+	h := sha256.New()
+	write := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
+	write("data")
+	for _, k := range sortedKeys(cm.Data) {
+		write(k)
+		write(cm.Data[k])
+	}
+	write("binaryData")
+	for _, k := range sortedKeys(cm.BinaryData) {
+		write(k)
+		write(string(cm.BinaryData[k]))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func scopeLabel(p *v1alpha1.ConfigReloadPolicy) string {
+	if p.Spec.ScopeLabel == "" {
+		return defaultScopeLabel
+	}
+	return p.Spec.ScopeLabel
+}
+
+// planReload decides, from the selected ConfigMaps and workloads alone, which
+// workloads get a baseline, which get a config-changed signal, and the status.
+// A workload uses every selected ConfigMap whose scope label value equals its
+// own; objects without the scope label match nothing. It takes no client, so
+// what it decides depends only on the state it is shown (level-triggered).
+func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []reloadWorkload, now time.Time) reloadPlan {
+	gated := p.Spec.Approval != nil && p.Spec.Approval.Required
+	cur := p.Status
+	next := v1alpha1.ConfigReloadPolicyStatus{ObservedGeneration: p.Generation, Conditions: append([]metav1.Condition(nil), cur.Conditions...)}
+	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
+	sort.Slice(wls, func(i, j int) bool {
+		return wls[i].Kind < wls[j].Kind || wls[i].Kind == wls[j].Kind && wls[i].Name < wls[j].Name
+	})
+	for _, cm := range cms {
+		next.WatchedConfigMaps = append(next.WatchedConfigMaps, cm.Name)
+	}
+
+	var out reloadPlan
+	for _, w := range wls {
+		if w.Scope == "" {
+			continue
+		}
+		legacy := w.Template[workflows.RestartedAtAnnotation] != "" && !hasConfigHash(w)
+		recorded := map[string]string{}
+		baseline := map[string]string{}
+		var changes []workflows.ConfigChange
+		for _, cm := range cms {
+			if cm.Scope != w.Scope {
+				continue
+			}
+			key := workflows.ConfigHashAnnotation(cm.Name)
+			have := w.Meta[key]
+			if have == "" {
+				have = w.Template[key]
+			}
+			switch {
+			case have == cm.Hash:
+				recorded[cm.Name] = have
+			case have == "" && !legacy:
+				// First sight: record what the pods run with now, no rollout.
+				baseline[key], recorded[cm.Name] = cm.Hash, cm.Hash
+			default:
+				recorded[cm.Name] = have
+				changes = append(changes, workflows.ConfigChange{ConfigMap: cm.Name, Hash: cm.Hash})
+			}
+		}
+		if len(baseline) > 0 {
+			out.baselines = append(out.baselines, reloadBaseline{Kind: w.Kind, Name: w.Name, Annotations: baseline})
+		}
+		if len(changes) > 0 {
+			out.pending++
+		}
+		for _, c := range changes {
+			if !gated {
+				out.signals = append(out.signals, reloadSignal{Kind: w.Kind, Name: w.Name, Scope: w.Scope, Change: c, Repair: legacy})
+			}
+		}
+		wr := v1alpha1.WorkloadRestart{Kind: w.Kind, Name: w.Name, ConfigHash: combinedHash(recorded)}
+		if t, err := time.Parse(time.RFC3339, w.Meta[workflows.LastReloadAnnotation]); err == nil {
+			wr.LastRestart = &metav1.Time{Time: t}
+		}
+		next.Workloads = append(next.Workloads, wr)
+	}
+
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonWatching,
+		Message:            fmt.Sprintf("watching %d ConfigMaps and %d workloads; %d restarts pending", len(next.WatchedConfigMaps), len(next.Workloads), out.pending),
+		ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(now)}
+	if gated {
+		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonApprovalNotAvailable
+		ready.Message = fmt.Sprintf("spec.approval.required is set, but approval gating of reloads is not available yet: nothing is restarted (%d workloads have changes waiting)", out.pending)
+	}
+	if old := meta.FindStatusCondition(cur.Conditions, v1alpha1.ConditionReady); gated && (old == nil || old.Reason != ReasonApprovalNotAvailable) {
+		out.events = append(out.events, event{corev1.EventTypeWarning, ReasonApprovalNotAvailable, ready.Message})
+	}
+	meta.SetStatusCondition(&next.Conditions, ready)
+	if !equality.Semantic.DeepEqual(&cur, &next) {
+		out.status = &next
+	}
+	return out
+}
+
+// invalidSelectorStatus reports a selector that cannot be parsed.
+func invalidSelectorStatus(p *v1alpha1.ConfigReloadPolicy, err error, now time.Time) *v1alpha1.ConfigReloadPolicyStatus {
+	next := p.Status.DeepCopy()
+	next.ObservedGeneration = p.Generation
+	meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: ReasonInvalidSelector, Message: err.Error(), ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(now)})
+	if equality.Semantic.DeepEqual(&p.Status, next) {
+		return nil
+	}
+	return next
+}
+
+func hasConfigHash(w reloadWorkload) bool {
+	for _, m := range []map[string]string{w.Meta, w.Template} {
+		for k := range m {
+			if strings.HasPrefix(k, workflows.ConfigHashAnnotationPrefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// combinedHash summarises a workload's recorded hashes for .status: the hash
+// itself for one ConfigMap, a digest of "name=hash" lines for several.
+func combinedHash(recorded map[string]string) string {
+	switch len(recorded) {
+	case 0:
+		return ""
+	case 1:
+		for _, h := range recorded {
+			return h
+		}
+	}
+	h := sha256.New()
+	for _, k := range sortedKeys(recorded) {
+		fmt.Fprintf(h, "%s=%s\n", k, recorded[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

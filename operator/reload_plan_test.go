@@ -1,0 +1,143 @@
+package operator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+func TestConfigMapHashIgnoresMetadataAndOrder(t *testing.T) {
+	base := &corev1.ConfigMap{Data: map[string]string{"a": "1", "b": "2"}, BinaryData: map[string][]byte{"z": {0, 1}}}
+	relabelled := base.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "x"}
+	relabelled.Annotations = map[string]string{"note": "y"}
+	assert.Equal(t, configMapHash(base), configMapHash(relabelled), "metadata-only edits keep the hash")
+
+	tests := map[string]*corev1.ConfigMap{
+		"value changed":          {Data: map[string]string{"a": "1", "b": "3"}, BinaryData: base.BinaryData},
+		"binary changed":         {Data: base.Data, BinaryData: map[string][]byte{"z": {0, 2}}},
+		"key moved to binary":    {Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": []byte("2"), "z": {0, 1}}},
+		"boundary between k & v": {Data: map[string]string{"a": "1", "b2": ""}, BinaryData: base.BinaryData},
+	}
+	for name, cm := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.NotEqual(t, configMapHash(base), configMapHash(cm))
+		})
+	}
+}
+
+func crp(gated bool) *v1alpha1.ConfigReloadPolicy {
+	p := &v1alpha1.ConfigReloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop", Generation: 2}}
+	if gated {
+		p.Spec.Approval = &v1alpha1.ApprovalSpec{Required: true}
+	}
+	return p
+}
+
+func TestPlanReload(t *testing.T) {
+	key := workflows.ConfigHashAnnotation
+	cms := []reloadConfigMap{{Name: "app", Scope: "prod", Hash: "new"}, {Name: "other", Scope: "test", Hash: "t1"}}
+	tests := []struct {
+		name          string
+		gated         bool
+		workload      reloadWorkload
+		wantSignals   []reloadSignal
+		wantBaselines []reloadBaseline
+		wantPending   int
+	}{
+		{
+			name:          "first sight records a baseline without a rollout",
+			workload:      reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod"},
+			wantBaselines: []reloadBaseline{{Kind: "Deployment", Name: "web", Annotations: map[string]string{key("app"): "new"}}},
+		},
+		{
+			name:     "recorded hash equal: nothing to do",
+			workload: reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", Meta: map[string]string{key("app"): "new"}},
+		},
+		{
+			name:        "recorded hash differs: signal",
+			workload:    reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", Meta: map[string]string{key("app"): "old"}},
+			wantSignals: []reloadSignal{{Kind: "Deployment", Name: "web", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}}},
+			wantPending: 1,
+		},
+		{
+			name:        "pod-template hash counts when metadata has none",
+			workload:    reloadWorkload{Kind: "StatefulSet", Name: "db", Scope: "prod", Template: map[string]string{key("app"): "old"}},
+			wantSignals: []reloadSignal{{Kind: "StatefulSet", Name: "db", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}}},
+			wantPending: 1,
+		},
+		{
+			name:        "legacy restart annotation without hashes: one repair restart",
+			workload:    reloadWorkload{Kind: "DaemonSet", Name: "agent", Scope: "prod", Template: map[string]string{workflows.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
+			wantSignals: []reloadSignal{{Kind: "DaemonSet", Name: "agent", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}, Repair: true}},
+			wantPending: 1,
+		},
+		{
+			name:     "workload without the scope label matches nothing",
+			workload: reloadWorkload{Kind: "Deployment", Name: "web", Meta: map[string]string{key("app"): "old"}},
+		},
+		{
+			name:     "workload in another scope is untouched",
+			workload: reloadWorkload{Kind: "Deployment", Name: "web", Scope: "staging", Meta: map[string]string{key("app"): "old"}},
+		},
+		{
+			name:        "approval required: pending but never signalled",
+			gated:       true,
+			workload:    reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", Meta: map[string]string{key("app"): "old"}},
+			wantPending: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := planReload(crp(tt.gated), append([]reloadConfigMap(nil), cms...), []reloadWorkload{tt.workload}, time.Unix(100, 0))
+			assert.Equal(t, tt.wantSignals, p.signals)
+			assert.Equal(t, tt.wantBaselines, p.baselines)
+			assert.Equal(t, tt.wantPending, p.pending)
+			require.NotNil(t, p.status)
+			assert.Equal(t, []string{"app", "other"}, p.status.WatchedConfigMaps)
+			ready := meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionReady)
+			require.NotNil(t, ready)
+			if tt.gated {
+				assert.Equal(t, metav1.ConditionFalse, ready.Status)
+				assert.Equal(t, ReasonApprovalNotAvailable, ready.Reason)
+				require.Len(t, p.events, 1, "gating is announced, never silent")
+				assert.Equal(t, corev1.EventTypeWarning, p.events[0].eventType)
+			} else {
+				assert.Equal(t, metav1.ConditionTrue, ready.Status)
+				assert.Empty(t, p.events)
+			}
+		})
+	}
+}
+
+func TestPlanReloadStatusIsStable(t *testing.T) {
+	p := crp(false)
+	wl := reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", Meta: map[string]string{
+		workflows.ConfigHashAnnotation("app"): "h1", workflows.LastReloadAnnotation: "2026-01-02T03:04:05Z",
+	}}
+	first := planReload(p, []reloadConfigMap{{Name: "app", Scope: "prod", Hash: "h1"}}, []reloadWorkload{wl}, time.Unix(100, 0))
+	require.NotNil(t, first.status)
+	require.Len(t, first.status.Workloads, 1)
+	assert.Equal(t, "h1", first.status.Workloads[0].ConfigHash)
+	assert.Equal(t, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), first.status.Workloads[0].LastRestart.UTC())
+
+	p.Status = *first.status
+	again := planReload(p, []reloadConfigMap{{Name: "app", Scope: "prod", Hash: "h1"}}, []reloadWorkload{wl}, time.Unix(200, 0))
+	assert.Nil(t, again.status, "an unchanged world writes no status")
+}
+
+func TestConfigHashAnnotationFitsLongNames(t *testing.T) {
+	long := "a-very-long-configmap-name-that-goes-on-and-on-beyond-the-limit-of-annotations"
+	k := workflows.ConfigHashAnnotation(long)
+	assert.LessOrEqual(t, len(k)-len("remedy.dev/"), 63)
+	assert.NotEqual(t, k, workflows.ConfigHashAnnotation(long+"x"))
+	assert.Equal(t, "remedy.dev/config-hash-app", workflows.ConfigHashAnnotation("app"))
+}

@@ -1,0 +1,173 @@
+package durability
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdkworker "go.temporal.io/sdk/worker"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/operator"
+	"github.com/remedy-dev/remedy/test/harness"
+	"github.com/remedy-dev/remedy/worker"
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+const debounce = 2 * time.Second
+
+// startOperator runs the reload reconciler as remedy-operator until stop is called.
+func startOperator(t *testing.T) (stop func()) {
+	t.Helper()
+	cfg, err := devenv.ServiceAccountConfig(context.Background(), harness.Config(), devenv.Namespace, "remedy-operator")
+	require.NoError(t, err)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  operator.Scheme(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Each test starts its own operator in this one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(t, err)
+	r := &operator.ReloadReconciler{Client: mgr.GetClient(), Temporal: harness.Temporal(),
+		Recorder: mgr.GetEventRecorder("remedy-operator"), Clock: clock.RealClock{}}
+	require.NoError(t, r.SetupWithManager(mgr))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
+	return func() { cancel(); require.NoError(t, <-done) }
+}
+
+// startWorker runs a worker as remedy-worker until stop is called; stopping
+// also drops the process's cached workflow state, as a crash would.
+func startWorker(t *testing.T) (stop func()) {
+	t.Helper()
+	cfg, err := devenv.ServiceAccountConfig(context.Background(), harness.Config(), devenv.Namespace, "remedy-worker")
+	require.NoError(t, err)
+	w, err := worker.New(worker.Options{Temporal: harness.Temporal(), Kube: cfg, ActionNamespace: devenv.Namespace})
+	require.NoError(t, err)
+	require.NoError(t, w.Start())
+	return func() { w.Stop(); sdkworker.PurgeStickyWorkflowCache() }
+}
+
+type fixture struct {
+	ns  string
+	cm  *corev1.ConfigMap
+	dep *appsv1.Deployment
+}
+
+func setup(t *testing.T) fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := fixture{ns: harness.Namespace(t)}
+	require.NoError(t, harness.Kube().Create(ctx, &v1alpha1.ConfigReloadPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "reload", Namespace: f.ns},
+		Spec: v1alpha1.ConfigReloadPolicySpec{
+			ConfigMapSelector: metav1.LabelSelector{MatchLabels: map[string]string{"reload": "true"}},
+			WorkloadSelector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Debounce:          &metav1.Duration{Duration: debounce},
+		},
+	}))
+	f.cm = &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: f.ns, Labels: map[string]string{"reload": "true", "env": "prod"}},
+		Data:       map[string]string{"mode": "a"},
+	}
+	require.NoError(t, harness.Kube().Create(ctx, f.cm))
+	labels := map[string]string{"app": "web", "env": "prod"}
+	f.dep = &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+	require.NoError(t, harness.Kube().Create(ctx, f.dep))
+	return f
+}
+
+func (f fixture) generation(t *testing.T) int64 {
+	t.Helper()
+	var d appsv1.Deployment
+	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(f.dep), &d))
+	return d.Generation
+}
+
+func (f fixture) waitBaseline(t *testing.T) {
+	t.Helper()
+	harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}}, 20*time.Second,
+		func(d *appsv1.Deployment) bool { return d.Annotations["remedy.dev/config-hash-settings"] != "" })
+}
+
+func (f fixture) edit(t *testing.T, value string) {
+	t.Helper()
+	f.cm.Data["mode"] = value
+	require.NoError(t, harness.Kube().Update(context.Background(), f.cm))
+}
+
+// expectOneRollout waits for exactly one pod-template change after gen, then
+// checks that no second one follows.
+func (f fixture) expectOneRollout(t *testing.T, gen int64) {
+	t.Helper()
+	harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}}, 30*time.Second,
+		func(d *appsv1.Deployment) bool { return d.Generation > gen })
+	time.Sleep(2 * debounce)
+	assert.Equal(t, gen+1, f.generation(t), "exactly one rollout")
+}
+
+// A ConfigMap edited while no operator runs is noticed when one starts, from
+// the state alone, and rolls the workload exactly once.
+func TestChangeWhileOperatorIsDownRollsOnceAfterStart(t *testing.T) {
+	defer startWorker(t)()
+	f := setup(t)
+	stopOperator := startOperator(t)
+	f.waitBaseline(t)
+	gen := f.generation(t)
+	stopOperator()
+
+	f.edit(t, "b")
+	time.Sleep(debounce + time.Second)
+	assert.Equal(t, gen, f.generation(t), "nothing rolls while the operator is down")
+
+	defer startOperator(t)()
+	f.expectOneRollout(t, gen)
+}
+
+// The worker dies inside the debounce window and stays down past it: the
+// pending restart lives in Temporal, and happens exactly once when a worker
+// is back.
+func TestWorkerDownDuringDebounceRestartsOnceWhenBack(t *testing.T) {
+	defer startOperator(t)()
+	f := setup(t)
+	stopWorker := startWorker(t)
+	f.waitBaseline(t)
+	gen := f.generation(t)
+
+	f.edit(t, "b")
+	id := workflows.ReloadWorkflowID(f.ns, "Deployment", "web")
+	require.Eventually(t, func() bool {
+		_, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "the operator signals the reload workflow")
+	stopWorker()
+
+	time.Sleep(2 * debounce)
+	assert.Equal(t, gen, f.generation(t), "no worker, no restart")
+
+	defer startWorker(t)()
+	f.expectOneRollout(t, gen)
+}

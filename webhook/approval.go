@@ -1,0 +1,101 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// ApprovalPath serves UPDATE of remediationapprovalrequests/status
+// (deploy/webhook/approval.yaml).
+const ApprovalPath = "/mutate-remedy-dev-v1alpha1-remediationapprovalrequest-status"
+
+// Approval admits RAR status updates by DecideStatusChange.
+type Approval struct {
+	// Client creates SubjectAccessReviews.
+	Client  ctrlclient.Client
+	Decoder admission.Decoder
+	// Trusted lists usernames whose decisions carry their own attribution (the worker).
+	Trusted []string
+	Now     func() time.Time
+}
+
+// NewApproval returns the handler for scheme's types.
+func NewApproval(c ctrlclient.Client, scheme *runtime.Scheme, trusted []string) *Approval {
+	return &Approval{Client: c, Decoder: admission.NewDecoder(scheme), Trusted: trusted, Now: time.Now}
+}
+
+// Handle decodes the old and new objects, asks the API server's authorizer
+// when a decision is being set, and maps the verdict to a response.
+func (a *Approval) Handle(ctx context.Context, req admission.Request) admission.Response {
+	var old, cur v1alpha1.RemediationApprovalRequest
+	if err := a.Decoder.DecodeRaw(req.OldObject, &old); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode old object: %w", err))
+	}
+	if err := a.Decoder.DecodeRaw(req.Object, &cur); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
+	}
+	c := StatusChange{Namespace: cur.Namespace, Name: cur.Name, Old: old.Status, New: cur.Status,
+		User: req.UserInfo.Username, Now: a.Now().UTC().Truncate(time.Second)}
+	for _, t := range a.Trusted {
+		c.Trusted = c.Trusted || t == c.User
+	}
+	if NeedsAuthorization(old.Status, cur.Status) {
+		ok, err := a.authorized(ctx, req, cur.Namespace, cur.Name)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		c.Authorized = ok
+	}
+	v := DecideStatusChange(c)
+	if !v.Allowed {
+		log.FromContext(ctx).Info("approval refused", "user", c.User, "approvalRequest", cur.Namespace+"/"+cur.Name, "code", v.Code, "reason", v.Message)
+		resp := admission.Denied(v.Message)
+		resp.Result.Code = v.Code
+		resp.Result.Reason = metav1.StatusReason(http.StatusText(int(v.Code)))
+		return resp
+	}
+	if v.Status == nil {
+		return admission.Allowed("")
+	}
+	cur.Status = *v.Status
+	raw, err := json.Marshal(&cur)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode object: %w", err))
+	}
+	log.FromContext(ctx).Info("approval decision", "decision", cur.Status.Decision, "approver", c.User, "via", cur.Status.DecidedVia,
+		"workflowID", cur.Spec.WorkflowID, "approvalRequest", cur.Namespace+"/"+cur.Name)
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// authorized asks whether the requester, with all its groups, may use the approve verb.
+func (a *Approval) authorized(ctx context.Context, req admission.Request, namespace, name string) (bool, error) {
+	u := req.UserInfo
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: u.Username, UID: u.UID, Groups: u.Groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: namespace, Verb: ApproveVerb, Group: v1alpha1.GroupVersion.Group, Resource: "remediationapprovalrequests", Name: name,
+		},
+	}}
+	if len(u.Extra) > 0 {
+		sar.Spec.Extra = map[string]authorizationv1.ExtraValue{}
+		for k, v := range u.Extra {
+			sar.Spec.Extra[k] = authorizationv1.ExtraValue(v)
+		}
+	}
+	if err := a.Client.Create(ctx, sar); err != nil {
+		return false, fmt.Errorf("create SubjectAccessReview: %w", err)
+	}
+	return sar.Status.Allowed, nil
+}

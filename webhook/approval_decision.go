@@ -1,0 +1,84 @@
+// Package webhook holds Remedy's admission webhooks. Decisions are pure
+// functions; the handlers only decode requests and map verdicts to responses.
+package webhook
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// ApproveVerb is the custom verb a user needs on remediationapprovalrequests
+// to decide one, as the CertificateSigningRequest API does with "approve".
+const ApproveVerb = "approve"
+
+// StatusChange is one update of a RAR's status as the webhook sees it.
+type StatusChange struct {
+	Namespace, Name string
+	Old, New        v1alpha1.RemediationApprovalRequestStatus
+	// User is the authenticated requester, never anything from the body.
+	User string
+	// Trusted requesters (Remedy's worker) record decisions Temporal already attributed.
+	Trusted bool
+	// Authorized is the SubjectAccessReview's answer for ApproveVerb; only
+	// asked when NeedsAuthorization.
+	Authorized bool
+	Now        time.Time
+}
+
+// Verdict is the admission answer: a refusal with an HTTP code, or the status to store.
+type Verdict struct {
+	Allowed bool
+	Code    int32
+	Message string
+	// Status is the mutated status to store; nil leaves the request as sent.
+	Status *v1alpha1.RemediationApprovalRequestStatus
+}
+
+// NeedsAuthorization reports whether the change sets a decision, which only
+// users granted ApproveVerb may do.
+func NeedsAuthorization(old, new v1alpha1.RemediationApprovalRequestStatus) bool {
+	return old.Decision == "" && new.Decision != ""
+}
+
+// DecideStatusChange is the whole policy of RAR status updates: a decision
+// is final, needs the approve verb, and is attributed to the requester.
+func DecideStatusChange(c StatusChange) Verdict {
+	old, next := c.Old, c.New
+	if old.Decision != "" {
+		if !sameDecision(old, next) {
+			return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s was already decided (%s by %s via %s): decision is final once set",
+				c.Name, old.Decision, old.DecidedBy, old.DecidedVia)}
+		}
+		return Verdict{Allowed: true}
+	}
+	if next.Decision == "" {
+		if next.DecidedBy != "" || next.DecidedVia != "" || next.DecidedAt != nil {
+			return Verdict{Code: http.StatusUnprocessableEntity, Message: "decidedBy, decidedVia and decidedAt are set by the server with a decision"}
+		}
+		return Verdict{Allowed: true}
+	}
+	if !c.Authorized {
+		return Verdict{Code: http.StatusForbidden, Message: fmt.Sprintf(
+			"user %q may not decide RemediationApprovalRequest %s/%s: it needs the verb %q on remediationapprovalrequests.remedy.dev in namespace %s (see deploy/rbac/approver-example.yaml)",
+			c.User, c.Namespace, c.Name, ApproveVerb, c.Namespace)}
+	}
+	if c.Trusted {
+		return Verdict{Allowed: true}
+	}
+	if next.Decision == v1alpha1.DecisionExpired {
+		return Verdict{Code: http.StatusUnprocessableEntity, Message: "only the timer expires a request; decide Approved or Rejected"}
+	}
+	out := next.DeepCopy()
+	out.DecidedBy, out.DecidedVia, out.DecidedAt = c.User, v1alpha1.DecidedViaKubectl, &metav1.Time{Time: c.Now}
+	return Verdict{Allowed: true, Status: out}
+}
+
+func sameDecision(a, b v1alpha1.RemediationApprovalRequestStatus) bool {
+	return a.Decision == b.Decision && a.DecidedBy == b.DecidedBy && a.DecidedVia == b.DecidedVia &&
+		a.DecisionMessage == b.DecisionMessage && a.DecidedAt.Equal(b.DecidedAt)
+}

@@ -1,0 +1,230 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+func approvalInput(timeout time.Duration) ExecutionInput {
+	in := scaleInput(0, false)
+	in.Spec.Approval = &v1alpha1.ApprovalSpec{Required: true}
+	if timeout > 0 {
+		in.Spec.Approval.Timeout = &metav1.Duration{Duration: timeout}
+	}
+	return in
+}
+
+// approvalEnv mocks validation and execution and records the approval
+// request the workflow creates and the decision it records.
+func approvalEnv(t *testing.T, pol activities.PolicyResult) (*testsuite.TestWorkflowEnvironment, *activities.ApprovalRequestInput, *activities.Decision) {
+	env := newEnv(t)
+	env.RegisterActivity(&activities.Approvals{})
+	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+	env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(pol, nil)
+	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Maybe()
+	created, recorded := &activities.ApprovalRequestInput{}, &activities.Decision{}
+	env.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApprovalRequestInput) error {
+		*created = in
+		return nil
+	}).Once()
+	env.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DecisionInput) (activities.Decision, error) {
+		*recorded = in.Decision
+		return in.Decision, nil
+	}).Maybe()
+	return env, created, recorded
+}
+
+func TestApprovalTimeoutHierarchy(t *testing.T) {
+	requireApproval := func(timeout string) activities.PolicyResult {
+		return activities.PolicyResult{Validation: v1alpha1.PolicyValidation{PolicyName: "safety", Allowed: true, RequiredApproval: true}, ApprovalTimeout: timeout}
+	}
+	for _, tc := range []struct {
+		name      string
+		in        ExecutionInput
+		pol       activities.PolicyResult
+		namespace *time.Duration // nil: the ConfigMap must not be read
+		want      time.Duration
+	}{
+		{name: "spec wins over policy", in: approvalInput(5 * time.Minute), pol: requireApproval("10m"), want: 5 * time.Minute},
+		{name: "policy when spec has none", in: scaleInput(0, false), pol: requireApproval("10m"), want: 10 * time.Minute},
+		{name: "namespace ConfigMap next", in: approvalInput(0), pol: allowed, namespace: ptrDuration(20 * time.Minute), want: 20 * time.Minute},
+		{name: "15m default last", in: approvalInput(0), pol: allowed, namespace: ptrDuration(0), want: 15 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, created, recorded := approvalEnv(t, tc.pol)
+			if tc.namespace != nil {
+				env.OnActivity(approvals.NamespaceApprovalTimeout, mock.Anything, "shop").Return(*tc.namespace, nil).Once()
+			}
+			start := env.Now()
+			env.ExecuteWorkflow(ExecutionWorkflow, tc.in)
+			s := result(t, env)
+
+			wait := created.RequiredBy.Sub(start)
+			assert.GreaterOrEqual(t, wait, tc.want)
+			assert.Less(t, wait, tc.want+time.Second, "requiredBy is rounded up to the second only")
+			assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
+			assert.Equal(t, ReasonApprovalExpired, s.Reason)
+			assert.Equal(t, v1alpha1.DecisionExpired, recorded.Decision)
+			assert.Equal(t, v1alpha1.DecidedViaTimer, recorded.Via)
+			assert.True(t, recorded.At.Equal(created.RequiredBy), "expired at %s, required by %s", recorded.At, created.RequiredBy)
+			assert.Equal(t, &v1alpha1.LocalRef{Name: "scale-web-approval"}, s.ApprovalRequestRef)
+		})
+	}
+}
+
+func ptrDuration(d time.Duration) *time.Duration { return &d }
+
+func phasesOf(s v1alpha1.KubernetesExecutionStatus) []v1alpha1.Phase {
+	var out []v1alpha1.Phase
+	for _, tr := range s.PhaseTransitions {
+		out = append(out, tr.Phase)
+	}
+	return out
+}
+
+func TestApprovalDecisions(t *testing.T) {
+	signal := func(name string, s ApprovalSignal) func(env *testsuite.TestWorkflowEnvironment) {
+		return func(env *testsuite.TestWorkflowEnvironment) { env.SignalWorkflow(name, s) }
+	}
+	for _, tc := range []struct {
+		name       string
+		decide     []func(env *testsuite.TestWorkflowEnvironment)
+		kubectl    *activities.Decision // already on the RAR when the workflow records
+		wantPhase  v1alpha1.Phase
+		wantReason string
+		want       activities.Decision
+	}{
+		{
+			name:      "approve signal executes",
+			decide:    []func(*testsuite.TestWorkflowEnvironment){signal(SignalApprove, ApprovalSignal{Approver: "alice", Reason: "ok"})},
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			want: activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal, Message: "ok"},
+		},
+		{
+			name:      "reject signal fails with the rejector and reason",
+			decide:    []func(*testsuite.TestWorkflowEnvironment){signal(SignalReject, ApprovalSignal{Approver: "bob", Reason: "not now"})},
+			wantPhase: v1alpha1.PhaseFailed, wantReason: ReasonApprovalRejected,
+			want: activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "bob", Via: v1alpha1.DecidedViaSignal, Message: "not now"},
+		},
+		{
+			name: "first decision wins",
+			decide: []func(*testsuite.TestWorkflowEnvironment){
+				signal(SignalApprove, ApprovalSignal{Approver: "alice"}),
+				signal(SignalReject, ApprovalSignal{Approver: "mallory", Reason: "too late"}),
+			},
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			want: activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal},
+		},
+		{
+			name:      "relayed kubectl decision keeps its channel",
+			decide:    []func(*testsuite.TestWorkflowEnvironment){signal(SignalApprove, ApprovalSignal{Approver: "carol", Via: "kubectl"})},
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			want: activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "carol", Via: v1alpha1.DecidedViaKubectl},
+		},
+		{
+			name:       "a decision already on the request wins over the signal",
+			decide:     []func(*testsuite.TestWorkflowEnvironment){signal(SignalApprove, ApprovalSignal{Approver: "alice"})},
+			kubectl:    &activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "dave", Via: v1alpha1.DecidedViaKubectl, Message: "no"},
+			wantPhase:  v1alpha1.PhaseFailed,
+			wantReason: ReasonApprovalRejected,
+			want:       activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			env.RegisterActivity(&activities.Approvals{})
+			env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
+			allowAll(env)
+			env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+			env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Maybe()
+			env.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(nil).Once()
+			var recorded activities.Decision
+			env.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DecisionInput) (activities.Decision, error) {
+				recorded = in.Decision
+				if tc.kubectl != nil {
+					return *tc.kubectl, nil
+				}
+				return in.Decision, nil
+			}).Once()
+			for i, d := range tc.decide {
+				env.RegisterDelayedCallback(func() { d(env) }, time.Minute+time.Duration(i)*time.Second)
+			}
+			env.ExecuteWorkflow(ExecutionWorkflow, approvalInput(time.Hour))
+			s := result(t, env)
+			assert.Equal(t, tc.wantPhase, s.Phase, s.Message)
+			assert.Equal(t, tc.wantReason, s.Reason)
+			recorded.At = time.Time{}
+			assert.Equal(t, tc.want, recorded)
+			assert.Equal(t, v1alpha1.PhaseWaitingApproval, phasesOf(s)[1], "WaitingApproval follows Validating")
+			if tc.wantReason == ReasonApprovalRejected {
+				d := tc.want
+				if tc.kubectl != nil {
+					d = *tc.kubectl
+				}
+				assert.Equal(t, "rejected by "+d.DecidedBy+" via "+string(d.Via)+": "+d.Message, s.Message)
+			}
+		})
+	}
+}
+
+func TestDecideUpdate(t *testing.T) {
+	env, _, recorded := approvalEnv(t, allowed)
+	var rejections []error
+	var accepted string
+	update := func(req DecideRequest, wantAccepted bool) func() {
+		return func() {
+			env.UpdateWorkflow(UpdateDecide, "", &testsuite.TestUpdateCallback{
+				OnReject: func(err error) {
+					if wantAccepted {
+						t.Errorf("decide %+v refused: %v", req, err)
+					}
+					rejections = append(rejections, err)
+				},
+				OnAccept: func() {},
+				OnComplete: func(v any, err error) {
+					require.True(t, wantAccepted, "update %+v must be refused", req)
+					require.NoError(t, err)
+					accepted = v.(string)
+				},
+			}, req)
+		}
+	}
+	env.RegisterDelayedCallback(update(DecideRequest{Approved: true}, false), time.Minute)
+	env.RegisterDelayedCallback(update(DecideRequest{Approved: true, Approver: "alice", Reason: "go"}, true), 2*time.Minute)
+	// The run now waits in RollbackReady; a second decision is refused.
+	env.RegisterDelayedCallback(update(DecideRequest{Approved: false, Approver: "bob"}, false), 3*time.Minute)
+	in := approvalInput(time.Hour)
+	in.Spec.RollbackWindow = &metav1.Duration{Duration: time.Hour}
+	env.ExecuteWorkflow(ExecutionWorkflow, in)
+	s := result(t, env)
+
+	require.Len(t, rejections, 2)
+	assert.ErrorContains(t, rejections[0], "approver is required")
+	assert.ErrorContains(t, rejections[1], "already taken")
+	assert.Equal(t, string(v1alpha1.DecisionApproved), accepted)
+	assert.Equal(t, activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaUpdate, Message: "go",
+		At: recorded.At}, *recorded)
+	assert.Equal(t, v1alpha1.PhaseCompleted, s.Phase)
+	assert.Contains(t, phasesOf(s), v1alpha1.PhaseRollbackReady)
+}
+
+func TestCancelWhileWaitingForApproval(t *testing.T) {
+	env, _, _ := approvalEnv(t, allowed)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+	env.ExecuteWorkflow(ExecutionWorkflow, approvalInput(time.Hour))
+	s := result(t, env)
+	assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
+	assert.Equal(t, ReasonCanceled, s.Reason)
+}

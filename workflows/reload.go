@@ -1,0 +1,267 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/actions"
+)
+
+// The reload annotations, for the operator, which imports workflows but not activities.
+const (
+	ConfigHashAnnotationPrefix = activities.ConfigHashAnnotationPrefix
+	LastReloadAnnotation       = activities.LastReloadAnnotation
+	RestartedAtAnnotation      = actions.RestartedAtAnnotation
+)
+
+// ConfigHashAnnotation is the annotation key recording one ConfigMap's hash.
+func ConfigHashAnnotation(configMap string) string { return activities.ConfigHashAnnotation(configMap) }
+
+// ConfigChange is the payload of the config-changed signal.
+type ConfigChange = activities.ConfigChange
+
+// Reload defaults, for inputs built without the CRD's defaulting.
+const (
+	defaultDebounce     = 5 * time.Second
+	defaultRetryInitial = time.Second
+	defaultRetryMax     = 30 * time.Second
+	// maxCyclesPerRun bounds the debounce-and-restart cycles of one run before it continues as new.
+	maxCyclesPerRun       = 50
+	reloadRestartDeadline = 30 * time.Second
+)
+
+// ReloadInput identifies the workload and carries the policy's timing. The
+// operator starts the workflow with it; a continued run also carries the
+// changes still pending and the last restart.
+type ReloadInput struct {
+	Namespace     string         `json:"namespace"`
+	Kind          string         `json:"kind"`
+	Name          string         `json:"name"`
+	Scope         string         `json:"scope"`
+	Debounce      time.Duration  `json:"debounce"`
+	RetryInitial  time.Duration  `json:"retryInitial"`
+	RetryMax      time.Duration  `json:"retryMax"`
+	Pending       []ConfigChange `json:"pending,omitempty"`
+	LastRestart   string         `json:"lastRestart,omitempty"`
+	TotalRestarts int            `json:"totalRestarts,omitempty"`
+}
+
+// ReloadStatus is what the status query returns.
+type ReloadStatus struct {
+	Pending []ConfigChange `json:"pending,omitempty"`
+	// DueAt is when the pending changes restart the workload (RFC3339), unless another change arrives.
+	DueAt         string `json:"dueAt,omitempty"`
+	Restarting    bool   `json:"restarting,omitempty"`
+	LastRestart   string `json:"lastRestart,omitempty"`
+	TotalRestarts int    `json:"totalRestarts"`
+	LastError     string `json:"lastError,omitempty"`
+}
+
+// ReloadResult is the final status of one run.
+type ReloadResult struct {
+	Status ReloadStatus `json:"status"`
+}
+
+var reload *activities.Reload
+
+// reloadOptions retry a failed restart with the policy's bounded backoff and
+// no attempt limit: a newer change cancels and supersedes the intent instead.
+func reloadOptions(in ReloadInput) workflow.ActivityOptions {
+	initial, max := in.RetryInitial, in.RetryMax
+	if initial <= 0 {
+		initial = defaultRetryInitial
+	}
+	if max < initial {
+		max = defaultRetryMax
+	}
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: reloadRestartDeadline,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        initial,
+			BackoffCoefficient:     2,
+			MaximumInterval:        max,
+			NonRetryableErrorTypes: []string{activities.ReasonWorkloadGone, activities.ReasonInvalidParameters},
+		},
+	}
+}
+
+// ReloadWorkflow restarts one workload when the ConfigMaps it uses change.
+// Each config-changed signal carrying new information pushes the restart
+// a debounce window into the future, so a burst of edits across any of the
+// workload's ConfigMaps becomes one rollout. The run ends when nothing is
+// pending; the operator's signal-with-start begins the next one.
+func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) {
+	r := &reloadRun{in: in, sig: workflow.GetSignalChannel(ctx, SignalConfigChanged)}
+	r.status.Pending = append([]ConfigChange(nil), in.Pending...)
+	r.status.LastRestart, r.status.TotalRestarts = in.LastRestart, in.TotalRestarts
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (ReloadStatus, error) { return r.status, nil }); err != nil {
+		return ReloadResult{}, err
+	}
+	debounce := in.Debounce
+	if debounce <= 0 {
+		debounce = defaultDebounce
+	}
+	logger := workflow.GetLogger(ctx)
+	for cycles := 0; ; cycles++ {
+		r.drain()
+		if len(r.status.Pending) == 0 {
+			return ReloadResult{Status: r.status}, nil
+		}
+		if cycles >= maxCyclesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			next := in
+			next.Pending, next.LastRestart, next.TotalRestarts = r.status.Pending, r.status.LastRestart, r.status.TotalRestarts
+			return ReloadResult{Status: r.status}, workflow.NewContinueAsNewError(ctx, ReloadWorkflow, next)
+		}
+		r.debounce(ctx, debounce)
+		superseded, err := r.restart(ctx)
+		if superseded {
+			logger.Info("newer change superseded the restart intent", "pending", len(r.status.Pending))
+			continue
+		}
+		if err != nil {
+			if activities.IsWorkloadGone(err) {
+				logger.Info("workload gone; dropping pending changes", "error", err)
+				r.status.Pending, r.status.LastError = nil, err.Error()
+				return ReloadResult{Status: r.status}, nil
+			}
+			return ReloadResult{Status: r.status}, err
+		}
+	}
+}
+
+type reloadRun struct {
+	in     ReloadInput
+	sig    workflow.ReceiveChannel
+	status ReloadStatus
+	// coalesced counts new changes since the last restart beyond the first.
+	coalesced int
+}
+
+// absorb merges a change into the pending set; it reports whether the change
+// is new, so repeated signals of a hash already pending (replays, several
+// operators) neither push the due time nor count as debounced.
+func (r *reloadRun) absorb(c ConfigChange) bool {
+	for i, p := range r.status.Pending {
+		if p.ConfigMap == c.ConfigMap {
+			if p.Hash == c.Hash {
+				return false
+			}
+			r.status.Pending[i].Hash = c.Hash
+			r.coalesced++
+			return true
+		}
+	}
+	if len(r.status.Pending) > 0 {
+		r.coalesced++
+	}
+	r.status.Pending = append(r.status.Pending, c)
+	return true
+}
+
+// drain absorbs every signal already delivered.
+func (r *reloadRun) drain() bool {
+	changed := false
+	var c ConfigChange
+	for r.sig.ReceiveAsync(&c) {
+		changed = r.absorb(c) || changed
+	}
+	return changed
+}
+
+// debounce waits until a whole window passes without a new change. A
+// repeated hash keeps the running timer; a new one replaces it.
+func (r *reloadRun) debounce(ctx workflow.Context, window time.Duration) {
+	due := workflow.Now(ctx).Add(window)
+	for {
+		r.status.DueAt = due.UTC().Format(time.RFC3339Nano)
+		tctx, cancel := workflow.WithCancel(ctx)
+		timer := workflow.NewTimer(tctx, due.Sub(workflow.Now(ctx)))
+		fired, pushed := false, false
+		for !fired && !pushed {
+			sel := workflow.NewSelector(ctx)
+			sel.AddFuture(timer, func(workflow.Future) { fired = true })
+			sel.AddReceive(r.sig, func(ch workflow.ReceiveChannel, _ bool) {
+				var c ConfigChange
+				ch.Receive(ctx, &c)
+				if r.absorb(c) {
+					due, pushed = workflow.Now(ctx).Add(window), true
+				}
+			})
+			sel.Select(ctx)
+		}
+		if fired {
+			r.status.DueAt = ""
+			return
+		}
+		cancel()
+	}
+}
+
+// restart runs one intent: the pending changes as they are now. A new change
+// arriving meanwhile cancels it (a retrying intent is stale) and reports superseded.
+func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
+	intent := append([]ConfigChange(nil), r.status.Pending...)
+	token := workflow.Now(ctx).UTC().Format(time.RFC3339)
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, reloadOptions(r.in)))
+	fut := workflow.ExecuteActivity(actx, reload.RestartWorkload, activities.RestartInput{
+		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Scope: r.in.Scope,
+		Changes: intent, RestartedAt: token, Coalesced: r.coalesced,
+	})
+	r.status.Restarting = true
+	defer func() { r.status.Restarting = false }()
+	var res activities.RestartResult
+	done := false
+	for !done {
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(fut, func(f workflow.Future) { done, err = true, f.Get(ctx, &res) })
+		sel.AddReceive(r.sig, func(ch workflow.ReceiveChannel, _ bool) {
+			var c ConfigChange
+			ch.Receive(ctx, &c)
+			if r.absorb(c) && !superseded {
+				superseded = true
+				cancel()
+			}
+		})
+		sel.Select(ctx)
+	}
+	var canceled *temporal.CanceledError
+	switch {
+	case superseded && errors.As(err, &canceled):
+		return true, nil
+	case err != nil:
+		r.status.LastError = err.Error()
+		return superseded, err
+	}
+	// The intent may have completed just as a newer change arrived: record
+	// it, and keep the newer change pending.
+	r.status.LastError = ""
+	if res.Restarted {
+		r.status.LastRestart = token
+		r.status.TotalRestarts++
+	}
+	r.coalesced = 0
+	r.status.Pending = pendingAfter(r.status.Pending, intent)
+	return superseded, nil
+}
+
+// pendingAfter drops the changes the intent applied, keeping newer hashes.
+func pendingAfter(pending, applied []ConfigChange) []ConfigChange {
+	var left []ConfigChange
+	for _, p := range pending {
+		keep := true
+		for _, a := range applied {
+			if a == p {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			left = append(left, p)
+		}
+	}
+	return left
+}
