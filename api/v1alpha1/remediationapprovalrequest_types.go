@@ -89,7 +89,8 @@ type RemediationApprovalRequestStatus struct {
 // +kubebuilder:resource:shortName=rar,categories=remedy
 // +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.status.decision`
 // +kubebuilder:printcolumn:name="Subject",type=string,JSONPath=`.spec.subjectRef.name`
-// +kubebuilder:printcolumn:name="RequiredBy",type=date,JSONPath=`.spec.requiredBy`
+// +kubebuilder:printcolumn:name="RequiredBy",type=string,JSONPath=`.spec.requiredBy`
+// +kubebuilder:printcolumn:name="Remaining",type=string,JSONPath=`.status.timeRemaining`
 // +kubebuilder:printcolumn:name="DecidedBy",type=string,JSONPath=`.status.decidedBy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RemediationApprovalRequest struct {

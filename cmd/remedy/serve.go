@@ -43,6 +43,9 @@ func runOperator(ctx context.Context, args []string) error {
 	probes := fs.String("probe-addr", ":8081", "address of /healthz and /readyz")
 	leader := fs.Bool("leader-elect", true, "elect one active replica")
 	leaseNS := fs.String("leader-election-namespace", "remedy-system", "namespace of the leader lease")
+	webhookPort := fs.Int("webhook-port", 9443, "port of the TLS admission webhook (0 disables it)")
+	webhookCerts := fs.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key for the webhook")
+	workerSA := fs.String("worker-user", "system:serviceaccount:remedy-system:remedy-worker", "username of the worker, whose recorded approval decisions keep their attribution")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,6 +62,7 @@ func runOperator(ctx context.Context, args []string) error {
 	mgr, err := operator.New(cfg, operator.Options{
 		Temporal: tc, MetricsAddr: *metrics, ProbeAddr: *probes,
 		LeaderElection: *leader, LeaderElectionNamespace: *leaseNS,
+		Webhook: webhookOptions(*webhookPort, *webhookCerts, *workerSA),
 	})
 	if err != nil {
 		return err
@@ -101,4 +105,11 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+func webhookOptions(port int, certDir, workerUser string) *operator.WebhookOptions {
+	if port == 0 {
+		return nil
+	}
+	return &operator.WebhookOptions{Port: port, CertDir: certDir, TrustedRecorders: []string{workerUser}}
 }

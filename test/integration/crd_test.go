@@ -49,7 +49,8 @@ func TestSamplesAreValid(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(harness.Root, "deploy", "samples", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	files = append(files, filepath.Join(harness.Root, "temporal-dev.yaml"), filepath.Join(harness.Root, "deploy", "policies", "safety.yaml"))
+	files = append(files, filepath.Join(harness.Root, "temporal-dev.yaml"), filepath.Join(harness.Root, "deploy", "policies", "safety.yaml"),
+		filepath.Join(harness.Root, "deploy", "manager", "manager.yaml"))
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "demo"}}}
 	if err := harness.Kube().Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
