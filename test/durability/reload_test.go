@@ -11,16 +11,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
-	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/worker"
 	"github.com/remedy-dev/remedy/workflows"
@@ -33,21 +27,7 @@ func startOperator(t *testing.T) (stop func()) {
 	t.Helper()
 	cfg, err := devenv.ServiceAccountConfig(context.Background(), harness.Config(), devenv.Namespace, "remedy-operator")
 	require.NoError(t, err)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  operator.Scheme(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// Each test starts its own operator in this one process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
-	r := &operator.ReloadReconciler{Client: mgr.GetClient(), Temporal: harness.Temporal(),
-		Recorder: mgr.GetEventRecorder("remedy-operator"), Clock: clock.RealClock{}}
-	require.NoError(t, r.SetupWithManager(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
-	return func() { cancel(); require.NoError(t, <-done) }
+	return harness.StartReloadOperator(t, cfg)
 }
 
 // startWorker runs a worker as remedy-worker until stop is called; stopping

@@ -236,24 +236,9 @@ func TestDeletingTheSubjectWhileWaiting(t *testing.T) {
 	id := k.Status.WorkflowID
 	require.NoError(t, harness.Kube().Delete(ctx, k))
 
-	deadline := time.Now().Add(runTimeout)
-	for {
-		d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")
-		require.NoError(t, err)
-		if d.WorkflowExecutionInfo.GetCloseTime() != nil {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "workflow still waiting after its execution was deleted")
-		time.Sleep(100 * time.Millisecond)
-	}
+	harness.WaitClosed(t, id, runTimeout)
 	awaitApprovalStatus(t, id, workflows.ApprovalCanceled)
-	for {
-		err := harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar)
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		require.NoError(t, err)
-		require.True(t, time.Now().Before(deadline), "approval request %s orphaned", rar.Name)
-		time.Sleep(100 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
+	}, runTimeout, 100*time.Millisecond, "approval request %s orphaned", rar.Name)
 }

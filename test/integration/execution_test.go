@@ -211,16 +211,7 @@ func TestDeletingARunningExecutionCancelsItsWorkflow(t *testing.T) {
 	id := k.Status.WorkflowID
 	require.NoError(t, harness.Kube().Delete(ctx, k))
 
-	deadline := time.Now().Add(runTimeout)
-	for {
-		d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")
-		require.NoError(t, err)
-		if d.WorkflowExecutionInfo.GetCloseTime() != nil {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "workflow still open after the execution was deleted")
-		time.Sleep(100 * time.Millisecond)
-	}
+	harness.WaitClosed(t, id, runTimeout)
 	err := harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k)
 	assert.True(t, ctrlclient.IgnoreNotFound(err) == nil && err != nil, "execution is gone once its workflow is canceled")
 }

@@ -20,12 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -249,23 +245,10 @@ func runPrivateReloadOperator(t *testing.T) {
 	t.Cleanup(startReloadOperator(t))
 }
 
-// startReloadOperator starts a reload-only operator as cluster-admin, waits
-// for its caches and returns the function that stops it.
+// startReloadOperator starts a reload-only operator as cluster-admin and
+// returns the function that stops it.
 func startReloadOperator(t testing.TB) (stop func()) {
-	mgr, err := ctrl.NewManager(harness.Config(), ctrl.Options{
-		Scheme:     operator.Scheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
-	r := &operator.ReloadReconciler{Client: mgr.GetClient(), Temporal: harness.Temporal(),
-		Recorder: mgr.GetEventRecorder("remedy-operator-private"), Clock: clock.RealClock{}}
-	require.NoError(t, r.SetupWithManager(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
-	return func() { cancel(); require.NoError(t, <-done) }
+	return harness.StartReloadOperator(t, harness.Config())
 }
 
 // denyRestarts installs a ValidatingAdmissionPolicy that rejects any
