@@ -11,12 +11,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
@@ -71,8 +74,16 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		observed = &s
 	}
 
+	decided := false
+	if ref := kexec.Status.ApprovalRequestRef; ref != nil && kexec.Status.Phase == v1alpha1.PhaseWaitingApproval {
+		var rar v1alpha1.RemediationApprovalRequest
+		if err := r.Get(ctx, ctrlclient.ObjectKey{Namespace: kexec.Namespace, Name: ref.Name}, &rar); err == nil {
+			decided = rar.Status.Decision != ""
+		}
+	}
+
 	// Plan.
-	p := planExecution(&kexec, id, observed, r.Clock.Now())
+	p := planExecution(&kexec, id, observed, decided, r.Clock.Now())
 
 	// Execute.
 	if p.start {
@@ -156,10 +167,20 @@ func (r *ExecutionReconciler) finalize(ctx context.Context, kexec *v1alpha1.Kube
 	return nil
 }
 
+func subjectOf(_ context.Context, o ctrlclient.Object) []reconcile.Request {
+	rar, ok := o.(*v1alpha1.RemediationApprovalRequest)
+	if !ok || rar.Spec.SubjectRef.Kind != "KubernetesExecution" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: rar.Namespace, Name: rar.Spec.SubjectRef.Name}}}
+}
+
 // SetupWithManager registers the reconciler.
 func (r *ExecutionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.KubernetesExecution{}).
+		// A decision on the approval request wakes its subject at once.
+		Watches(&v1alpha1.RemediationApprovalRequest{}, handler.EnqueueRequestsFromMapFunc(subjectOf)).
 		Named("kubernetesexecution").
 		Complete(r)
 }

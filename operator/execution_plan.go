@@ -52,7 +52,10 @@ type executionPlan = plan[v1alpha1.KubernetesExecutionStatus]
 
 // planExecution decides the next status from the object and the workflow's
 // status query (nil when not queried). It takes no client.
-func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, observed *v1alpha1.KubernetesExecutionStatus, now time.Time) executionPlan {
+//
+// decided says the execution's approval request already carries a decision,
+// so the workflow is about to leave WaitingApproval.
+func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, observed *v1alpha1.KubernetesExecutionStatus, decided bool, now time.Time) executionPlan {
 	cur := kexec.Status
 	if cur.WorkflowID == "" && isStep(kexec) {
 		// A RemediationRequest's workflow starts its steps as child workflows.
@@ -91,6 +94,9 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 		lastChange = next.PhaseTransitions[n-1].Time.Time
 	}
 	p := executionPlan{requeueAfter: pollInterval(next.Phase, now.Sub(lastChange))}
+	if decided && next.Phase == v1alpha1.PhaseWaitingApproval {
+		p.requeueAfter = freshPoll
+	}
 	// One Event per phase entered since the last mirror, including phases
 	// that began and ended between two queries.
 	if n := len(cur.PhaseTransitions); n <= len(next.PhaseTransitions) {

@@ -49,7 +49,7 @@ func TestPlanExecution(t *testing.T) {
 		{name: "no query result, nothing to do", kexec: kexec(v1alpha1.PhaseCompleted, "id")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := planExecution(tc.kexec, "id", tc.observed, now)
+			p := planExecution(tc.kexec, "id", tc.observed, false, now)
 			assert.Equal(t, tc.wantStart, p.start)
 			assert.Equal(t, tc.wantRequeue, p.requeueAfter)
 			if !tc.wantWrite {
@@ -73,13 +73,13 @@ func TestPlanExecution(t *testing.T) {
 func TestPlanExecutionIsQuietWhenNothingChanged(t *testing.T) {
 	now := time.Now()
 	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
-	first := planExecution(k, "id", nil, now)
+	first := planExecution(k, "id", nil, false, now)
 	k.Status = *first.status
 	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseExecuting, Reason: "Executing",
 		PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseExecuting, Time: metav1.NewTime(now.Add(-time.Minute))}}}
-	second := planExecution(k, "id", obs, now)
+	second := planExecution(k, "id", obs, false, now)
 	k.Status = *second.status
-	third := planExecution(k, "id", obs.DeepCopy(), now.Add(time.Second))
+	third := planExecution(k, "id", obs.DeepCopy(), false, now.Add(time.Second))
 	assert.Nil(t, third.status, "an unchanged phase must not cause a status write")
 	assert.Empty(t, third.events)
 	assert.Equal(t, activePoll, third.requeueAfter, "a run long in one phase is polled less often")
@@ -94,8 +94,17 @@ func TestPlanExecutionEmitsSkippedPhases(t *testing.T) {
 	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseCompleted, Reason: "Succeeded", PhaseTransitions: []v1alpha1.PhaseTransition{
 		{Phase: v1alpha1.PhaseValidating}, {Phase: v1alpha1.PhaseExecuting, Reason: "Executing"}, {Phase: v1alpha1.PhaseCompleted, Reason: "Succeeded"},
 	}}
-	p := planExecution(k, "id", obs, time.Now())
+	p := planExecution(k, "id", obs, false, time.Now())
 	require.Len(t, p.events, 2)
 	assert.Equal(t, "Executing", p.events[0].reason)
 	assert.Equal(t, "Completed", p.events[1].reason)
+}
+
+// A decided approval is mirrored within a fresh poll, not the slow waiting one.
+func TestPlanExecutionPollsFastOnceApprovalIsDecided(t *testing.T) {
+	now := time.Now()
+	k := &v1alpha1.KubernetesExecution{Status: v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseWaitingApproval, WorkflowID: "id"}}
+	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseWaitingApproval}
+	assert.Equal(t, waitingPoll, planExecution(k, "id", obs, false, now).requeueAfter)
+	assert.Equal(t, freshPoll, planExecution(k, "id", obs, true, now).requeueAfter)
 }
