@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/dynamic"
@@ -14,14 +13,6 @@ import (
 
 	"github.com/remedy-dev/remedy/activities/actions"
 )
-
-// labelValue keeps long execution names within a label value's 63 characters.
-func labelValue(s string) string {
-	if len(s) <= 63 {
-		return s
-	}
-	return strings.TrimRight(s[:63], "-.")
-}
 
 // ExecRequest is the body of `remedy exec`: it applies the request with the
 // caller's identity (the pod's ServiceAccount) and writes the plan's JSON, or

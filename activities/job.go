@@ -189,3 +189,11 @@ func (j *Jobs) image() string {
 	}
 	return j.Image
 }
+
+// labelValue keeps long execution names within a label value's 63 characters.
+func labelValue(s string) string {
+	if len(s) <= 63 {
+		return s
+	}
+	return strings.TrimRight(s[:63], "-.")
+}
