@@ -30,14 +30,7 @@ func onCondition(env *testsuite.TestWorkflowEnvironment, name string, required, 
 }
 
 func TestPipelineBranches(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		in         ExecutionInput
-		setup      func(env *testsuite.TestWorkflowEnvironment)
-		wantPhase  v1alpha1.Phase
-		wantReason string
-		check      func(t *testing.T, s v1alpha1.KubernetesExecutionStatus)
-	}{
+	runPhaseCases(t, []phaseCase{
 		{
 			name: "RBAC refused before the target is read",
 			in:   scaleInput(0, false),
@@ -175,17 +168,5 @@ func TestPipelineBranches(t *testing.T) {
 				assert.Equal(t, "remedy-scale-abc", s.ExecutionResults.JobName)
 			},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			env := newEnv(t)
-			tc.setup(env)
-			env.ExecuteWorkflow(ExecutionWorkflow, tc.in)
-			s := result(t, env)
-			assert.Equal(t, tc.wantPhase, s.Phase, s.Message)
-			assert.Equal(t, tc.wantReason, s.Reason)
-			if tc.check != nil {
-				tc.check(t, s)
-			}
-		})
-	}
+	})
 }

@@ -69,14 +69,7 @@ func permanentErr(reason, msg string) error {
 }
 
 func TestExecutionPhases(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		in         ExecutionInput
-		setup      func(env *testsuite.TestWorkflowEnvironment)
-		wantPhase  v1alpha1.Phase
-		wantReason string
-		check      func(t *testing.T, s v1alpha1.KubernetesExecutionStatus)
-	}{
+	runPhaseCases(t, []phaseCase{
 		{
 			name: "no rollback window completes at once",
 			in:   scaleInput(0, true),
@@ -201,13 +194,27 @@ func TestExecutionPhases(t *testing.T) {
 			},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonExecutionTimeout,
 		},
-	} {
+	})
+}
+
+// phaseCase runs ExecutionWorkflow with mocked activities and checks where it ends.
+type phaseCase struct {
+	name       string
+	in         ExecutionInput
+	setup      func(env *testsuite.TestWorkflowEnvironment)
+	wantPhase  v1alpha1.Phase
+	wantReason string
+	check      func(t *testing.T, s v1alpha1.KubernetesExecutionStatus)
+}
+
+func runPhaseCases(t *testing.T, cases []phaseCase) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newEnv(t)
 			tc.setup(env)
 			env.ExecuteWorkflow(ExecutionWorkflow, tc.in)
 			s := result(t, env)
-			assert.Equal(t, tc.wantPhase, s.Phase)
+			assert.Equal(t, tc.wantPhase, s.Phase, s.Message)
 			assert.Equal(t, tc.wantReason, s.Reason)
 			if tc.check != nil {
 				tc.check(t, s)
