@@ -1,0 +1,84 @@
+package workflows
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// DriftObjectRef names a drift's parent or child.
+type DriftObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	UID        string `json:"uid,omitempty"`
+}
+
+// Target renders the reference as namespace/kind/name, the RemedyTarget format.
+func (r DriftObjectRef) Target() string { return r.Namespace + "/" + r.Kind + "/" + r.Name }
+
+// DriftInput starts the drift workflow of one parent. The webhook sets only
+// Parent; a continued run also carries the drifts still open.
+type DriftInput struct {
+	Parent DriftObjectRef `json:"parent"`
+	Open   []OpenDrift    `json:"open,omitempty"`
+	// Resolved counts the drifts earlier runs resolved.
+	Resolved int `json:"resolved,omitempty"`
+}
+
+// DriftSignal is the payload of the drift signal the webhook sends.
+type DriftSignal struct {
+	// ID is the first 16 hex of sha256(parent + child + diff); the webhook computes it.
+	ID     string         `json:"id"`
+	Parent DriftObjectRef `json:"parent"`
+	// ParentGeneration is the generation of the parent's last spec change.
+	ParentGeneration int64 `json:"parentGeneration"`
+	// ParentSpecHash is kv1.SpecHash of the parent at detection; a different
+	// hash later means the parent changed, which resolves the drift.
+	ParentSpecHash string          `json:"parentSpecHash"`
+	Child          DriftObjectRef  `json:"child"`
+	Operation      string          `json:"operation"`
+	User           string          `json:"user"`
+	Groups         []string        `json:"groups,omitempty"`
+	OldObject      json.RawMessage `json:"oldObject,omitempty"`
+	NewObject      json.RawMessage `json:"newObject,omitempty"`
+	Mode           string          `json:"mode"`
+	Denied         bool            `json:"denied,omitempty"`
+	Approved       bool            `json:"approved,omitempty"`
+	Snoozed        bool            `json:"snoozed,omitempty"`
+	// CallbackURLs receive the DriftReports, from the webhook's --drift-callback-url flags.
+	CallbackURLs []string `json:"callbackURLs,omitempty"`
+	// RequestApproval asks a person through a RemediationApprovalRequest (--drift-approval).
+	RequestApproval bool      `json:"requestApproval,omitempty"`
+	DetectedAt      time.Time `json:"detectedAt"`
+}
+
+// OpenDrift is one drift the workflow tracks until it resolves.
+type OpenDrift struct {
+	Signal DriftSignal `json:"signal"`
+	// ApprovalRequest is the RemediationApprovalRequest asked for it, if any.
+	ApprovalRequest string `json:"approvalRequest,omitempty"`
+	// Decision is Approved, Rejected or Expired once a person (or the timer) decided.
+	Decision string `json:"decision,omitempty"`
+}
+
+// ResolvedDrift is one drift the run closed, and why.
+type ResolvedDrift struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// DriftStatus is what the status query returns.
+type DriftStatus struct {
+	Parent DriftObjectRef `json:"parent"`
+	Open   []OpenDrift    `json:"open"`
+	// Resolved counts every drift of this parent resolved so far, across runs.
+	Resolved int `json:"resolved"`
+}
+
+// DriftResult is the outcome of one run.
+type DriftResult struct {
+	Status DriftStatus `json:"status"`
+	// Closed lists the drifts this run resolved, in order.
+	Closed []ResolvedDrift `json:"closed,omitempty"`
+}
