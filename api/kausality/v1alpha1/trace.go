@@ -66,8 +66,13 @@ func ParseTrace(s string) (Trace, error) {
 }
 
 func (w hopWire) hop() (Hop, error) {
-	if err := validateRef(w.APIVersion, w.Kind, w.Name); err != nil {
-		return Hop{}, err
+	// The name may be empty: an object created with generateName can reach
+	// admission before its name is generated.
+	switch {
+	case w.APIVersion == "":
+		return Hop{}, fmt.Errorf("apiVersion is required")
+	case w.Kind == "":
+		return Hop{}, fmt.Errorf("kind is required")
 	}
 	if w.Generation < 0 {
 		return Hop{}, fmt.Errorf("generation %d is negative", w.Generation)
