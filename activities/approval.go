@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -73,18 +74,28 @@ type ApprovalRequestInput struct {
 }
 
 // CreateApprovalRequest creates the RAR owned by its RemediationRequest, or by
-// the execution; a retry finds the one it created.
+// its subject of any kind; a retry finds the one it created. Only Remedy's own
+// subjects are marked controller and block their deletion: a workload or a
+// drifted parent merely garbage-collects the request.
 func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalRequestInput) error {
-	owner := metav1.OwnerReference{
-		APIVersion: v1alpha1.GroupVersion.String(), Kind: in.Subject.Kind, Name: in.Subject.Name, UID: types.UID(in.SubjectUID),
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	uid := types.UID(in.SubjectUID)
+	if uid == "" {
+		var err error
+		if uid, err = a.subjectUID(ctx, in.Subject); err != nil {
+			return err
+		}
+	}
+	owner := metav1.OwnerReference{APIVersion: in.Subject.APIVersion, Kind: in.Subject.Kind, Name: in.Subject.Name, UID: uid}
+	if owner.APIVersion == "" || owner.APIVersion == v1alpha1.GroupVersion.String() {
+		owner.APIVersion, owner.Controller, owner.BlockOwnerDeletion = v1alpha1.GroupVersion.String(), ptr.To(true), ptr.To(true)
 	}
 	if in.RemediationRequest != "" {
 		var rr v1alpha1.RemediationRequest
 		if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.RemediationRequest}, &rr); err != nil {
 			return classify(ReasonInvalidParameters, fmt.Errorf("read RemediationRequest %s: %w", in.RemediationRequest, err))
 		}
-		owner.Kind, owner.Name, owner.UID = "RemediationRequest", rr.Name, rr.UID
+		owner = metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RemediationRequest", Name: rr.Name, UID: rr.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	}
 	rar := &v1alpha1.RemediationApprovalRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace, OwnerReferences: []metav1.OwnerReference{owner}},
@@ -96,8 +107,11 @@ func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalReques
 	err := a.Client.Create(ctx, rar)
 	if apierrors.IsAlreadyExists(err) {
 		err = a.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar)
-		if err == nil && rar.Spec.WorkflowID != in.WorkflowID {
-			return permanent(ReasonInvalidParameters, fmt.Errorf("RemediationApprovalRequest %s already exists for workflow %s", in.Name, rar.Spec.WorkflowID))
+		// A retry finds its own request; anything else, even from an earlier
+		// run of the same workflow ID, is a different question.
+		if err == nil && (rar.Spec.WorkflowID != in.WorkflowID || !rar.Spec.RequiredBy.Time.Equal(in.RequiredBy) || rar.Spec.SubjectRef != in.Subject) {
+			return permanent(ReasonInvalidParameters, fmt.Errorf("RemediationApprovalRequest %s already exists for workflow %s, required by %s",
+				in.Name, rar.Spec.WorkflowID, rar.Spec.RequiredBy.UTC().Format(time.RFC3339)))
 		}
 	}
 	if err != nil {
@@ -159,4 +173,16 @@ func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decis
 	activity.GetLogger(ctx).Info("approval decision", "decision", got.Decision, "approver", got.DecidedBy,
 		"via", got.Via, "workflowID", in.WorkflowID, "approvalRequest", in.Name, "message", got.Message)
 	return got, nil
+}
+
+// subjectUID reads the subject's UID, for callers that know it only by name
+// (a workload whose reload workflow outlives its recreation).
+func (a *Approvals) subjectUID(ctx context.Context, ref v1alpha1.ObjectRef) (types.UID, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(ref.APIVersion)
+	obj.SetKind(ref.Kind)
+	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+		return "", classify(ReasonInvalidParameters, fmt.Errorf("read approval subject %s: %w", ref.String(), err))
+	}
+	return obj.GetUID(), nil
 }

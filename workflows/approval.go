@@ -11,25 +11,18 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
-// Reasons of the approval gate.
-const (
-	ReasonApprovalRequested = "ApprovalRequested"
-	ReasonApprovalRejected  = "ApprovalRejected"
-	ReasonApprovalExpired   = "ApprovalExpired"
-)
-
-// Values of the ApprovalStatus search attribute.
+// Values of the ApprovalStatus search attribute besides the decisions.
 const (
 	ApprovalPending  = "Pending"
 	ApprovalCanceled = "Canceled"
 )
 
-// versionApproval gates the approval gate; runs started before it fail
-// Unsupported when the policy asks for approval, as they did.
-const versionApproval = "approval-gate"
-
 // defaultApprovalTimeout is the last level of the timeout hierarchy.
 const defaultApprovalTimeout = 15 * time.Minute
+
+// SupersededBy is the decidedBy of a request the workflow closed itself
+// because the change it asked about was replaced by a newer one.
+const SupersededBy = "remedy"
 
 // ApprovalSignal is the payload of the approve and reject signals.
 type ApprovalSignal struct {
@@ -37,6 +30,10 @@ type ApprovalSignal struct {
 	Reason   string `json:"reason,omitempty"`
 	// Via is set by the operator when it relays a kubectl decision.
 	Via string `json:"via,omitempty"`
+	// Request names the RemediationApprovalRequest decided. The operator always
+	// sets it, so a late relay cannot decide a newer request of the same run;
+	// people may leave it out to decide whichever request is open.
+	Request string `json:"request,omitempty"`
 }
 
 // DecideRequest is the payload of the decide update.
@@ -44,140 +41,174 @@ type DecideRequest struct {
 	Approved bool   `json:"approved"`
 	Approver string `json:"approver"`
 	Reason   string `json:"reason,omitempty"`
+	// Request, when set, must name the open request (see ApprovalSignal.Request).
+	Request string `json:"request,omitempty"`
 }
 
 var approvals *activities.Approvals
 
-// ApprovalRequestName is the deterministic name of an execution's RAR.
-func ApprovalRequestName(execution string) string { return execution + "-approval" }
+// errApprovalSuperseded is returned by awaitDecision when ApprovalAsk.Superseded
+// closed the request; the decision returned with it is what the RAR records.
+var errApprovalSuperseded = errors.New("approval request superseded")
 
-// approvalTimeout applies the first three levels of the hierarchy that need
-// no I/O: spec, then policy; 0 means "ask the namespace".
-func approvalTimeout(spec v1alpha1.KubernetesExecutionSpec, policyTimeout string) time.Duration {
-	if spec.Approval != nil && spec.Approval.Timeout != nil && spec.Approval.Timeout.Duration > 0 {
-		return spec.Approval.Timeout.Duration
-	}
-	if d, err := time.ParseDuration(policyTimeout); err == nil && d > 0 {
-		return d
-	}
-	return 0
+// ApprovalAsk is one question to a person: the RemediationApprovalRequest to
+// create and how long it may stay open.
+type ApprovalAsk struct {
+	Namespace string
+	// Name of the RAR; unique per ask (its spec is immutable), e.g.
+	// "<execution>-approval" or "drift-<id>-<unix>".
+	Name string
+	// Subject is what waits for the decision, of any kind; it owns the RAR.
+	Subject v1alpha1.ObjectRef
+	// SubjectUID of Subject; empty lets the activity read it when creating the RAR.
+	SubjectUID string
+	// RemediationRequest, when set, owns the RAR instead of Subject.
+	RemediationRequest string
+	Context            v1alpha1.ApprovalContext
+	// Timeout is the spec or policy level of the hierarchy; 0 asks the
+	// namespace's remedy-config, then 15m applies.
+	Timeout time.Duration
+	// Opened, if set, runs once the RAR exists, before waiting: callers mirror
+	// their phase here.
+	Opened func(ctx workflow.Context, requiredBy time.Time)
+	// Superseded, if set, is polled from the waiting coroutine whenever the run
+	// wakes (it may drain the caller's channels). A non-empty message closes
+	// the request as Expired with "superseded: <message>" and awaitDecision
+	// returns errApprovalSuperseded.
+	Superseded func() string
 }
 
-// gate is the state the approval handlers share with the waiting run.
-type gate struct {
+// approvalGate is the approval core shared by every workflow that asks a
+// person before acting. A run creates one gate and asks through it as often as
+// it likes, one request at a time:
+//
+//	d, err := g.awaitDecision(ctx, ApprovalAsk{...})
+//
+// awaitDecision creates the RAR (activities.Approvals), sets ApprovalStatus,
+// waits for the approve/reject signals, the decide update or the requiredBy
+// timer, records the decision on the RAR and returns it. Handlers are
+// registered on the first ask and stay for the whole run (a run may register
+// an update name only once), routing every decision to the open request;
+// decisions naming another request, or arriving while none is open, are
+// logged and dropped (signals) or refused by the validator (update).
+// Errors are activity failures or cancellation; the caller names its phase.
+type approvalGate struct {
+	listening bool
+	open      *openApproval
+}
+
+// openApproval is the request decisions currently go to.
+type openApproval struct {
+	name       string
 	requiredBy time.Time
 	decision   *activities.Decision
-	closed     bool
 }
 
-// offer takes the first decision; later ones are logged and ignored.
-func (g *gate) offer(ctx workflow.Context, d activities.Decision) {
-	if g.decision != nil || g.closed {
-		workflow.GetLogger(ctx).Info("ignoring late approval decision", "decision", d.Decision, "approver", d.DecidedBy, "via", d.Via)
-		return
-	}
-	g.decision = &d
-}
-
-// validate refuses an update that could not be the first, timely decision,
-// before it is written to history.
-func (g *gate) validate(ctx workflow.Context, req DecideRequest) error {
-	switch {
-	case req.Approver == "":
-		return errors.New("approver is required")
-	case g.decision != nil || g.closed:
-		return errors.New("a decision was already taken")
-	case !workflow.Now(ctx).Before(g.requiredBy):
-		return fmt.Errorf("the approval request expired at %s", g.requiredBy.UTC().Format(time.RFC3339))
-	}
-	return nil
-}
-
-// awaitApproval runs the approval gate: it creates the RAR, sets
-// WaitingApproval and waits for a signal, the decide update or the timer.
-// It returns true when the run may execute.
-func (r *executionRun) awaitApproval(ctx workflow.Context, pol activities.PolicyResult) bool {
-	spec := r.in.Spec
+// awaitDecision asks once and waits for the answer (see approvalGate).
+func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (activities.Decision, error) {
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
-	timeout := approvalTimeout(spec, pol.ApprovalTimeout)
-	if timeout == 0 {
-		if err := workflow.ExecuteActivity(quick, approvals.NamespaceApprovalTimeout, r.in.Namespace).Get(ctx, &timeout); err != nil {
-			r.fail(ctx, err, activities.ReasonInvalidParameters)
-			return false
+	timeout := ask.Timeout
+	if timeout <= 0 {
+		if err := workflow.ExecuteActivity(quick, approvals.NamespaceApprovalTimeout, ask.Namespace).Get(ctx, &timeout); err != nil {
+			return activities.Decision{}, fmt.Errorf("read namespace approval timeout: %w", err)
 		}
 	}
 	if timeout <= 0 {
 		timeout = defaultApprovalTimeout
 	}
 	// RAR times are stored in whole seconds: round up so the timer and the record agree.
-	g := &gate{requiredBy: workflow.Now(ctx).Add(timeout + time.Second - 1).Truncate(time.Second)}
-	name := ApprovalRequestName(r.in.Name)
+	requiredBy := workflow.Now(ctx).Add(timeout + time.Second - 1).Truncate(time.Second)
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
-	reason := "spec.approval.required is set"
-	if pol.Validation.RequiredApproval {
-		reason = "policy " + pol.Validation.PolicyName + " requires approval"
-	}
 	in := activities.ApprovalRequestInput{
-		Namespace: r.in.Namespace, Name: name, SubjectUID: r.in.UID, WorkflowID: id, RequiredBy: g.requiredBy,
-		Subject: v1alpha1.ObjectRef{APIVersion: v1alpha1.GroupVersion.String(), Kind: "KubernetesExecution", Namespace: r.in.Namespace, Name: r.in.Name},
-		Context: v1alpha1.ApprovalContext{Reason: reason, Action: spec.Action, Target: spec.Target, PolicyEvaluation: &v1alpha1.PolicyEvaluation{
-			PolicyName: pol.Validation.PolicyName, Decision: policyDecision(pol.Validation), PolicyHash: pol.Validation.PolicyHash,
-		}},
-	}
-	if spec.RemediationRequestRef != nil {
-		in.RemediationRequest = spec.RemediationRequestRef.Name
+		Namespace: ask.Namespace, Name: ask.Name, Subject: ask.Subject, SubjectUID: ask.SubjectUID,
+		RemediationRequest: ask.RemediationRequest, WorkflowID: id, Context: ask.Context, RequiredBy: requiredBy,
 	}
 	if err := workflow.ExecuteActivity(quick, approvals.CreateApprovalRequest, in).Get(ctx, nil); err != nil {
-		r.fail(ctx, err, activities.ReasonInvalidParameters)
-		return false
+		return activities.Decision{}, fmt.Errorf("create approval request: %w", err)
 	}
-	r.status.ApprovalRequestRef = &v1alpha1.LocalRef{Name: name}
-	r.upsertApproval(ctx, ApprovalPending)
-	r.setPhase(ctx, v1alpha1.PhaseWaitingApproval, ReasonApprovalRequested,
-		fmt.Sprintf("%s; approve or reject RemediationApprovalRequest %s before %s", reason, name, g.requiredBy.UTC().Format(time.RFC3339)))
+	open := &openApproval{name: ask.Name, requiredBy: requiredBy}
+	g.open = open
+	upsertApprovalStatus(ctx, ApprovalPending)
+	if ask.Opened != nil {
+		ask.Opened(ctx, requiredBy)
+	}
+	g.listen(ctx)
 
-	r.listen(ctx, g)
-	ok, err := workflow.AwaitWithTimeout(ctx, g.requiredBy.Sub(workflow.Now(ctx)), func() bool { return g.decision != nil })
+	superseded := ""
+	ok, err := workflow.AwaitWithTimeout(ctx, requiredBy.Sub(workflow.Now(ctx)), func() bool {
+		if open.decision == nil && ask.Superseded != nil {
+			superseded = ask.Superseded()
+		}
+		return open.decision != nil || superseded != ""
+	})
 	if err != nil {
-		g.closed = true
-		r.upsertApproval(ctx, ApprovalCanceled)
-		r.fail(ctx, err, ReasonCanceled)
-		return false
+		g.open = nil
+		upsertApprovalStatus(ctx, ApprovalCanceled)
+		return activities.Decision{}, err
 	}
-	if !ok {
-		g.decision = &activities.Decision{Decision: v1alpha1.DecisionExpired, DecidedBy: "timer", Via: v1alpha1.DecidedViaTimer,
-			At: workflow.Now(ctx), Message: "no decision before " + g.requiredBy.UTC().Format(time.RFC3339)}
+	switch {
+	case open.decision != nil:
+	case superseded != "":
+		open.decision = &activities.Decision{Decision: v1alpha1.DecisionExpired, DecidedBy: SupersededBy, Via: v1alpha1.DecidedViaTimer,
+			At: workflow.Now(ctx), Message: "superseded: " + superseded}
+	case !ok:
+		open.decision = &activities.Decision{Decision: v1alpha1.DecisionExpired, DecidedBy: "timer", Via: v1alpha1.DecidedViaTimer,
+			At: workflow.Now(ctx), Message: "no decision before " + requiredBy.UTC().Format(time.RFC3339)}
 	}
-	g.closed = true
+	g.open = nil
 	var d activities.Decision
 	err = workflow.ExecuteActivity(quick, approvals.RecordDecision, activities.DecisionInput{
-		Namespace: r.in.Namespace, Name: name, WorkflowID: id, Decision: *g.decision,
+		Namespace: ask.Namespace, Name: ask.Name, WorkflowID: id, Decision: *open.decision,
 	}).Get(ctx, &d)
 	if err != nil {
-		r.fail(ctx, err, activities.ReasonInvalidParameters)
-		return false
+		return activities.Decision{}, fmt.Errorf("record decision: %w", err)
 	}
-	r.upsertApproval(ctx, string(d.Decision))
-	switch d.Decision {
-	case v1alpha1.DecisionApproved:
-		return true
-	case v1alpha1.DecisionRejected:
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonApprovalRejected, fmt.Sprintf("rejected by %s via %s: %s", d.DecidedBy, d.Via, d.Message))
-	default:
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonApprovalExpired, d.Message)
+	upsertApprovalStatus(ctx, string(d.Decision))
+	if superseded != "" {
+		return d, errApprovalSuperseded
 	}
-	return false
+	return d, nil
 }
 
-// listen installs the decide update and drains both signals for the whole
-// run, so a late decision is logged rather than left unhandled.
-func (r *executionRun) listen(ctx workflow.Context, g *gate) {
+// offer gives a decision to the open request; late, duplicate or misaddressed
+// ones are logged and ignored.
+func (g *approvalGate) offer(ctx workflow.Context, request string, d activities.Decision) {
+	if g.open == nil || g.open.decision != nil || (request != "" && request != g.open.name) {
+		workflow.GetLogger(ctx).Info("ignoring approval decision", "decision", d.Decision, "approver", d.DecidedBy, "via", d.Via, "request", request)
+		return
+	}
+	g.open.decision = &d
+}
+
+// validate refuses an update that could not be the first, timely decision
+// of the open request, before it is written to history.
+func (g *approvalGate) validate(ctx workflow.Context, req DecideRequest) error {
+	switch {
+	case req.Approver == "":
+		return errors.New("approver is required")
+	case g.open == nil || g.open.decision != nil:
+		return errors.New("no approval request is open: a decision was already taken")
+	case req.Request != "" && req.Request != g.open.name:
+		return fmt.Errorf("approval request %s is not open (the open one is %s)", req.Request, g.open.name)
+	case !workflow.Now(ctx).Before(g.open.requiredBy):
+		return fmt.Errorf("the approval request expired at %s", g.open.requiredBy.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// listen installs the decide update and drains both signals for the rest of
+// the run, once, so a late decision is logged rather than left unhandled.
+func (g *approvalGate) listen(ctx workflow.Context) {
+	if g.listening {
+		return
+	}
+	g.listening = true
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, req DecideRequest) (string, error) {
 		d := activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: req.Approver, Via: v1alpha1.DecidedViaUpdate, At: workflow.Now(ctx), Message: req.Reason}
 		if req.Approved {
 			d.Decision = v1alpha1.DecisionApproved
 		}
-		g.offer(ctx, d)
+		g.offer(ctx, req.Request, d)
 		return string(d.Decision), nil
 	}, workflow.UpdateHandlerOptions{Validator: g.validate})
 	if err != nil {
@@ -197,21 +228,14 @@ func (r *executionRun) listen(ctx workflow.Context, g *gate) {
 				if s.Via == string(v1alpha1.DecidedViaKubectl) {
 					via = v1alpha1.DecidedViaKubectl
 				}
-				g.offer(ctx, activities.Decision{Decision: decision, DecidedBy: orUnknown(s.Approver), Via: via, At: workflow.Now(ctx), Message: s.Reason})
+				g.offer(ctx, s.Request, activities.Decision{Decision: decision, DecidedBy: orUnknown(s.Approver), Via: via, At: workflow.Now(ctx), Message: s.Reason})
 			}
 		})
 	}
 }
 
-func (r *executionRun) upsertApproval(ctx workflow.Context, value string) {
+func upsertApprovalStatus(ctx workflow.Context, value string) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, AttrApprovalStatus.ValueSet(value)); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert ApprovalStatus", "error", err)
 	}
-}
-
-func policyDecision(p v1alpha1.PolicyValidation) string {
-	if p.RequiredApproval {
-		return "require_approval"
-	}
-	return "allow"
 }

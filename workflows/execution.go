@@ -68,6 +68,8 @@ type executionRun struct {
 	pipeline bool
 	// postFailure names the required postcondition that did not hold.
 	postFailure string
+	// approval is created on the first ask.
+	approval *approvalGate
 }
 
 var (

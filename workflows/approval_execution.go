@@ -1,0 +1,88 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// Reasons of the execution's approval phase.
+const (
+	ReasonApprovalRequested = "ApprovalRequested"
+	ReasonApprovalRejected  = "ApprovalRejected"
+	ReasonApprovalExpired   = "ApprovalExpired"
+)
+
+// versionApproval gates the approval gate; runs started before it fail
+// Unsupported when the policy asks for approval, as they did.
+const versionApproval = "approval-gate"
+
+// ApprovalRequestName is the deterministic name of an execution's RAR.
+func ApprovalRequestName(execution string) string { return execution + "-approval" }
+
+// approvalTimeout applies the first two levels of the hierarchy, which need
+// no I/O: spec, then policy; 0 means "ask the namespace".
+func approvalTimeout(spec v1alpha1.KubernetesExecutionSpec, policyTimeout string) time.Duration {
+	if spec.Approval != nil && spec.Approval.Timeout != nil && spec.Approval.Timeout.Duration > 0 {
+		return spec.Approval.Timeout.Duration
+	}
+	if d, err := time.ParseDuration(policyTimeout); err == nil && d > 0 {
+		return d
+	}
+	return 0
+}
+
+// awaitApproval asks through the shared gate with the execution as subject,
+// mirrors WaitingApproval and the outcome, and returns true when the run may
+// execute.
+func (r *executionRun) awaitApproval(ctx workflow.Context, pol activities.PolicyResult) bool {
+	spec := r.in.Spec
+	name := ApprovalRequestName(r.in.Name)
+	reason := "spec.approval.required is set"
+	if pol.Validation.RequiredApproval {
+		reason = "policy " + pol.Validation.PolicyName + " requires approval"
+	}
+	ask := ApprovalAsk{
+		Namespace: r.in.Namespace, Name: name, SubjectUID: r.in.UID, Timeout: approvalTimeout(spec, pol.ApprovalTimeout),
+		Subject: v1alpha1.ObjectRef{APIVersion: v1alpha1.GroupVersion.String(), Kind: "KubernetesExecution", Namespace: r.in.Namespace, Name: r.in.Name},
+		Context: v1alpha1.ApprovalContext{Reason: reason, Action: spec.Action, Target: spec.Target, PolicyEvaluation: &v1alpha1.PolicyEvaluation{
+			PolicyName: pol.Validation.PolicyName, Decision: policyDecision(pol.Validation), PolicyHash: pol.Validation.PolicyHash,
+		}},
+		Opened: func(ctx workflow.Context, requiredBy time.Time) {
+			r.status.ApprovalRequestRef = &v1alpha1.LocalRef{Name: name}
+			r.setPhase(ctx, v1alpha1.PhaseWaitingApproval, ReasonApprovalRequested,
+				fmt.Sprintf("%s; approve or reject RemediationApprovalRequest %s before %s", reason, name, requiredBy.UTC().Format(time.RFC3339)))
+		},
+	}
+	if spec.RemediationRequestRef != nil {
+		ask.RemediationRequest = spec.RemediationRequestRef.Name
+	}
+	if r.approval == nil {
+		r.approval = &approvalGate{}
+	}
+	d, err := r.approval.awaitDecision(ctx, ask)
+	if err != nil {
+		r.fail(ctx, err, activities.ReasonInvalidParameters)
+		return false
+	}
+	switch d.Decision {
+	case v1alpha1.DecisionApproved:
+		return true
+	case v1alpha1.DecisionRejected:
+		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonApprovalRejected, fmt.Sprintf("rejected by %s via %s: %s", d.DecidedBy, d.Via, d.Message))
+	default:
+		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonApprovalExpired, d.Message)
+	}
+	return false
+}
+
+func policyDecision(p v1alpha1.PolicyValidation) string {
+	if p.RequiredApproval {
+		return "require_approval"
+	}
+	return "allow"
+}
