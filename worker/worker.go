@@ -4,6 +4,8 @@ package worker
 
 import (
 	"fmt"
+	"net/http"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -70,6 +72,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Remediation{Client: kc})
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	w.RegisterActivity(&activities.Reload{Dynamic: dyn, Kube: cs})
+	w.RegisterActivity(&activities.Drift{HTTP: &http.Client{Timeout: 10 * time.Second}, Dynamic: dyn, Mapper: mapper})
 	return w, nil
 }
 

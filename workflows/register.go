@@ -12,4 +12,5 @@ func RegisterAll(r Registry) {
 	r.RegisterWorkflowWithOptions(ExecutionWorkflow, workflow.RegisterOptions{Name: "ExecutionWorkflow"})
 	r.RegisterWorkflowWithOptions(RemediationWorkflow, workflow.RegisterOptions{Name: "RemediationWorkflow"})
 	r.RegisterWorkflowWithOptions(ReloadWorkflow, workflow.RegisterOptions{Name: "ReloadWorkflow"})
+	r.RegisterWorkflowWithOptions(DriftWorkflow, workflow.RegisterOptions{Name: "DriftWorkflow"})
 }

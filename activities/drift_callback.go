@@ -1,0 +1,52 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"go.temporal.io/sdk/activity"
+
+	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+)
+
+// PostReportInput is one report for one callback URL.
+type PostReportInput struct {
+	URL    string          `json:"url"`
+	Report kv1.DriftReport `json:"report"`
+}
+
+// PostReport POSTs a DriftReport to one callback URL. Server errors,
+// timeouts, 408 and 429 are retried; any other 4xx says the receiver will
+// never take this report, so it fails for good.
+func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
+	body, err := json.Marshal(in.Report)
+	if err != nil {
+		return permanent(ReasonInvalidParameters, fmt.Errorf("encode drift report %s: %w", in.Report.Spec.ID, err))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.URL, bytes.NewReader(body))
+	if err != nil {
+		return permanent(ReasonInvalidParameters, fmt.Errorf("build request to %s: %w", in.URL, err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := d.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("post drift report to %s: %w", in.URL, err)
+	}
+	defer resp.Body.Close()
+	// Reading a little of the body lets the connection be reused and explains failures.
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		activity.GetLogger(ctx).Info("drift report sent", "url", in.URL, "id", in.Report.Spec.ID, "phase", in.Report.Spec.Phase)
+		return nil
+	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests:
+		return permanent(ReasonCallbackRejected, fmt.Errorf("post drift report to %s: %s: %s", in.URL, resp.Status, bytes.TrimSpace(msg)))
+	default:
+		return fmt.Errorf("post drift report to %s: %s: %s", in.URL, resp.Status, bytes.TrimSpace(msg))
+	}
+}

@@ -1,0 +1,229 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities"
+)
+
+// Values of RemedyPhase for a drift workflow.
+const (
+	DriftPhaseDetected = "Detected"
+	DriftPhaseResolved = "Resolved"
+)
+
+const (
+	// driftPollInterval paces the resolution checks: a constant timer, so an
+	// idle parent costs one activity per interval and no busy loop.
+	driftPollInterval = 5 * time.Second
+	// maxDriftSignalsPerRun bounds one run's history before it continues as new.
+	maxDriftSignalsPerRun = 200
+)
+
+var drifts *activities.Drift
+
+// driftPostOptions retry a callback with backoff for a few minutes; a
+// receiver that stays down loses the report, not the drift.
+var driftPostOptions = workflow.ActivityOptions{
+	StartToCloseTimeout:    10 * time.Second,
+	ScheduleToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: []string{activities.ReasonCallbackRejected, activities.ReasonInvalidParameters},
+	},
+}
+
+// driftCheckOptions keep a check short: the next tick tries again anyway.
+var driftCheckOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 10 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        5 * time.Second,
+		MaximumAttempts:        3,
+		NonRetryableErrorTypes: activities.NonRetryable,
+	},
+}
+
+// DriftWorkflow follows the drifts of one parent, from the webhook's first
+// drift signal until every drift it heard of has resolved. It reports each
+// new drift to the callback URLs (unless snoozed), optionally asks a person
+// to approve or reject it, and polls the parent and child until the parent's
+// spec changes, an approval for the child appears, or the child is gone.
+// The webhook's signal-with-start begins the next run after this one ends.
+func DriftWorkflow(ctx workflow.Context, in DriftInput) (DriftResult, error) {
+	r := &driftRun{in: in, sig: workflow.GetSignalChannel(ctx, SignalDrift)}
+	r.status = DriftStatus{Parent: in.Parent, Open: append([]OpenDrift{}, in.Open...), Resolved: in.Resolved}
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (DriftStatus, error) { return r.status, nil }); err != nil {
+		return DriftResult{}, err
+	}
+	r.upsert(ctx, AttrKind.ValueSet("Drift"), AttrTarget.ValueSet(in.Parent.Target()), AttrPhase.ValueSet(DriftPhaseDetected))
+	workflow.Go(ctx, r.post)
+	r.startApprovals(ctx)
+	for {
+		r.drain(ctx)
+		if len(r.status.Open) == 0 {
+			// Reports still queued must go out before the run ends.
+			if err := workflow.Await(ctx, r.idle); err != nil {
+				return r.result(), err
+			}
+			if r.drain(ctx); len(r.status.Open) == 0 {
+				r.upsert(ctx, AttrPhase.ValueSet(DriftPhaseResolved))
+				return r.result(), nil
+			}
+		}
+		if (r.signals >= maxDriftSignalsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) && !r.asking() {
+			if err := workflow.Await(ctx, r.idle); err != nil {
+				return r.result(), err
+			}
+			r.drain(ctx)
+			next := DriftInput{Parent: in.Parent, Open: r.status.Open, Resolved: r.status.Resolved}
+			workflow.GetLogger(ctx).Info("continuing as new", "open", len(next.Open), "signals", r.signals)
+			return r.result(), workflow.NewContinueAsNewError(ctx, DriftWorkflow, next)
+		}
+		r.wait(ctx)
+	}
+}
+
+type driftRun struct {
+	in     DriftInput
+	sig    workflow.ReceiveChannel
+	status DriftStatus
+	closed []ResolvedDrift
+	// signals counts the drift signals this run received.
+	signals int
+	// tick is the pending poll timer; signals never cancel it.
+	tick workflow.Future
+	// queue holds reports waiting for the poster; posting is true while it sends one.
+	queue   []reportJob
+	posting bool
+	// asks holds the IDs waiting for an approval request; askingID is the one open.
+	asks     []string
+	askingID string
+	// wake lets the approval coroutine interrupt the main loop's wait.
+	wake workflow.Channel
+}
+
+func (r *driftRun) result() DriftResult {
+	return DriftResult{Status: r.status, Closed: r.closed}
+}
+
+func (r *driftRun) idle() bool { return len(r.queue) == 0 && !r.posting }
+
+func (r *driftRun) asking() bool { return r.askingID != "" || len(r.asks) > 0 }
+
+// drain handles every drift signal already delivered.
+func (r *driftRun) drain(ctx workflow.Context) {
+	var s DriftSignal
+	for r.sig.ReceiveAsync(&s) {
+		r.handle(ctx, s)
+		s = DriftSignal{}
+	}
+}
+
+// handle opens a new drift, ignores a repeated one, and resolves an open one
+// the webhook says an approval let through.
+func (r *driftRun) handle(ctx workflow.Context, s DriftSignal) {
+	r.signals++
+	logger := workflow.GetLogger(ctx)
+	if s.ID == "" {
+		logger.Warn("ignoring drift signal without an id", "child", s.Child.Target())
+		return
+	}
+	if i := r.find(s.ID); i >= 0 {
+		if s.Approved {
+			r.resolve(ctx, i, activities.DriftApproved)
+		}
+		return
+	}
+	if s.Approved {
+		// An approved change is no open drift: there is nothing to report.
+		logger.Info("drift let through by an approval", "id", s.ID, "child", s.Child.Target())
+		return
+	}
+	r.status.Open = append(r.status.Open, OpenDrift{Signal: s})
+	logger.Info("drift detected", "id", s.ID, "child", s.Child.Target(), "user", s.User, "operation", s.Operation,
+		"mode", s.Mode, "denied", s.Denied, "snoozed", s.Snoozed)
+	r.report(s, driftReportDetected)
+	if s.RequestApproval {
+		r.asks = append(r.asks, s.ID)
+	}
+}
+
+func (r *driftRun) find(id string) int {
+	for i, d := range r.status.Open {
+		if d.Signal.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// resolve closes the open drift at i and reports it resolved.
+func (r *driftRun) resolve(ctx workflow.Context, i int, reason string) {
+	d := r.status.Open[i]
+	r.status.Open = append(r.status.Open[:i:i], r.status.Open[i+1:]...)
+	r.status.Resolved++
+	r.closed = append(r.closed, ResolvedDrift{ID: d.Signal.ID, Reason: reason})
+	r.dropAsk(d.Signal.ID)
+	workflow.GetLogger(ctx).Info("drift resolved", "id", d.Signal.ID, "child", d.Signal.Child.Target(), "reason", reason)
+	r.report(d.Signal, driftReportResolved)
+}
+
+// wait sleeps until a signal, an approval outcome or the poll timer, and
+// polls when the timer fired.
+func (r *driftRun) wait(ctx workflow.Context) {
+	if r.tick == nil {
+		r.tick = workflow.NewTimer(ctx, driftPollInterval)
+	}
+	fired := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(r.tick, func(workflow.Future) { fired = true })
+	sel.AddReceive(r.sig, func(ch workflow.ReceiveChannel, _ bool) {
+		var s DriftSignal
+		ch.Receive(ctx, &s)
+		r.handle(ctx, s)
+	})
+	sel.AddReceive(r.wake, func(ch workflow.ReceiveChannel, _ bool) { ch.Receive(ctx, nil) })
+	sel.Select(ctx)
+	if fired {
+		r.tick = nil
+		r.poll(ctx)
+	}
+}
+
+// poll asks the cluster which open drifts resolved.
+func (r *driftRun) poll(ctx workflow.Context) {
+	if len(r.status.Open) == 0 {
+		return
+	}
+	in := activities.CheckDriftsInput{Parent: activities.DriftObject(r.in.Parent)}
+	for _, d := range r.status.Open {
+		s := d.Signal
+		in.Drifts = append(in.Drifts, activities.DriftCheck{ID: s.ID, Child: activities.DriftObject(s.Child), Operation: s.Operation,
+			ParentSpecHash: s.ParentSpecHash, ParentGeneration: s.ParentGeneration})
+	}
+	var res activities.CheckDriftsResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, driftCheckOptions), drifts.CheckDrifts, in).Get(ctx, &res)
+	if err != nil {
+		// The next tick tries again; a drift stays open until it is seen resolved.
+		workflow.GetLogger(ctx).Warn("check drifts", "error", err)
+		return
+	}
+	for _, res := range res.Resolved {
+		if i := r.find(res.ID); i >= 0 {
+			r.resolve(ctx, i, res.Reason)
+		}
+	}
+}
+
+func (r *driftRun) upsert(ctx workflow.Context, updates ...temporal.SearchAttributeUpdate) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
+		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
+	}
+}

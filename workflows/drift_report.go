@@ -1,0 +1,72 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities"
+	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+)
+
+const (
+	driftReportDetected = kv1.DriftReportDetected
+	driftReportResolved = kv1.DriftReportResolved
+)
+
+// reportJob is one report for every callback URL of its drift.
+type reportJob struct {
+	urls   []string
+	report kv1.DriftReport
+}
+
+// report queues a report unless the drift was snoozed when detected: a
+// snooze silences a drift's Resolved report as well as its Detected one.
+func (r *driftRun) report(s DriftSignal, phase kv1.DriftReportPhase) {
+	if s.Snoozed || len(s.CallbackURLs) == 0 {
+		return
+	}
+	r.queue = append(r.queue, reportJob{urls: s.CallbackURLs, report: DriftReportOf(s, phase)})
+}
+
+// post sends queued reports one at a time, so a drift's Resolved report
+// never overtakes its Detected one, while the main loop keeps handling
+// signals; each report goes to all its URLs at once.
+func (r *driftRun) post(ctx workflow.Context) {
+	actx := workflow.WithActivityOptions(ctx, driftPostOptions)
+	for {
+		if err := workflow.Await(ctx, func() bool { return len(r.queue) > 0 }); err != nil {
+			return
+		}
+		job := r.queue[0]
+		r.queue, r.posting = r.queue[1:], true
+		futures := make([]workflow.Future, len(job.urls))
+		for i, u := range job.urls {
+			futures[i] = workflow.ExecuteActivity(actx, drifts.PostReport, activities.PostReportInput{URL: u, Report: job.report})
+		}
+		for i, f := range futures {
+			if err := f.Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Warn("drift report not delivered", "url", job.urls[i], "id", job.report.Spec.ID,
+					"phase", job.report.Spec.Phase, "error", err)
+			}
+		}
+		r.posting = false
+	}
+}
+
+// DriftReportOf builds the report a signal describes, in the given phase.
+func DriftReportOf(s DriftSignal, phase kv1.DriftReportPhase) kv1.DriftReport {
+	return kv1.DriftReport{
+		APIVersion: kv1.DriftReportAPIVersion,
+		Kind:       kv1.DriftReportKind,
+		Spec: kv1.DriftReportSpec{
+			ID:    s.ID,
+			Phase: phase,
+			Parent: kv1.DriftObjectReference{APIVersion: s.Parent.APIVersion, Kind: s.Parent.Kind, Namespace: s.Parent.Namespace,
+				Name: s.Parent.Name, UID: s.Parent.UID, Generation: s.ParentGeneration},
+			Child: kv1.DriftObjectReference{APIVersion: s.Child.APIVersion, Kind: s.Child.Kind, Namespace: s.Child.Namespace,
+				Name: s.Child.Name, UID: s.Child.UID},
+			OldObject: s.OldObject,
+			NewObject: s.NewObject,
+			Request:   kv1.DriftRequestContext{User: s.User, Groups: s.Groups, Operation: s.Operation},
+		},
+	}
+}

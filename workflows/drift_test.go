@@ -1,0 +1,303 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities"
+	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+)
+
+var driftParent = DriftObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", UID: "uid-web"}
+
+func driftSignal(id string) DriftSignal {
+	return DriftSignal{
+		ID: id, Parent: driftParent, ParentGeneration: 3, ParentSpecHash: "hash-3",
+		Child:     DriftObjectRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "shop", Name: "web-" + id, UID: "uid-rs-" + id},
+		Operation: "UPDATE", User: "system:serviceaccount:kube-system:deployment-controller", Groups: []string{"system:serviceaccounts"},
+		OldObject: json.RawMessage(`{"spec":{"replicas":1}}`), NewObject: json.RawMessage(`{"spec":{"replicas":2}}`),
+		Mode: "enforce", Denied: true, CallbackURLs: []string{"https://a.example/drift", "https://b.example/drift"},
+		DetectedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	}
+}
+
+// driftEnv mocks the drift activities: every POST is recorded, and check
+// decides which drifts have resolved when the parent is polled.
+type driftEnv struct {
+	*testsuite.TestWorkflowEnvironment
+	posts  []activities.PostReportInput
+	checks []activities.CheckDriftsInput
+	writes []string
+	// postErr, when set, fails a POST attempt.
+	postErr func(in activities.PostReportInput) error
+}
+
+type checkFunc func(n int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error)
+
+func newDriftEnv(t *testing.T, check checkFunc) *driftEnv {
+	var s testsuite.WorkflowTestSuite
+	e := &driftEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
+	e.RegisterWorkflowWithOptions(DriftWorkflow, workflow.RegisterOptions{Name: "DriftWorkflow"})
+	e.RegisterActivity(&activities.Drift{})
+	e.RegisterActivity(&activities.Approvals{})
+	e.OnActivity(drifts.PostReport, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PostReportInput) error {
+		if e.postErr != nil {
+			if err := e.postErr(in); err != nil {
+				return err
+			}
+		}
+		e.posts = append(e.posts, in)
+		return nil
+	})
+	e.OnActivity(drifts.CheckDrifts, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
+			e.checks = append(e.checks, in)
+			return check(len(e.checks), in)
+		})
+	return e
+}
+
+// resolveAt resolves every open drift on the nth check.
+func resolveAt(n int, reason string) checkFunc {
+	return func(got int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
+		var res activities.CheckDriftsResult
+		if got >= n {
+			for _, d := range in.Drifts {
+				res.Resolved = append(res.Resolved, activities.DriftResolution{ID: d.ID, Reason: reason})
+			}
+		}
+		return res, nil
+	}
+}
+
+func (e *driftEnv) signalAt(d time.Duration, s DriftSignal) {
+	e.RegisterDelayedCallback(func() { e.SignalWorkflow(SignalDrift, s) }, d)
+}
+
+func (e *driftEnv) result(t *testing.T) DriftResult {
+	t.Helper()
+	require.True(t, e.IsWorkflowCompleted())
+	require.NoError(t, e.GetWorkflowError())
+	var r DriftResult
+	require.NoError(t, e.GetWorkflowResult(&r))
+	return r
+}
+
+// phases lists the reports posted as "id/phase", in order, after checking
+// that each URL got the same ones: a report goes to its URLs in parallel.
+func (e *driftEnv) phases(t *testing.T) []string {
+	t.Helper()
+	byURL := map[string][]string{}
+	for _, p := range e.posts {
+		byURL[p.URL] = append(byURL[p.URL], fmt.Sprintf("%s/%s", p.Report.Spec.ID, p.Report.Spec.Phase))
+	}
+	a, b := byURL["https://a.example/drift"], byURL["https://b.example/drift"]
+	require.Equal(t, a, b, "every callback URL gets every report")
+	if len(a) > 0 {
+		require.Len(t, byURL, 2, "only the signal's URLs are called")
+	}
+	return a
+}
+
+func TestDriftDetectedThenResolved(t *testing.T) {
+	env := newDriftEnv(t, resolveAt(2, activities.DriftParentChanged))
+	start := env.Now()
+	var checkedAt []time.Time
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == "CheckDrifts" {
+			checkedAt = append(checkedAt, env.Now())
+		}
+	})
+	env.signalAt(0, driftSignal("a1"))
+	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
+
+	res := env.result(t)
+	assert.Equal(t, []string{
+		"a1/Detected",
+		"a1/Resolved",
+	}, env.phases(t))
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftParentChanged}}, res.Closed)
+	assert.Empty(t, res.Status.Open)
+	assert.Equal(t, 1, res.Status.Resolved)
+	require.Len(t, checkedAt, 2)
+	assert.Equal(t, []time.Time{start.Add(driftPollInterval), start.Add(2 * driftPollInterval)}, checkedAt, "constant poll interval")
+
+	check := env.checks[0]
+	assert.Equal(t, activities.DriftObject(driftParent), check.Parent)
+	assert.Equal(t, []activities.DriftCheck{{ID: "a1", Child: activities.DriftObject(driftSignal("a1").Child), Operation: "UPDATE",
+		ParentSpecHash: "hash-3", ParentGeneration: 3}}, check.Drifts)
+
+	report := env.posts[0].Report
+	assert.Equal(t, kv1.DriftReportAPIVersion, report.APIVersion)
+	assert.Equal(t, kv1.DriftReportKind, report.Kind)
+	assert.Equal(t, kv1.DriftObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", UID: "uid-web", Generation: 3}, report.Spec.Parent)
+	assert.Equal(t, "web-a1", report.Spec.Child.Name)
+	assert.JSONEq(t, `{"spec":{"replicas":1}}`, string(report.Spec.OldObject))
+	assert.JSONEq(t, `{"spec":{"replicas":2}}`, string(report.Spec.NewObject))
+	assert.Equal(t, kv1.DriftRequestContext{User: "system:serviceaccount:kube-system:deployment-controller",
+		Groups: []string{"system:serviceaccounts"}, Operation: "UPDATE"}, report.Spec.Request)
+}
+
+func TestDriftSignals(t *testing.T) {
+	approved := driftSignal("a1")
+	approved.Approved = true
+	snoozed := driftSignal("s1")
+	snoozed.Snoozed = true
+	tests := []struct {
+		name       string
+		signals    map[time.Duration]DriftSignal
+		check      checkFunc
+		wantPosts  []string
+		wantClosed []ResolvedDrift
+		wantChecks int
+	}{
+		{
+			name: "a repeated id is reported once",
+			signals: map[time.Duration]DriftSignal{
+				0: driftSignal("a1"), time.Second: driftSignal("a1"), 2 * time.Second: driftSignal("a1"),
+			},
+			check: resolveAt(1, activities.DriftChildDeleted),
+			wantPosts: []string{"a1/Detected",
+				"a1/Resolved"},
+			wantClosed: []ResolvedDrift{{ID: "a1", Reason: activities.DriftChildDeleted}},
+			wantChecks: 1,
+		},
+		{
+			name:    "two ids are two drifts",
+			signals: map[time.Duration]DriftSignal{0: driftSignal("a1"), time.Second: driftSignal("b2")},
+			check:   resolveAt(1, activities.DriftParentChanged),
+			wantPosts: []string{"a1/Detected",
+				"b2/Detected",
+				"a1/Resolved",
+				"b2/Resolved"},
+			wantClosed: []ResolvedDrift{{ID: "a1", Reason: activities.DriftParentChanged}, {ID: "b2", Reason: activities.DriftParentChanged}},
+			wantChecks: 1,
+		},
+		{
+			name:       "a snoozed drift is followed but never reported",
+			signals:    map[time.Duration]DriftSignal{0: snoozed},
+			check:      resolveAt(2, activities.DriftParentChanged),
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			wantChecks: 2,
+		},
+		{
+			name:    "an approved signal resolves the open drift at once",
+			signals: map[time.Duration]DriftSignal{0: driftSignal("a1"), time.Second: approved},
+			check:   resolveAt(100, activities.DriftParentChanged),
+			wantPosts: []string{"a1/Detected",
+				"a1/Resolved"},
+			wantClosed: []ResolvedDrift{{ID: "a1", Reason: activities.DriftApproved}},
+		},
+		{
+			name:       "an approved signal for no open drift opens nothing",
+			signals:    map[time.Duration]DriftSignal{0: approved},
+			check:      resolveAt(1, activities.DriftParentChanged),
+			wantClosed: nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newDriftEnv(t, tt.check)
+			for d, s := range tt.signals {
+				env.signalAt(d, s)
+			}
+			env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
+			res := env.result(t)
+			assert.Equal(t, tt.wantPosts, env.phases(t))
+			assert.Equal(t, tt.wantClosed, res.Closed)
+			assert.Empty(t, res.Status.Open)
+			assert.Len(t, env.checks, tt.wantChecks)
+		})
+	}
+}
+
+func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {
+	env := newDriftEnv(t, resolveAt(1, activities.DriftParentChanged))
+	attempts := map[string]int{}
+	env.postErr = func(in activities.PostReportInput) error {
+		attempts[in.URL]++
+		if in.URL == "https://a.example/drift" {
+			return temporal.NewNonRetryableApplicationError("404", activities.ReasonCallbackRejected, nil)
+		}
+		if attempts[in.URL] < 3 {
+			return fmt.Errorf("connection refused")
+		}
+		return nil
+	}
+	env.signalAt(0, driftSignal("a1"))
+	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
+	res := env.result(t)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftParentChanged}}, res.Closed)
+	assert.Equal(t, 2, attempts["https://a.example/drift"], "a rejected report is not retried: once per phase")
+	assert.Equal(t, 4, attempts["https://b.example/drift"], "2 failures then success for Detected, then Resolved")
+}
+
+func TestDriftCheckFailureKeepsTheDriftOpen(t *testing.T) {
+	calls := 0
+	env := newDriftEnv(t, func(n int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
+		calls = n
+		if n <= 3 {
+			return activities.CheckDriftsResult{}, temporal.NewNonRetryableApplicationError("forbidden", activities.ReasonForbidden, nil)
+		}
+		return activities.CheckDriftsResult{Resolved: []activities.DriftResolution{{ID: "a1", Reason: activities.DriftChildDeleted}}}, nil
+	})
+	env.signalAt(0, driftSignal("a1"))
+	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
+	res := env.result(t)
+	assert.Equal(t, 4, calls, "one failed check per tick, then the one that sees it resolved")
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftChildDeleted}}, res.Closed)
+}
+
+func TestDriftStatusQueryListsOpenDrifts(t *testing.T) {
+	env := newDriftEnv(t, resolveAt(3, activities.DriftParentChanged))
+	var during DriftStatus
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&during))
+	}, 7*time.Second)
+	env.signalAt(0, driftSignal("a1"))
+	env.signalAt(time.Second, driftSignal("b2"))
+	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
+	env.result(t)
+	require.Len(t, during.Open, 2)
+	assert.Equal(t, "a1", during.Open[0].Signal.ID)
+	assert.Equal(t, "b2", during.Open[1].Signal.ID)
+	assert.Equal(t, driftParent, during.Parent)
+	assert.Zero(t, during.Resolved)
+}
+
+func TestDriftContinuesAsNewCarryingOpenDrifts(t *testing.T) {
+	env := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	// The same drift reported over and over: each signal counts, none opens a new drift.
+	for i := 0; i < maxDriftSignalsPerRun+5; i++ {
+		env.signalAt(time.Duration(i)*100*time.Millisecond, driftSignal("a1"))
+	}
+	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent, Open: []OpenDrift{{Signal: driftSignal("old")}}, Resolved: 7})
+
+	require.True(t, env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	var next DriftInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	assert.Equal(t, driftParent, next.Parent)
+	require.Len(t, next.Open, 2)
+	assert.Equal(t, "old", next.Open[0].Signal.ID)
+	assert.Equal(t, "a1", next.Open[1].Signal.ID)
+	assert.Equal(t, json.RawMessage(`{"spec":{"replicas":2}}`), next.Open[1].Signal.NewObject)
+	assert.Equal(t, 7, next.Resolved)
+	assert.Equal(t, []string{"a1/Detected"}, env.phases(t),
+		"the carried drift was reported by an earlier run")
+}
