@@ -46,6 +46,7 @@ manifests: ## Generate CRDs, operator/worker RBAC and per-action RBAC
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crd
 	$(CONTROLLER_GEN) rbac:roleName=remedy-operator paths=./operator/... output:rbac:artifacts:config=deploy/rbac/operator
 	$(CONTROLLER_GEN) rbac:roleName=remedy-worker paths=./activities/... output:rbac:artifacts:config=deploy/rbac/worker
+	$(CONTROLLER_GEN) rbac:roleName=remedy-webhook paths=./webhook/... output:rbac:artifacts:config=deploy/rbac/webhook
 	go run ./hack/genactions deploy/actions
 
 .PHONY: fmt
@@ -84,4 +85,6 @@ build: ## Build bin/remedy
 .PHONY: bench
 bench: tools ## Run the benchmarks and print a results table with ratios to the baseline
 	go test -count=1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./test/integration/ | tee bench.out
+	go test -count=1 -run '^$$' -bench . ./webhook/kausality/ | tee -a bench.out
+	go test -count=1 -run '^$$' -bench . -benchtime 1x ./test/drift/ | tee -a bench.out
 	@hack/benchtable.sh bench.out

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 )
 
@@ -21,8 +22,16 @@ func runDev(ctx context.Context, args []string) error {
 	port := fs.String("temporal-port", "7233", "Temporal frontend port on 127.0.0.1")
 	uiPort := fs.String("ui-port", "8233", "Temporal Web UI port on 127.0.0.1")
 	repo := fs.String("repo", ".", "repository root (holds deploy/ and receives .dev/)")
+	driftMode := fs.String("drift-mode", "enforce", "default mode of the drift webhook: log or enforce")
+	var callbacks listFlag
+	fs.Var(&callbacks, "drift-callback-url", "URL that receives DriftReports (repeatable)")
+	driftApproval := fs.Bool("drift-approval", false, "ask for a RemediationApprovalRequest on each drift")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	mode, err := kv1.ParseMode(*driftMode)
+	if err != nil || mode == "" {
+		return fmt.Errorf("--drift-mode %q: want log or enforce", *driftMode)
 	}
 	root, err := filepath.Abs(*repo)
 	if err != nil {
@@ -73,6 +82,19 @@ func runDev(ctx context.Context, args []string) error {
 	if err := env.InstallRemedy(ctx, root); err != nil {
 		return err
 	}
+	done()
+
+	// The drift webhook comes before the demo workloads, so they get traces.
+	done = step("starting the drift webhook (mode " + string(mode) + ") and installing its configuration")
+	webhookStopped, err := env.RunDriftWebhook(ctx, devenv.DriftWebhookOptions{
+		Manifest: filepath.Join(root, "deploy", "webhook", "drift.yaml"), DefaultMode: mode, CallbackURLs: callbacks, RequestApproval: *driftApproval,
+	})
+	if err != nil {
+		return err
+	}
+	done()
+
+	done = step("installing the default policy and the demo workloads")
 	if err := devenv.Install(ctx, env.Config, filepath.Join(root, "deploy", "policies"), filepath.Join(root, "deploy", "samples", "demo")); err != nil {
 		return err
 	}
@@ -101,6 +123,9 @@ func runDev(ctx context.Context, args []string) error {
     %s apply -f %s
     %s get kexec -n demo -w
 
+  Drift (docs/drift.md): scale demo/drift-demo's ReplicaSet by hand, watch the
+  Deployment controller's revert be judged, and find RemedyKind='Drift' in the Web UI.
+
 `, kubeconfig, env.TemporalAddress, *uiPort, logFile.Name(), kubectl, opts.TemporalCLI, kubeconfig,
 		kubectl, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), kubectl)
 	fmt.Println("remedy dev: ready")
@@ -108,10 +133,16 @@ func runDev(ctx context.Context, args []string) error {
 	select {
 	case <-ctx.Done():
 		<-stopped
+		<-webhookStopped
 		return nil
 	case err := <-stopped:
 		if err == nil {
 			err = errors.New("operator and worker stopped unexpectedly")
+		}
+		return err
+	case err := <-webhookStopped:
+		if err == nil {
+			err = errors.New("drift webhook stopped unexpectedly")
 		}
 		return err
 	}

@@ -15,9 +15,10 @@ const usage = `usage: remedy <command> [flags]
 commands:
   operator   run the controller manager (reconcilers that start and mirror workflows)
   worker     run the Temporal worker (workflows and activities)
+  webhook    run the drift admission webhook (kausality semantics; signals drift workflows)
   exec       perform one action as the pod's ServiceAccount (the job executor's entrypoint)
   dev        run the whole platform locally: etcd, kube-apiserver, kube-controller-manager,
-             Temporal with its Web UI, the operator and the worker
+             Temporal with its Web UI, the operator, the worker and the drift webhook
 
 Run 'remedy <command> -h' for the flags of a command.
 `
@@ -35,6 +36,8 @@ func main() {
 		err = runOperator(ctx, args)
 	case "worker":
 		err = runWorker(ctx, args)
+	case "webhook":
+		err = runWebhook(ctx, args)
 	case "dev":
 		err = runDev(ctx, args)
 	case "exec":

@@ -29,6 +29,9 @@ type Options struct {
 	ControllerManager bool
 	// Remedy runs the operator and the worker.
 	Remedy bool
+	// Drift, when set, runs the drift webhook and installs its configuration
+	// (Manifest defaults to deploy/webhook/drift.yaml).
+	Drift *devenv.DriftWebhookOptions
 }
 
 var (
@@ -79,6 +82,15 @@ func Main(m *testing.M, o Options) int {
 	if o.Remedy {
 		if stopped, err = env.RunRemedy(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: run remedy:", err)
+			return 1
+		}
+	}
+	if o.Drift != nil {
+		if o.Drift.Manifest == "" {
+			o.Drift.Manifest = filepath.Join(Root, "deploy", "webhook", "drift.yaml")
+		}
+		if _, err := env.RunDriftWebhook(ctx, *o.Drift); err != nil {
+			fmt.Fprintln(os.Stderr, "harness: drift webhook:", err)
 			return 1
 		}
 	}

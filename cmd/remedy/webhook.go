@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/webhook"
+)
+
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func runWebhook(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+	var tf temporalFlags
+	tf.register(fs)
+	var callbacks listFlag
+	port := fs.Int("port", 9443, "TLS port of the drift admission webhook")
+	cert := fs.String("tls-cert-file", "/tmp/k8s-webhook-server/serving-certs/tls.crt", "serving certificate (PEM)")
+	key := fs.String("tls-key-file", "/tmp/k8s-webhook-server/serving-certs/tls.key", "serving key (PEM)")
+	mode := fs.String("default-mode", "log", "drift mode when neither the object nor its namespace sets kausality.io/mode: log or enforce")
+	fs.Var(&callbacks, "drift-callback-url", "URL that receives DriftReports (repeatable)")
+	approval := fs.Bool("drift-approval", false, "ask for a RemediationApprovalRequest on each drift; approve writes a once approval, reject a rejection")
+	queue := fs.Int("queue-size", 1024, "bound of the drift signal queue and of the parent-write queue")
+	metricsAddr := fs.String("metrics-addr", ":8082", "address of /metrics (0 disables)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	m, err := kv1.ParseMode(*mode)
+	if err != nil || m == "" {
+		return fmt.Errorf("--default-mode %q: want log or enforce", *mode)
+	}
+	for _, u := range callbacks {
+		if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+			return fmt.Errorf("--drift-callback-url %q: want an http or https URL", u)
+		}
+	}
+	ctrl.SetLogger(zap.New())
+	tc, err := tf.dial()
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	if *metricsAddr != "0" {
+		srv := &http.Server{Addr: *metricsAddr, Handler: promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{})}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				ctrl.Log.Error(err, "serve metrics")
+			}
+		}()
+		defer srv.Close()
+	}
+	done, err := webhook.RunDrift(ctx, webhook.DriftOptions{
+		Kube: cfg, Temporal: tc, Port: *port, CertFile: *cert, KeyFile: *key,
+		DefaultMode: m, CallbackURLs: callbacks, RequestApproval: *approval, QueueSize: *queue,
+	})
+	if err != nil {
+		return err
+	}
+	return <-done
+}

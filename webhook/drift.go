@@ -1,0 +1,239 @@
+package webhook
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/webhook/kausality"
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+// DriftPath serves the drift webhook (deploy/webhook/drift.yaml).
+const DriftPath = "/drift"
+
+// Drift is the admission adapter of the drift decision: it decodes, looks the
+// parent up in the cache, calls kausality.Decide and maps its result. The
+// slow parts (parent writes, Temporal signals) go to background queues.
+type Drift struct {
+	Parents *ParentCache
+	Updates *ParentUpdater
+	Signals *SignalQueue
+	// DefaultMode applies when neither the object nor its namespace set one.
+	DefaultMode kv1.Mode
+	// CallbackURLs receive DriftReports from the drift workflow.
+	CallbackURLs []string
+	// RequestApproval makes the drift workflow ask a person through a
+	// RemediationApprovalRequest.
+	RequestApproval bool
+	Now             func() time.Time
+}
+
+// Handle admits one request.
+func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	defer func() { metrics.DriftWebhookLatency.Observe(time.Since(start).Seconds()) }()
+
+	obj, err := decodeOptional(req.Object)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
+	}
+	old, err := decodeOptional(req.OldObject)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode old object: %w", err))
+	}
+	child := obj
+	if child == nil {
+		child = old
+	}
+	if child == nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("request has neither object nor oldObject"))
+	}
+
+	in := kausality.Request{
+		Operation: kausality.Operation(req.Operation), SubResource: req.SubResource, Object: obj, OldObject: old,
+		User:        kausality.User{Name: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups},
+		DefaultMode: d.DefaultMode, Now: d.Now().UTC(),
+	}
+	if in.NamespaceMode, err = d.Parents.NamespaceMode(ctx, req.Namespace); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read namespace mode: %w", err))
+	}
+	ref := metav1.GetControllerOf(child)
+	var parent *unstructured.Unstructured
+	if ref != nil && req.SubResource == "" {
+		if parent, err = d.Parents.Parent(ctx, *ref, req.Namespace); err != nil {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("resolve parent %s %s: %w", ref.Kind, ref.Name, err))
+		}
+		if parent != nil {
+			in.Parent = d.parent(parent)
+			in.ConsumedOnce = d.Updates.Consumed(parent.GetUID())
+		}
+	}
+
+	res := kausality.Decide(in)
+	metrics.DriftDecisions.WithLabelValues(string(res.Decision)).Inc()
+	logger := log.FromContext(ctx).WithValues("decision", res.Decision, "operation", req.Operation, "kind", req.Kind.Kind,
+		"object", req.Namespace+"/"+req.Name, "user", req.UserInfo.Username)
+	d.followUp(ctx, req, child, parent, in, res)
+
+	if !res.Allowed {
+		logger.Info("drift webhook denied", "code", res.Code, "reason", res.Reason)
+		resp := admission.Denied(res.Reason)
+		resp.Result.Code = res.Code
+		resp.Result.Reason = metav1.StatusReason(http.StatusText(int(res.Code)))
+		return resp.WithWarnings(res.Warnings...)
+	}
+	if res.Drift != nil {
+		logger.Info("drift admitted", "approved", res.Drift.Approved, "mode", res.Drift.Mode)
+	}
+	resp := admission.Allowed(res.Reason)
+	if obj != nil && len(res.Annotations) > 0 {
+		resp.Patches = annotationPatch(obj.GetAnnotations(), res.Annotations)
+		if len(resp.Patches) > 0 {
+			pt := admissionv1.PatchTypeJSONPatch
+			resp.PatchType = &pt
+		}
+	}
+	return resp.WithWarnings(res.Warnings...)
+}
+
+// followUp queues the parent writes and the drift signal the result asks for.
+func (d *Drift) followUp(ctx context.Context, req admission.Request, child, parent *unstructured.Unstructured, in kausality.Request, res kausality.Result) {
+	if res.ParentUpdate != nil {
+		switch {
+		case req.SubResource == "status" && in.Object != nil:
+			// A status update records its author on the object itself.
+			self := metav1.OwnerReference{APIVersion: in.Object.GetAPIVersion(), Kind: in.Object.GetKind(), Name: in.Object.GetName(), UID: in.Object.GetUID()}
+			d.Updates.Enqueue(self, req.Namespace, in.Object.GetGeneration(), *res.ParentUpdate)
+		case parent != nil:
+			ref := metav1.GetControllerOf(child)
+			d.Updates.Enqueue(*ref, req.Namespace, in.Parent.Generation, *res.ParentUpdate)
+		}
+	}
+	if res.Drift == nil || res.Drift.Rejected || parent == nil || (req.DryRun != nil && *req.DryRun) {
+		return
+	}
+	s := d.signal(req, child, parent, in, res)
+	if !d.Signals.Enqueue(s) {
+		log.FromContext(ctx).V(1).Info("drift signal not queued (duplicate or queue full)", "driftID", s.ID)
+	}
+}
+
+func (d *Drift) signal(req admission.Request, child, parent *unstructured.Unstructured, in kausality.Request, res kausality.Result) workflows.DriftSignal {
+	p := workflows.DriftObjectRef{APIVersion: parent.GetAPIVersion(), Kind: parent.GetKind(), Namespace: parent.GetNamespace(), Name: parent.GetName(), UID: string(parent.GetUID())}
+	c := workflows.DriftObjectRef{APIVersion: child.GetAPIVersion(), Kind: child.GetKind(), Namespace: child.GetNamespace(), Name: child.GetName(), UID: string(child.GetUID())}
+	var oldHash, newHash string
+	if in.OldObject != nil {
+		oldHash = kv1.SpecHash(in.OldObject.Object)
+	}
+	if in.Object != nil {
+		newHash = kv1.SpecHash(in.Object.Object)
+	}
+	return workflows.DriftSignal{
+		ID: reportID(p, c, string(req.Operation)+":"+oldHash+">"+newHash), Parent: p, Child: c,
+		ParentGeneration: in.Parent.Generation, ParentSpecHash: SpecHash(parent),
+		Operation: string(req.Operation), User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
+		OldObject: rawOrNil(req.OldObject), NewObject: rawOrNil(req.Object),
+		Mode: string(res.Drift.Mode), Denied: res.Drift.Denied, Approved: res.Drift.Approved, Snoozed: res.Drift.Snoozed,
+		CallbackURLs: d.CallbackURLs, RequestApproval: d.RequestApproval && !res.Drift.Approved, DetectedAt: in.Now,
+	}
+}
+
+// parent maps the cached parent to what the decision reads.
+func (d *Drift) parent(u *unstructured.Unstructured) *kausality.Parent {
+	p := &kausality.Parent{
+		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()),
+		Generation: d.Parents.SpecGeneration(u), Annotations: u.GetAnnotations(), Deleting: u.GetDeletionTimestamp() != nil,
+	}
+	if og, ok, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); ok {
+		p.ObservedGeneration = &og
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok {
+			t, _ := m["type"].(string)
+			s, _ := m["status"].(string)
+			p.Conditions = append(p.Conditions, kausality.Condition{Type: t, Status: s})
+		}
+	}
+	return p
+}
+
+// reportID is the first 16 hex of sha256(parent + child + diff) (DESIGN §5);
+// the diff is named by the operation and the spec hashes before and after.
+func reportID(parent, child workflows.DriftObjectRef, diff string) string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{
+		parent.APIVersion, parent.Kind, parent.Namespace, parent.Name,
+		child.APIVersion, child.Kind, child.Namespace, child.Name, diff,
+	}, "\x00")))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// annotationPatch turns the decision's annotation changes into JSON patch
+// operations against the object's current annotations.
+func annotationPatch(current map[string]string, changes map[string]*string) []jsonpatch.JsonPatchOperation {
+	keys := make([]string, 0, len(changes))
+	for k := range changes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var ops []jsonpatch.JsonPatchOperation
+	if current == nil {
+		add := map[string]any{}
+		for _, k := range keys {
+			if v := changes[k]; v != nil {
+				add[k] = *v
+			}
+		}
+		if len(add) == 0 {
+			return nil
+		}
+		return []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/metadata/annotations", add)}
+	}
+	for _, k := range keys {
+		path := "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+		v := changes[k]
+		cur, exists := current[k]
+		switch {
+		case v == nil && exists:
+			ops = append(ops, jsonpatch.NewOperation("remove", path, nil))
+		case v != nil && (!exists || cur != *v):
+			ops = append(ops, jsonpatch.NewOperation("add", path, *v))
+		}
+	}
+	return ops
+}
+
+func decodeOptional(raw runtime.RawExtension) (*unstructured.Unstructured, error) {
+	if len(raw.Raw) == 0 {
+		return nil, nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(raw.Raw, &u.Object); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func rawOrNil(raw runtime.RawExtension) json.RawMessage {
+	if len(raw.Raw) == 0 {
+		return nil
+	}
+	return json.RawMessage(raw.Raw)
+}

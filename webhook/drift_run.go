@@ -1,0 +1,93 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+)
+
+// The drift webhook reads parents of the default kinds from informers and
+// writes kausality annotations onto them; a site that adds kinds to the
+// webhook configuration grants the same verbs on those.
+// +kubebuilder:rbac:groups=apps,resources=deployments;replicasets;statefulsets;daemonsets,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// DriftOptions configure one drift webhook process.
+type DriftOptions struct {
+	// Kube authenticates as the webhook's own ServiceAccount (deploy/rbac/webhook).
+	Kube     *rest.Config
+	Temporal client.Client
+	Host     string
+	Port     int
+	CertFile string
+	KeyFile  string
+	// DefaultMode is log or enforce.
+	DefaultMode     kv1.Mode
+	CallbackURLs    []string
+	RequestApproval bool
+	// QueueSize bounds the signal queue and the parent-write queue.
+	QueueSize int
+}
+
+// RunDrift starts the drift webhook and returns once it serves TLS; done
+// reports how it stopped after ctx ends.
+func RunDrift(ctx context.Context, o DriftOptions) (done <-chan error, err error) {
+	if _, err := kv1.ParseMode(string(o.DefaultMode)); err != nil || o.DefaultMode == "" {
+		return nil, fmt.Errorf("default mode %q: want log or enforce", o.DefaultMode)
+	}
+	if o.QueueSize <= 0 {
+		return nil, fmt.Errorf("queue size %d: must be positive", o.QueueSize)
+	}
+	dyn, err := dynamic.NewForConfig(o.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("build dynamic client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(o.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("build discovery client: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	d := &Drift{
+		Parents:     NewParentCache(dyn, mapper, ctx.Done()),
+		Updates:     NewParentUpdater(dyn, mapper, o.QueueSize),
+		Signals:     NewSignalQueue(o.Temporal, o.QueueSize),
+		DefaultMode: o.DefaultMode, CallbackURLs: o.CallbackURLs, RequestApproval: o.RequestApproval, Now: time.Now,
+	}
+	if err := d.Parents.Warm(ctx, DefaultParentKinds...); err != nil {
+		return nil, fmt.Errorf("watch parents: %w", err)
+	}
+	srv := NewDriftServer(o.Host, o.Port, o.CertFile, o.KeyFile, d)
+	go d.Signals.Run(ctx)
+	go d.Updates.Run(ctx)
+	ch := make(chan error, 1)
+	go func() { ch <- srv.Start(ctx) }()
+
+	check := srv.StartedChecker()
+	deadline := time.Now().Add(10 * time.Second)
+	for check(&http.Request{}) != nil {
+		select {
+		case err := <-ch:
+			if err == nil {
+				err = errors.New("server stopped")
+			}
+			return nil, fmt.Errorf("start drift webhook server: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("start drift webhook server on %s:%d: not serving after 10s", o.Host, o.Port)
+		}
+	}
+	return ch, nil
+}
