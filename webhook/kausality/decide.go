@@ -55,21 +55,17 @@ func Decide(req Request) Result {
 	d.role = identify(d.userHash, kv1.ParseUserHashes(d.old[kv1.AnnotationUpdaters]), req.Parent)
 
 	res, extend, label := d.decide()
+	if res.Allowed && req.Operation != Delete {
+		if want, err := d.annotations(extend, label); err != nil {
+			res = deny(http.StatusBadRequest, DecisionInvalidAnnotation, "kausality: "+err.Error())
+			// The request fails, so nothing it would have consumed is consumed.
+			d.update.ConsumeOnce = nil
+		} else {
+			res.Annotations = changes(want, d.cur)
+		}
+	}
 	res.Warnings = append(d.warnings, res.Warnings...)
 	res.ParentUpdate = d.parentUpdate()
-	if !res.Allowed || req.Operation == Delete {
-		return res
-	}
-	want, err := d.annotations(extend, label)
-	if err != nil {
-		out := deny(http.StatusBadRequest, DecisionInvalidAnnotation, "kausality: "+err.Error())
-		out.Warnings = res.Warnings
-		// The request fails, so nothing it would have consumed is consumed.
-		d.update.ConsumeOnce = nil
-		out.ParentUpdate = d.parentUpdate()
-		return out
-	}
-	res.Annotations = changes(want, d.cur)
 	return res
 }
 
@@ -195,8 +191,8 @@ func (d *decider) drift() (Result, map[string]string) {
 
 	dr.Snoozed = d.snoozed(parent)
 	dr.Mode = d.mode()
-	msg := fmt.Sprintf("kausality: drift: %s changed %s while its parent %s has no unobserved spec change (generation %d); "+
-		"approve it in the parent's %s annotation", d.req.User.Name, what, parent, p.Generation, kv1.AnnotationApprovals)
+	msg := fmt.Sprintf("kausality: drift: %s changed %s while %s is unchanged (generation %d observed); approve in its %s",
+		d.req.User.Name, what, parent, p.Generation, kv1.AnnotationApprovals)
 	if dr.Mode == kv1.ModeEnforce {
 		dr.Denied = true
 		res := deny(http.StatusForbidden, DecisionDriftDenied, msg)

@@ -49,7 +49,7 @@ func rs(replicas int64, ann map[string]string) *unstructured.Unstructured {
 		"apiVersion": "apps/v1", "kind": "ReplicaSet",
 		"metadata": map[string]any{"namespace": "demo", "name": "web-1", "generation": int64(2)},
 		"spec":     map[string]any{"replicas": replicas, "template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx"}}}}},
-		"status":   map[string]any{"replicas": replicas},
+		"status":   map[string]any{"replicas": replicas, "observedGeneration": int64(2)},
 	}}
 	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web", Controller: ptr(true)}})
 	if ann != nil {
