@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +43,9 @@ type Drift struct {
 	// RequestApproval makes the drift workflow ask a person through a
 	// RemediationApprovalRequest.
 	RequestApproval bool
-	Now             func() time.Time
+	// Self is the webhook's own username: its parent writes pass untouched.
+	Self string
+	Now  func() time.Time
 }
 
 // Handle admits one request.
@@ -69,7 +72,7 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 	in := kausality.Request{
 		Operation: kausality.Operation(req.Operation), SubResource: req.SubResource, Object: obj, OldObject: old,
 		User:        kausality.User{Name: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups},
-		DefaultMode: d.DefaultMode, Now: d.Now().UTC(),
+		DefaultMode: d.DefaultMode, Now: d.Now().UTC(), FromWebhook: req.UserInfo.Username == d.Self,
 	}
 	if in.NamespaceMode, err = d.Parents.NamespaceMode(ctx, req.Namespace); err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read namespace mode: %w", err))
@@ -77,9 +80,7 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 	ref := metav1.GetControllerOf(child)
 	var parent *unstructured.Unstructured
 	if ref != nil && req.SubResource == "" {
-		if parent, err = d.Parents.Parent(ctx, *ref, req.Namespace); err != nil {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("resolve parent %s %s: %w", ref.Kind, ref.Name, err))
-		}
+		parent, in.ParentErr = d.Parents.Parent(ctx, *ref, req.Namespace)
 		if parent != nil {
 			in.Parent = d.parent(parent)
 			in.ConsumedOnce = d.Updates.Consumed(parent.GetUID())
@@ -162,6 +163,8 @@ func (d *Drift) parent(u *unstructured.Unstructured) *kausality.Parent {
 		Generation: d.Parents.SpecGeneration(u), Annotations: u.GetAnnotations(), Deleting: u.GetDeletionTimestamp() != nil,
 	}
 	if og, ok, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); ok {
+		p.ObservedGeneration = &og
+	} else if og, err := strconv.ParseInt(p.Annotations[kv1.AnnotationObservedGeneration], 10, 64); err == nil {
 		p.ObservedGeneration = &og
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -155,6 +156,9 @@ func applyParentUpdate(ann map[string]string, u kausality.ParentUpdate, generati
 		if hs, added := kv1.AddUserHash(kv1.ParseUserHashes(ann[kv1.AnnotationControllers]), u.AddController); added {
 			ann[kv1.AnnotationControllers] = kv1.FormatUserHashes(hs)
 		}
+	}
+	if u.ObservedGeneration != nil {
+		ann[kv1.AnnotationObservedGeneration] = strconv.FormatInt(*u.ObservedGeneration, 10)
 	}
 	if u.Phase == kv1.PhaseInitialized && ann[kv1.AnnotationPhase] != kv1.PhaseInitialized {
 		ann[kv1.AnnotationPhase] = kv1.PhaseInitialized

@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
@@ -41,6 +44,20 @@ type DriftOptions struct {
 	QueueSize int
 }
 
+// selfUser asks the API server who the webhook's credentials authenticate
+// as, so its own parent writes are recognised whatever account runs it.
+func selfUser(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", fmt.Errorf("build clientset: %w", err)
+	}
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("review own identity: %w", err)
+	}
+	return r.Status.UserInfo.Username, nil
+}
+
 // RunDrift starts the drift webhook and returns once it serves TLS; done
 // reports how it stopped after ctx ends.
 func RunDrift(ctx context.Context, o DriftOptions) (done <-chan error, err error) {
@@ -59,7 +76,11 @@ func RunDrift(ctx context.Context, o DriftOptions) (done <-chan error, err error
 		return nil, fmt.Errorf("build discovery client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	d := &Drift{
+	self, err := selfUser(ctx, o.Kube)
+	if err != nil {
+		return nil, err
+	}
+	d := &Drift{Self: self,
 		Parents:     NewParentCache(dyn, mapper, ctx.Done()),
 		Updates:     NewParentUpdater(dyn, mapper, o.QueueSize),
 		Signals:     NewSignalQueue(o.Temporal, o.QueueSize),
