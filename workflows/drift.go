@@ -68,8 +68,9 @@ func DriftWorkflow(ctx workflow.Context, in DriftInput) (DriftResult, error) {
 	for {
 		r.drain(ctx)
 		if len(r.status.Open) == 0 {
-			// Reports still queued must go out before the run ends.
-			if err := workflow.Await(ctx, r.idle); err != nil {
+			// Queued reports must go out, and a request about a drift that
+			// resolved must be closed, before the run ends.
+			if err := workflow.Await(ctx, func() bool { return r.idle() && !r.asking() }); err != nil {
 				return r.result(), err
 			}
 			if r.drain(ctx); len(r.status.Open) == 0 {
@@ -115,7 +116,9 @@ func (r *driftRun) result() DriftResult {
 
 func (r *driftRun) idle() bool { return len(r.queue) == 0 && !r.posting }
 
-func (r *driftRun) asking() bool { return r.askingID != "" || len(r.asks) > 0 }
+// asking reports an open approval request; queued asks travel with their
+// drifts when the run continues as new.
+func (r *driftRun) asking() bool { return r.askingID != "" }
 
 // drain handles every drift signal already delivered.
 func (r *driftRun) drain(ctx workflow.Context) {
@@ -189,7 +192,10 @@ func (r *driftRun) wait(ctx workflow.Context) {
 		ch.Receive(ctx, &s)
 		r.handle(ctx, s)
 	})
-	sel.AddReceive(r.wake, func(ch workflow.ReceiveChannel, _ bool) { ch.Receive(ctx, nil) })
+	sel.AddReceive(r.wake, func(ch workflow.ReceiveChannel, _ bool) {
+		var woke bool
+		ch.Receive(ctx, &woke)
+	})
 	sel.Select(ctx)
 	if fired {
 		r.tick = nil
