@@ -114,8 +114,13 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 	return resp.WithWarnings(res.Warnings...)
 }
 
-// followUp queues the parent writes and the drift signal the result asks for.
+// followUp queues the parent writes and the drift signal the result asks
+// for; a dry run has no side effects (sideEffects: NoneOnDryRun), so it
+// neither spends a once approval nor signals.
 func (d *Drift) followUp(ctx context.Context, req admission.Request, child, parent *unstructured.Unstructured, in kausality.Request, res kausality.Result) {
+	if req.DryRun != nil && *req.DryRun {
+		return
+	}
 	if res.ParentUpdate != nil {
 		switch {
 		case req.SubResource == "status" && in.Object != nil:
@@ -127,7 +132,7 @@ func (d *Drift) followUp(ctx context.Context, req admission.Request, child, pare
 			d.Updates.Enqueue(*ref, req.Namespace, in.Parent.Generation, *res.ParentUpdate)
 		}
 	}
-	if res.Drift == nil || res.Drift.Rejected || parent == nil || (req.DryRun != nil && *req.DryRun) {
+	if res.Drift == nil || res.Drift.Rejected || parent == nil {
 		return
 	}
 	s := d.signal(req, child, parent, in, res)

@@ -38,18 +38,22 @@ type Approval struct {
 	Mode       ApprovalMode `json:"mode"`
 }
 
-// Matches reports whether a is valid for child while the parent is at generation.
+// Matches reports whether a is valid for child while the parent is at
+// generation. A once or generation approval without a generation (0)
+// applies at any generation: a person writing it with kubectl cannot know
+// the spec generation, and Deployments bump metadata.generation on the very
+// annotation edit that adds the approval.
 func (a Approval) Matches(child ChildRef, generation int64) bool {
 	if !refMatches(a.APIVersion, a.Kind, a.Name, child) {
 		return false
 	}
-	return a.Mode == ApprovalAlways || a.Generation == generation
+	return a.Mode == ApprovalAlways || a.Generation == 0 || a.Generation == generation
 }
 
 // Stale reports whether a no longer applies because the parent moved past
 // the generation it names; stale approvals are pruned from the parent.
 func (a Approval) Stale(generation int64) bool {
-	return a.Mode != ApprovalAlways && a.Generation != generation
+	return a.Mode != ApprovalAlways && a.Generation != 0 && a.Generation != generation
 }
 
 func refMatches(apiVersion, kind, name string, child ChildRef) bool {
@@ -91,11 +95,7 @@ func (a Approval) validate() error {
 		return err
 	}
 	switch a.Mode {
-	case ApprovalOnce, ApprovalGeneration:
-		if a.Generation <= 0 {
-			return fmt.Errorf("mode %q needs the parent generation it approves (generation > 0)", a.Mode)
-		}
-	case ApprovalAlways:
+	case ApprovalOnce, ApprovalGeneration, ApprovalAlways:
 		if a.Generation < 0 {
 			return fmt.Errorf("generation %d is negative", a.Generation)
 		}
