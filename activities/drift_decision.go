@@ -29,6 +29,10 @@ type DriftDecisionInput struct {
 // one time. An equal approval already there is left alone, so retries add
 // no duplicate.
 func (d *Drift) WriteApproval(ctx context.Context, in DriftDecisionInput) error {
+	if in.Generation <= 0 {
+		// kausality refuses a once approval without its generation; writing one would break the annotation.
+		return permanent(ReasonInvalidParameters, fmt.Errorf("approve drift of %s: parent generation %d is not positive", in.Child, in.Generation))
+	}
 	want := kv1.Approval{APIVersion: in.Child.APIVersion, Kind: in.Child.Kind, Name: in.Child.Name, Generation: in.Generation, Mode: kv1.ApprovalOnce}
 	return d.editAnnotation(ctx, in.Parent, kv1.AnnotationApprovals, func(value string) (string, bool, error) {
 		as, err := kv1.ParseApprovals(value)

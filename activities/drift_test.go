@@ -157,17 +157,19 @@ func TestWriteDecisionFailsForGood(t *testing.T) {
 	recreated := driftObject(webParent, 1, nil)
 	recreated.SetUID("uid-other")
 	tests := []struct {
-		name     string
-		parent   *unstructured.Unstructured
-		wantType string
+		name       string
+		parent     *unstructured.Unstructured
+		generation int64
+		wantType   string
 	}{
-		{name: "unparseable approvals", parent: driftObject(webParent, 1, map[string]string{kv1.AnnotationApprovals: "[{"}), wantType: ReasonInvalidParameters},
-		{name: "parent recreated", parent: recreated, wantType: ReasonNotFound},
+		{name: "unparseable approvals", parent: driftObject(webParent, 1, map[string]string{kv1.AnnotationApprovals: "[{"}), generation: 3, wantType: ReasonInvalidParameters},
+		{name: "parent recreated", parent: recreated, generation: 3, wantType: ReasonNotFound},
+		{name: "no generation", parent: driftObject(webParent, 1, nil), generation: 0, wantType: ReasonInvalidParameters},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d, _ := newDriftActivities(tt.parent)
-			_, err := activityEnv(d).ExecuteActivity(d.WriteApproval, DriftDecisionInput{Parent: webParent, Child: webChild, Generation: 3})
+			_, err := activityEnv(d).ExecuteActivity(d.WriteApproval, DriftDecisionInput{Parent: webParent, Child: webChild, Generation: tt.generation})
 			var app *temporal.ApplicationError
 			require.True(t, errors.As(err, &app), "got %v", err)
 			assert.True(t, app.NonRetryable())
