@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -81,4 +83,40 @@ func TestApprovalRequestOwnershipAndFirstDecisionWins(t *testing.T) {
 	got = record(Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "bob", Via: v1alpha1.DecidedViaSignal, At: at})
 	assert.Equal(t, v1alpha1.DecisionApproved, got.Decision, "the decision already recorded wins")
 	assert.Equal(t, "carol", got.DecidedBy)
+}
+
+func TestApprovalRequestOwnedByAnySubject(t *testing.T) {
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "web-uid"}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(web).Build()
+	a := &Approvals{Client: c}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	ask := func(name, subject string, requiredBy time.Time) error {
+		_, err := env.ExecuteActivity(a.CreateApprovalRequest, ApprovalRequestInput{Namespace: "shop", Name: name, WorkflowID: "reload/shop/Deployment/web",
+			Subject: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: subject},
+			Context: v1alpha1.ApprovalContext{Reason: "r", Action: "restart"}, RequiredBy: requiredBy})
+		return err
+	}
+	at := time.Now().Add(time.Hour).Truncate(time.Second)
+	require.NoError(t, ask("reload-deployment-web-1", "web", at))
+	var rar v1alpha1.RemediationApprovalRequest
+	require.NoError(t, c.Get(t.Context(), ctrlclient.ObjectKey{Namespace: "shop", Name: "reload-deployment-web-1"}, &rar))
+	require.Len(t, rar.OwnerReferences, 1)
+	owner := rar.OwnerReferences[0]
+	assert.Equal(t, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "web-uid"}, owner,
+		"the workload owns its request, read by name; it is not its controller")
+
+	err := ask("reload-deployment-web-1", "web", at.Add(time.Minute))
+	require.Error(t, err, "the same name for a different question is refused, not reused")
+	assert.Contains(t, err.Error(), "already exists")
+
+	err = ask("reload-deployment-gone-1", "gone", at)
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, ReasonNotFound, app.Type())
 }

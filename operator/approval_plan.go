@@ -58,7 +58,9 @@ func planApproval(rar *v1alpha1.RemediationApprovalRequest, subjectGone bool, no
 				if d == v1alpha1.DecisionRejected {
 					p.signal = workflows.SignalReject
 				}
-				p.payload = workflows.ApprovalSignal{Approver: rar.Status.DecidedBy, Reason: rar.Status.DecisionMessage, Via: string(v1alpha1.DecidedViaKubectl)}
+				// Naming the request keeps a late relay from deciding a newer request of the same run.
+				p.payload = workflows.ApprovalSignal{Approver: rar.Status.DecidedBy, Reason: rar.Status.DecisionMessage,
+					Via: string(v1alpha1.DecidedViaKubectl), Request: rar.Name}
 			}
 		}
 	case !rar.Spec.RequiredBy.After(now):
@@ -103,13 +105,14 @@ func setApprovalCondition(s *v1alpha1.RemediationApprovalRequestStatus, status m
 		Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now)})
 }
 
-// requestedNote gives approvers the three ready-to-paste ways to decide.
+// requestedNote gives approvers the three ready-to-paste ways to decide; the
+// Temporal ones name the request, so they cannot decide a later one by mistake.
 func requestedNote(rar *v1alpha1.RemediationApprovalRequest) string {
 	id := rar.Spec.WorkflowID
-	return fmt.Sprintf("%s on %s before %s. Approve: temporal workflow signal --workflow-id %s --name approve --input '{\"approver\":\"<you>\",\"reason\":\"...\"}'"+
-		" | or: temporal workflow update execute --workflow-id %s --name decide --input '{\"approved\":true,\"approver\":\"<you>\",\"reason\":\"...\"}'"+
+	return fmt.Sprintf("%s on %s before %s. Approve: temporal workflow signal --workflow-id %s --name approve --input '{\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
+		" | or: temporal workflow update execute --workflow-id %s --name decide --input '{\"approved\":true,\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
 		" | or: kubectl patch rar %s -n %s --subresource=status --type=merge -p '{\"status\":{\"decision\":\"Approved\",\"decisionMessage\":\"...\"}}'"+
 		" (reject: --name reject, \"approved\":false, or \"Rejected\")",
 		rar.Spec.ApprovalContext.Action, rar.Spec.ApprovalContext.Target.String(), rar.Spec.RequiredBy.UTC().Format(time.RFC3339),
-		id, id, rar.Name, rar.Namespace)
+		id, rar.Name, id, rar.Name, rar.Name, rar.Namespace)
 }

@@ -36,6 +36,7 @@ func TestPlanApproval(t *testing.T) {
 		assert.Contains(t, p.events[0].note, "temporal workflow signal --workflow-id kexec/shop/scale-web/u1 --name approve")
 		assert.Contains(t, p.events[0].note, "temporal workflow update execute --workflow-id kexec/shop/scale-web/u1 --name decide")
 		assert.Contains(t, p.events[0].note, "kubectl patch rar scale-web-approval -n shop --subresource=status")
+		assert.Contains(t, p.events[0].note, `"request":"scale-web-approval"`)
 		assert.Empty(t, p.signal)
 	})
 	t.Run("unchanged within a step: no write, no event", func(t *testing.T) {
@@ -48,7 +49,8 @@ func TestPlanApproval(t *testing.T) {
 		rar := base(v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionRejected, DecidedBy: "carol", DecidedVia: v1alpha1.DecidedViaKubectl, DecisionMessage: "no"})
 		p := planApproval(rar, false, now)
 		assert.Equal(t, workflows.SignalReject, p.signal)
-		assert.Equal(t, workflows.ApprovalSignal{Approver: "carol", Reason: "no", Via: "kubectl"}, p.payload)
+		assert.Equal(t, workflows.ApprovalSignal{Approver: "carol", Reason: "no", Via: "kubectl", Request: "scale-web-approval"}, p.payload,
+			"the relay names its request, so it cannot decide a newer one")
 		require.Len(t, p.events, 1)
 		assert.Equal(t, "Rejected", p.events[0].reason)
 		assert.Equal(t, "Rejected by carol via kubectl: no", p.events[0].note)

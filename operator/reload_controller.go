@@ -76,6 +76,11 @@ func (r *ReloadReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 		logger.Info("config hash baseline recorded", "kind", b.Kind, "workload", b.Name, "configMaps", len(b.Annotations))
 	}
+	for _, d := range pl.declined {
+		if err := r.updateDeclined(ctx, objs[d.Kind+"/"+d.Name], d); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	for _, s := range pl.signals {
 		if err := r.signal(ctx, &p, s); err != nil {
 			return reconcile.Result{}, err
@@ -129,7 +134,7 @@ func (r *ReloadReconciler) observe(ctx context.Context, p *v1alpha1.ConfigReload
 	objs := map[string]ctrlclient.Object{}
 	add := func(kind string, obj ctrlclient.Object, template corev1.PodTemplateSpec) {
 		wls = append(wls, reloadWorkload{Kind: kind, Name: obj.GetName(), Scope: obj.GetLabels()[scope],
-			Meta: obj.GetAnnotations(), Template: template.Annotations})
+			Meta: obj.GetAnnotations(), Template: template.Annotations, ResourceVersion: obj.GetResourceVersion()})
 		objs[kind+"/"+obj.GetName()] = obj
 	}
 	opts := []ctrlclient.ListOption{ctrlclient.InNamespace(p.Namespace), ctrlclient.MatchingLabelsSelector{Selector: wlSel}}
@@ -157,7 +162,13 @@ func (r *ReloadReconciler) observe(ctx context.Context, p *v1alpha1.ConfigReload
 // none runs; repeats are harmless because the workflow ignores known hashes.
 func (r *ReloadReconciler) signal(ctx context.Context, p *v1alpha1.ConfigReloadPolicy, s reloadSignal) error {
 	id := workflows.ReloadWorkflowID(p.Namespace, s.Kind, s.Name)
-	in := workflows.ReloadInput{Namespace: p.Namespace, Kind: s.Kind, Name: s.Name, Scope: s.Scope}
+	in := workflows.ReloadInput{Namespace: p.Namespace, Kind: s.Kind, Name: s.Name, Scope: s.Scope, Policy: p.Name}
+	if a := p.Spec.Approval; a != nil && a.Required {
+		in.Approval = &workflows.ReloadApproval{}
+		if a.Timeout != nil {
+			in.Approval.Timeout = a.Timeout.Duration
+		}
+	}
 	if p.Spec.Debounce != nil {
 		in.Debounce = p.Spec.Debounce.Duration
 	}
@@ -183,6 +194,28 @@ func (r *ReloadReconciler) signal(ctx context.Context, p *v1alpha1.ConfigReloadP
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", id, err)
 	}
+	return nil
+}
+
+// updateDeclined drops stale declined entries. The patch is conditional on
+// the resourceVersion planned from: if the worker declined something since,
+// the conflict requeues and the next plan sees it.
+func (r *ReloadReconciler) updateDeclined(ctx context.Context, obj ctrlclient.Object, d reloadDeclinedUpdate) error {
+	var value any
+	if d.Value != "" {
+		value = d.Value
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": d.ResourceVersion,
+		"annotations":     map[string]any{workflows.DeclinedAnnotation: value},
+	}})
+	if err != nil {
+		return fmt.Errorf("encode declined update: %w", err)
+	}
+	if err := r.Patch(ctx, obj, ctrlclient.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("update declined data on %s %s: %w", d.Kind, d.Name, err)
+	}
+	log.FromContext(ctx).Info("declined data changed since; asking again when signalled", "kind", d.Kind, "workload", d.Name)
 	return nil
 }
 

@@ -19,10 +19,9 @@ import (
 
 // Ready reasons of a ConfigReloadPolicy.
 const (
-	ReasonWatching             = "Watching"
-	ReasonInvalidSelector      = "InvalidSelector"
-	ReasonApprovalNotAvailable = "ApprovalNotAvailable"
-	defaultScopeLabel          = "env"
+	ReasonWatching        = "Watching"
+	ReasonInvalidSelector = "InvalidSelector"
+	defaultScopeLabel     = "env"
 )
 
 // reloadConfigMap is what planning needs of a selected ConfigMap.
@@ -34,7 +33,8 @@ type reloadConfigMap struct {
 type reloadWorkload struct {
 	Kind, Name, Scope string
 	// Meta and Template are the workload's and its pod template's annotations.
-	Meta, Template map[string]string
+	Meta, Template  map[string]string
+	ResourceVersion string
 }
 
 // reloadSignal asks the workload's reload workflow to apply one change.
@@ -51,9 +51,17 @@ type reloadBaseline struct {
 	Annotations map[string]string
 }
 
+// reloadDeclinedUpdate rewrites a workload's declined annotation, dropping
+// entries whose ConfigMap data has changed since; Value "" removes it.
+// ResourceVersion is the one planned from, so a decline written meanwhile wins.
+type reloadDeclinedUpdate struct {
+	Kind, Name, Value, ResourceVersion string
+}
+
 type reloadPlan struct {
 	plan[v1alpha1.ConfigReloadPolicyStatus]
 	baselines []reloadBaseline
+	declined  []reloadDeclinedUpdate
 	signals   []reloadSignal
 	// pending counts workloads whose recorded hashes differ from their ConfigMaps.
 	pending int
@@ -96,6 +104,8 @@ func scopeLabel(p *v1alpha1.ConfigReloadPolicy) string {
 
 // planReload decides, from the selected ConfigMaps and workloads alone, which
 // workloads get a baseline, which get a config-changed signal, and the status.
+// Data whose restart was declined (DeclinedAnnotation) is not signalled again
+// until it changes; the stale declined entries are then removed.
 // A workload uses every selected ConfigMap whose scope label value equals its
 // own; objects without the scope label match nothing. It takes no client, so
 // what it decides depends only on the state it is shown (level-triggered).
@@ -117,6 +127,9 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 			continue
 		}
 		legacy := w.Template[workflows.RestartedAtAnnotation] != "" && !hasConfigHash(w)
+		raw := w.Meta[workflows.DeclinedAnnotation]
+		declined := workflows.ParseReloadDeclined(raw)
+		stale := false
 		recorded := map[string]string{}
 		baseline := map[string]string{}
 		var changes []workflows.ConfigChange
@@ -135,10 +148,24 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 			case have == "" && !legacy:
 				// First sight: record what the pods run with now, no rollout.
 				baseline[key], recorded[cm.Name] = cm.Hash, cm.Hash
+			case declined.ConfigMaps[cm.Name] == cm.Hash:
+				recorded[cm.Name] = have
+				continue
 			default:
 				recorded[cm.Name] = have
 				changes = append(changes, workflows.ConfigChange{ConfigMap: cm.Name, Hash: cm.Hash})
 			}
+			if h, ok := declined.ConfigMaps[cm.Name]; ok && h != cm.Hash {
+				delete(declined.ConfigMaps, cm.Name)
+				stale = true
+			}
+		}
+		if stale {
+			u := reloadDeclinedUpdate{Kind: w.Kind, Name: w.Name, ResourceVersion: w.ResourceVersion}
+			if len(declined.ConfigMaps) > 0 {
+				u.Value = declined.Encode()
+			}
+			out.declined = append(out.declined, u)
 		}
 		if len(baseline) > 0 {
 			out.baselines = append(out.baselines, reloadBaseline{Kind: w.Kind, Name: w.Name, Annotations: baseline})
@@ -147,9 +174,7 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 			out.pending++
 		}
 		for _, c := range changes {
-			if !gated {
-				out.signals = append(out.signals, reloadSignal{Kind: w.Kind, Name: w.Name, Scope: w.Scope, Change: c, Repair: legacy})
-			}
+			out.signals = append(out.signals, reloadSignal{Kind: w.Kind, Name: w.Name, Scope: w.Scope, Change: c, Repair: legacy})
 		}
 		wr := v1alpha1.WorkloadRestart{Kind: w.Kind, Name: w.Name, ConfigHash: combinedHash(recorded)}
 		if t, err := time.Parse(time.RFC3339, w.Meta[workflows.LastReloadAnnotation]); err == nil {
@@ -162,11 +187,7 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 		Message:            fmt.Sprintf("watching %d ConfigMaps and %d workloads; %d restarts pending", len(next.WatchedConfigMaps), len(next.Workloads), out.pending),
 		ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(now)}
 	if gated {
-		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonApprovalNotAvailable
-		ready.Message = fmt.Sprintf("spec.approval.required is set, but approval gating of reloads is not available yet: nothing is restarted (%d workloads have changes waiting)", out.pending)
-	}
-	if old := meta.FindStatusCondition(cur.Conditions, v1alpha1.ConditionReady); gated && (old == nil || old.Reason != ReasonApprovalNotAvailable) {
-		out.events = append(out.events, event{corev1.EventTypeWarning, ReasonApprovalNotAvailable, ready.Message})
+		ready.Message += "; each restart waits for an approved RemediationApprovalRequest"
 	}
 	meta.SetStatusCondition(&next.Conditions, ready)
 	if !equality.Semantic.DeepEqual(&cur, &next) {

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,7 @@ func TestPlanReload(t *testing.T) {
 		workload      reloadWorkload
 		wantSignals   []reloadSignal
 		wantBaselines []reloadBaseline
+		wantDeclined  []reloadDeclinedUpdate
 		wantPending   int
 	}{
 		{
@@ -89,10 +91,33 @@ func TestPlanReload(t *testing.T) {
 			workload: reloadWorkload{Kind: "Deployment", Name: "web", Scope: "staging", Meta: map[string]string{key("app"): "old"}},
 		},
 		{
-			name:        "approval required: pending but never signalled",
+			name:        "approval required: signalled like any change, the workflow asks",
 			gated:       true,
 			workload:    reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", Meta: map[string]string{key("app"): "old"}},
+			wantSignals: []reloadSignal{{Kind: "Deployment", Name: "web", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}}},
 			wantPending: 1,
+		},
+		{
+			name:  "declined data is not signalled again",
+			gated: true,
+			workload: reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", Meta: map[string]string{key("app"): "old",
+				workflows.DeclinedAnnotation: declinedValue(map[string]string{"app": "new"})}},
+		},
+		{
+			name:  "data changed since the decline: signalled, stale entry removed",
+			gated: true,
+			workload: reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", ResourceVersion: "7", Meta: map[string]string{key("app"): "old",
+				workflows.DeclinedAnnotation: declinedValue(map[string]string{"app": "older"})}},
+			wantSignals:  []reloadSignal{{Kind: "Deployment", Name: "web", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}}},
+			wantDeclined: []reloadDeclinedUpdate{{Kind: "Deployment", Name: "web", ResourceVersion: "7"}},
+			wantPending:  1,
+		},
+		{
+			name:  "data back to what rolled: stale entry removed, nothing signalled",
+			gated: true,
+			workload: reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", ResourceVersion: "8", Meta: map[string]string{key("app"): "new",
+				workflows.DeclinedAnnotation: declinedValue(map[string]string{"app": "older", "gone": "g1"})}},
+			wantDeclined: []reloadDeclinedUpdate{{Kind: "Deployment", Name: "web", ResourceVersion: "8", Value: declinedValue(map[string]string{"gone": "g1"})}},
 		},
 	}
 	for _, tt := range tests {
@@ -100,22 +125,22 @@ func TestPlanReload(t *testing.T) {
 			p := planReload(crp(tt.gated), append([]reloadConfigMap(nil), cms...), []reloadWorkload{tt.workload}, time.Unix(100, 0))
 			assert.Equal(t, tt.wantSignals, p.signals)
 			assert.Equal(t, tt.wantBaselines, p.baselines)
+			assert.Equal(t, tt.wantDeclined, p.declined)
 			assert.Equal(t, tt.wantPending, p.pending)
 			require.NotNil(t, p.status)
 			assert.Equal(t, []string{"app", "other"}, p.status.WatchedConfigMaps)
 			ready := meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionReady)
 			require.NotNil(t, ready)
-			if tt.gated {
-				assert.Equal(t, metav1.ConditionFalse, ready.Status)
-				assert.Equal(t, ReasonApprovalNotAvailable, ready.Reason)
-				require.Len(t, p.events, 1, "gating is announced, never silent")
-				assert.Equal(t, corev1.EventTypeWarning, p.events[0].eventType)
-			} else {
-				assert.Equal(t, metav1.ConditionTrue, ready.Status)
-				assert.Empty(t, p.events)
-			}
+			assert.Equal(t, metav1.ConditionTrue, ready.Status, "approval needs no warning: it works")
+			assert.Equal(t, ReasonWatching, ready.Reason)
+			assert.Equal(t, tt.gated, strings.Contains(ready.Message, "waits for an approved"), ready.Message)
+			assert.Empty(t, p.events)
 		})
 	}
+}
+
+func declinedValue(hashes map[string]string) string {
+	return workflows.ReloadDeclined{ConfigMaps: hashes}.Encode()
 }
 
 func TestPlanReloadStatusIsStable(t *testing.T) {

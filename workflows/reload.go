@@ -16,7 +16,14 @@ const (
 	ConfigHashAnnotationPrefix = activities.ConfigHashAnnotationPrefix
 	LastReloadAnnotation       = activities.LastReloadAnnotation
 	RestartedAtAnnotation      = actions.RestartedAtAnnotation
+	DeclinedAnnotation         = activities.DeclinedAnnotation
 )
+
+// ReloadDeclined is the value of DeclinedAnnotation.
+type ReloadDeclined = activities.ReloadDeclined
+
+// ParseReloadDeclined reads DeclinedAnnotation's value.
+func ParseReloadDeclined(value string) ReloadDeclined { return activities.ParseReloadDeclined(value) }
 
 // ConfigHashAnnotation is the annotation key recording one ConfigMap's hash.
 func ConfigHashAnnotation(configMap string) string { return activities.ConfigHashAnnotation(configMap) }
@@ -48,6 +55,10 @@ type ReloadInput struct {
 	Pending       []ConfigChange `json:"pending,omitempty"`
 	LastRestart   string         `json:"lastRestart,omitempty"`
 	TotalRestarts int            `json:"totalRestarts,omitempty"`
+	// Approval, when set, puts every restart to a person first.
+	Approval *ReloadApproval `json:"approval,omitempty"`
+	// Policy names the ConfigReloadPolicy, for the approval request's context.
+	Policy string `json:"policy,omitempty"`
 }
 
 // ReloadStatus is what the status query returns.
@@ -59,6 +70,8 @@ type ReloadStatus struct {
 	LastRestart   string `json:"lastRestart,omitempty"`
 	TotalRestarts int    `json:"totalRestarts"`
 	LastError     string `json:"lastError,omitempty"`
+	// ApprovalRequest names the RemediationApprovalRequest waiting for a decision.
+	ApprovalRequest string `json:"approvalRequest,omitempty"`
 }
 
 // ReloadResult is the final status of one run.
@@ -117,6 +130,20 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 			return ReloadResult{Status: r.status}, workflow.NewContinueAsNewError(ctx, ReloadWorkflow, next)
 		}
 		r.debounce(ctx, debounce)
+		if r.gated(ctx) {
+			approved, err := r.approve(ctx)
+			if err != nil {
+				if activities.IsWorkloadGone(err) {
+					logger.Info("workload gone; dropping pending changes", "error", err)
+					r.status.Pending, r.status.LastError = nil, err.Error()
+					return ReloadResult{Status: r.status}, nil
+				}
+				return ReloadResult{Status: r.status}, err
+			}
+			if !approved {
+				continue
+			}
+		}
 		superseded, err := r.restart(ctx)
 		if superseded {
 			logger.Info("newer change superseded the restart intent", "pending", len(r.status.Pending))
@@ -139,6 +166,10 @@ type reloadRun struct {
 	status ReloadStatus
 	// coalesced counts new changes since the last restart beyond the first.
 	coalesced int
+	// approval is the run's approval gate, created on the first ask.
+	approval *approvalGate
+	// version is the reload-approval version, read once when first gated.
+	version *workflow.Version
 }
 
 // absorb merges a change into the pending set; it reports whether the change

@@ -38,8 +38,14 @@ var (
 		Name: "remedy_configmap_reload_retry_total",
 		Help: "Restart attempts retried after a failure, by scope value.",
 	}, []string{"env"})
+
+	// ReloadDeclined counts restarts a person rejected or let expire.
+	ReloadDeclined = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_configmap_reload_declined_total",
+		Help: "Restarts not made because their approval request was rejected or expired, by scope value and decision.",
+	}, []string{"env", "decision"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ReloadRestarts, ReloadErrors, ReloadDebounced, ReloadPending, ReloadRetries)
+	ctrlmetrics.Registry.MustRegister(ReloadRestarts, ReloadErrors, ReloadDebounced, ReloadPending, ReloadRetries, ReloadDeclined)
 }

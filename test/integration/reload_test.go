@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +26,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/metrics"
-	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/worker"
 	"github.com/remedy-dev/remedy/workflows"
@@ -387,30 +385,6 @@ func queryReload(id string, st *workflows.ReloadStatus) error {
 		return fmt.Errorf("query %s: %w", id, err)
 	}
 	return v.Get(st)
-}
-
-func TestReloadApprovalRequiredIsReportedNotSkipped(t *testing.T) {
-	ctx := context.Background()
-	ns := harness.Namespace(t)
-	web := reloadDeployment(t, ns, "web", "prod")
-	cm := reloadConfigMap(t, ns, "app", "prod", "v0")
-	p := reloadPolicy(t, ns, time.Second)
-	gen := waitBaseline(t, web, "app")
-	require.NoError(t, harness.Kube().Patch(ctx, p, ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"approval":{"required":true}}}`))))
-	setData(t, cm, "v1")
-
-	p = harness.Eventually(t, p, reloadTimeout, func(p *v1alpha1.ConfigReloadPolicy) bool {
-		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
-		return c != nil && c.Reason == operator.ReasonApprovalNotAvailable && strings.Contains(c.Message, "1 workloads have changes waiting")
-	})
-	stableGeneration(t, web, gen, 3*time.Second)
-	var evs eventsv1.EventList
-	require.NoError(t, harness.Kube().List(ctx, &evs, ctrlclient.InNamespace(ns)))
-	found := false
-	for _, e := range evs.Items {
-		found = found || (e.Reason == operator.ReasonApprovalNotAvailable && e.Regarding.Name == p.Name)
-	}
-	assert.True(t, found, "a Warning Event announces that approval gating is unavailable")
 }
 
 // counterValue reads a counter of the in-process worker.

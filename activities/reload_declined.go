@@ -1,0 +1,183 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/remedy-dev/remedy/internal/metrics"
+)
+
+// DeclinedAnnotation on a workload's metadata records ConfigMap data whose
+// restart was rejected or expired, as JSON (ReloadDeclined). The operator
+// does not signal that data again; any newer data is asked about afresh.
+const DeclinedAnnotation = "remedy.dev/reload-declined"
+
+// ReloadDeclined is the value of DeclinedAnnotation.
+type ReloadDeclined struct {
+	// ConfigMaps maps each declined ConfigMap to the data hash that was declined.
+	ConfigMaps map[string]string `json:"configMaps"`
+	// Request and Decision name the last RemediationApprovalRequest that declined.
+	Request  string `json:"request,omitempty"`
+	Decision string `json:"decision,omitempty"`
+}
+
+// ParseReloadDeclined reads the annotation; a missing or unreadable value declines nothing.
+func ParseReloadDeclined(value string) ReloadDeclined {
+	var d ReloadDeclined
+	if value == "" || json.Unmarshal([]byte(value), &d) != nil || d.ConfigMaps == nil {
+		return ReloadDeclined{ConfigMaps: map[string]string{}}
+	}
+	return d
+}
+
+// Encode renders the annotation value.
+func (d ReloadDeclined) Encode() string {
+	b, _ := json.Marshal(d) // a struct of strings always encodes
+	return string(b)
+}
+
+// ChangesInput names a workload and the changes pending for it.
+type ChangesInput struct {
+	Namespace string         `json:"namespace"`
+	Kind      string         `json:"kind"`
+	Name      string         `json:"name"`
+	Changes   []ConfigChange `json:"changes"`
+}
+
+// ApprovalCheck says what of a pending set needs a person's decision.
+type ApprovalCheck struct {
+	// Declined are the changes already declined: they are not asked about again.
+	Declined []ConfigChange `json:"declined,omitempty"`
+	// Current is true when the pod template already carries every other
+	// change, so a restart would roll nothing and needs no approval.
+	Current bool `json:"current,omitempty"`
+}
+
+// CheckApproval reads the workload before a restart is put to a person.
+func (r *Reload) CheckApproval(ctx context.Context, in ChangesInput) (ApprovalCheck, error) {
+	obj, _, err := r.workload(ctx, in.Namespace, in.Kind, in.Name)
+	if err != nil {
+		return ApprovalCheck{}, err
+	}
+	template, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "annotations")
+	declined := ParseReloadDeclined(obj.GetAnnotations()[DeclinedAnnotation])
+	check := ApprovalCheck{Current: true}
+	for _, c := range in.Changes {
+		switch {
+		case declined.ConfigMaps[c.ConfigMap] == c.Hash:
+			check.Declined = append(check.Declined, c)
+		case template[ConfigHashAnnotation(c.ConfigMap)] != c.Hash:
+			check.Current = false
+		}
+	}
+	return check, nil
+}
+
+// DeclineInput is a restart a person rejected, or let expire.
+type DeclineInput struct {
+	Namespace string         `json:"namespace"`
+	Kind      string         `json:"kind"`
+	Name      string         `json:"name"`
+	Scope     string         `json:"scope"`
+	Changes   []ConfigChange `json:"changes"`
+	Request   string         `json:"request"`
+	Decision  Decision       `json:"decision"`
+}
+
+// DeclineReload records the declined hashes in the workload's metadata (not
+// the pod template: nothing rolls), a Warning Event and the declined metric.
+// The patch carries the resourceVersion it read, so it never overwrites the
+// operator's clean-up of stale entries; a conflict is retried.
+func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
+	obj, client, err := r.workload(ctx, in.Namespace, in.Kind, in.Name)
+	if err != nil {
+		return err
+	}
+	declined := ParseReloadDeclined(obj.GetAnnotations()[DeclinedAnnotation])
+	before := maps.Clone(declined.ConfigMaps)
+	for _, c := range in.Changes {
+		declined.ConfigMaps[c.ConfigMap] = c.Hash
+	}
+	if maps.Equal(before, declined.ConfigMaps) && declined.Request == in.Request {
+		// A retry after the patch landed: the Event and metric were handled then.
+		return nil
+	}
+	declined.Request, declined.Decision = in.Request, string(in.Decision.Decision)
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": obj.GetResourceVersion(),
+		"annotations":     map[string]string{DeclinedAnnotation: declined.Encode()},
+	}})
+	if err != nil {
+		return fmt.Errorf("encode patch: %w", err)
+	}
+	if _, err := client.Patch(ctx, in.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: "remedy-reload"}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return permanent(ReasonWorkloadGone, fmt.Errorf("patch %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err))
+		}
+		return fmt.Errorf("patch %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err)
+	}
+	metrics.ReloadDeclined.WithLabelValues(in.Scope, string(in.Decision.Decision)).Inc()
+	activity.GetLogger(ctx).Info("restart declined", "kind", in.Kind, "namespace", in.Namespace, "name", in.Name,
+		"approvalRequest", in.Request, "decision", in.Decision.Decision, "changes", describeChanges(in.Changes))
+	if err := r.declinedEvent(ctx, obj, in); err != nil {
+		// The decline is recorded; a lost Event must not ask again.
+		activity.GetLogger(ctx).Warn("decline event not recorded", "error", err)
+	}
+	return nil
+}
+
+// declinedEvent is named after the request, so a retry does not duplicate it.
+func (r *Reload) declinedEvent(ctx context.Context, obj *unstructured.Unstructured, in DeclineInput) error {
+	sum := sha256.Sum256([]byte(in.Request))
+	by := in.Decision.DecidedBy + " via " + string(in.Decision.Via)
+	ev := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: in.Name + ".declined-" + hex.EncodeToString(sum[:])[:10], Namespace: in.Namespace},
+		EventTime:           metav1.NewMicroTime(time.Now()),
+		ReportingController: "remedy.dev/reload",
+		ReportingInstance:   "remedy-worker",
+		Action:              "Decline",
+		Reason:              "ReloadDeclined",
+		Type:                corev1.EventTypeWarning,
+		Note: truncate(fmt.Sprintf("restart not made: %s %s by %s (%s); ConfigMap data %s stays unrolled until it changes again",
+			in.Request, in.Decision.Decision, by, in.Decision.Message, describeChanges(in.Changes)), 1024),
+		Regarding: corev1.ObjectReference{APIVersion: "apps/v1", Kind: in.Kind, Namespace: in.Namespace,
+			Name: in.Name, UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()},
+	}
+	_, err := r.Kube.EventsV1().Events(in.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create event: %w", err)
+	}
+	return nil
+}
+
+// workload reads one workload; a deleted one is a permanent WorkloadGone.
+func (r *Reload) workload(ctx context.Context, namespace, kind, name string) (*unstructured.Unstructured, dynamic.ResourceInterface, error) {
+	resource, ok := workloadResources[kind]
+	if !ok {
+		return nil, nil, permanent(ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", kind))
+	}
+	client := r.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: resource}).Namespace(namespace)
+	obj, err := client.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, permanent(ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err))
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err)
+	}
+	return obj, client, nil
+}

@@ -1,0 +1,132 @@
+package activities
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/metrics"
+)
+
+func reloadFixture(t *testing.T, meta, template map[string]string) (*Reload, *kubefake.Clientset, *dynamicfake.FakeDynamicClient, *testsuite.TestActivityEnvironment) {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	web := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "web-uid", Annotations: meta},
+		Spec:       appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: template}}},
+	}
+	dyn := dynamicfake.NewSimpleDynamicClient(s, web)
+	kube := kubefake.NewClientset()
+	r := &Reload{Dynamic: dyn, Kube: kube}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(r)
+	return r, kube, dyn, env
+}
+
+func TestCheckApproval(t *testing.T) {
+	declined := ReloadDeclined{ConfigMaps: map[string]string{"app": "a1"}}.Encode()
+	for _, tc := range []struct {
+		name     string
+		meta     map[string]string
+		template map[string]string
+		changes  []ConfigChange
+		want     ApprovalCheck
+	}{
+		{
+			name:    "new data needs a decision",
+			changes: []ConfigChange{{ConfigMap: "app", Hash: "a2"}},
+			want:    ApprovalCheck{},
+		},
+		{
+			name:    "declined data is not asked again",
+			meta:    map[string]string{DeclinedAnnotation: declined},
+			changes: []ConfigChange{{ConfigMap: "app", Hash: "a1"}},
+			want:    ApprovalCheck{Declined: []ConfigChange{{ConfigMap: "app", Hash: "a1"}}, Current: true},
+		},
+		{
+			name:    "newer data than the declined is asked about",
+			meta:    map[string]string{DeclinedAnnotation: declined},
+			changes: []ConfigChange{{ConfigMap: "app", Hash: "a2"}},
+			want:    ApprovalCheck{},
+		},
+		{
+			name:     "data already on the pod template rolls nothing",
+			template: map[string]string{ConfigHashAnnotation("app"): "a2"},
+			changes:  []ConfigChange{{ConfigMap: "app", Hash: "a2"}},
+			want:     ApprovalCheck{Current: true},
+		},
+		{
+			name:    "an unreadable annotation declines nothing",
+			meta:    map[string]string{DeclinedAnnotation: "{not json"},
+			changes: []ConfigChange{{ConfigMap: "app", Hash: "a1"}},
+			want:    ApprovalCheck{},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _, _, env := reloadFixture(t, tc.meta, tc.template)
+			v, err := env.ExecuteActivity(r.CheckApproval, ChangesInput{Namespace: "shop", Kind: "Deployment", Name: "web", Changes: tc.changes})
+			require.NoError(t, err)
+			var got ApprovalCheck
+			require.NoError(t, v.Get(&got))
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestCheckApprovalWorkloadGone(t *testing.T) {
+	r, _, _, env := reloadFixture(t, nil, nil)
+	_, err := env.ExecuteActivity(r.CheckApproval, ChangesInput{Namespace: "shop", Kind: "Deployment", Name: "gone"})
+	require.Error(t, err)
+	assert.True(t, IsWorkloadGone(err), "%v", err)
+}
+
+func TestDeclineReloadRecordsHashesEventAndMetric(t *testing.T) {
+	earlier := ReloadDeclined{ConfigMaps: map[string]string{"flags": "f1"}, Request: "reload-deployment-web-1", Decision: "Expired"}.Encode()
+	template := map[string]string{ConfigHashAnnotation("app"): "a0"}
+	r, kube, dyn, env := reloadFixture(t, map[string]string{DeclinedAnnotation: earlier}, template)
+	counter := metrics.ReloadDeclined.WithLabelValues("prod", "Rejected")
+	before := testutil.ToFloat64(counter)
+	in := DeclineInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
+		Changes: []ConfigChange{{ConfigMap: "app", Hash: "a1"}}, Request: "reload-deployment-web-2",
+		Decision: Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "bob", Via: v1alpha1.DecidedViaKubectl, Message: "freeze"}}
+	for range 2 { // a retry changes nothing more
+		_, err := env.ExecuteActivity(r.DeclineReload, in)
+		require.NoError(t, err)
+	}
+
+	obj, err := dyn.Resource(appsv1.SchemeGroupVersion.WithResource("deployments")).Namespace("shop").Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	got := ParseReloadDeclined(obj.GetAnnotations()[DeclinedAnnotation])
+	assert.Equal(t, ReloadDeclined{ConfigMaps: map[string]string{"flags": "f1", "app": "a1"}, Request: "reload-deployment-web-2", Decision: "Rejected"}, got)
+	tmpl, _, _ := unstructuredAnnotations(obj.Object)
+	assert.Equal(t, template, tmpl, "the pod template is untouched: nothing rolls")
+
+	assert.Equal(t, 1.0, testutil.ToFloat64(counter)-before)
+	evs, err := kube.EventsV1().Events("shop").List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, evs.Items, 1)
+	ev := evs.Items[0]
+	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+	assert.Equal(t, "ReloadDeclined", ev.Reason)
+	assert.Equal(t, "web", ev.Regarding.Name)
+	assert.Contains(t, ev.Note, "app=a1")
+	assert.Contains(t, ev.Note, "reload-deployment-web-2 Rejected by bob via kubectl")
+}
+
+func unstructuredAnnotations(obj map[string]any) (map[string]string, bool, error) {
+	return unstructured.NestedStringMap(obj, "spec", "template", "metadata", "annotations")
+}

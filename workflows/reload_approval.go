@@ -1,0 +1,142 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// versionReloadApproval gates asking before a restart. Runs recorded before
+// it never had approval in their input; they replay without asking.
+const versionReloadApproval = "reload-approval"
+
+// ReloadApproval is the policy's spec.approval as the run started with it.
+type ReloadApproval struct {
+	// Timeout is spec.approval.timeout; 0 lets the namespace's remedy-config, then 15m, apply.
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// ReloadApprovalRequestName is the RAR of one ask: unique per ask (a RAR's
+// spec is immutable), and distinct for workloads of different kinds that
+// share a name. Names that would pass 253 characters are shortened with a
+// digest of the full name.
+func ReloadApprovalRequestName(kind, workload string, at time.Time) string {
+	suffix := fmt.Sprintf("-%d", at.UnixMilli())
+	prefix := "reload-" + strings.ToLower(kind) + "-"
+	if room := 253 - len(prefix) - len(suffix); len(workload) > room {
+		sum := sha256.Sum256([]byte(workload))
+		workload = workload[:room-9] + "-" + hex.EncodeToString(sum[:])[:8]
+	}
+	return prefix + workload + suffix
+}
+
+// gated reports whether this run asks before restarting; the version is
+// read once, and only when asking, so ungated runs keep their old commands.
+func (r *reloadRun) gated(ctx workflow.Context) bool {
+	if r.in.Approval == nil {
+		return false
+	}
+	if r.version == nil {
+		v := workflow.GetVersion(ctx, versionReloadApproval, workflow.DefaultVersion, 1)
+		r.version = &v
+	}
+	return *r.version >= 1
+}
+
+// approve puts the pending changes to a person. It returns true when the
+// restart may go ahead with exactly the pending changes; false when they
+// were declined (recorded on the workload and dropped) or superseded by
+// newer data (which the caller debounces and asks about again).
+func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
+	logger := workflow.GetLogger(ctx)
+	quick := workflow.WithActivityOptions(ctx, quickOptions)
+	var check activities.ApprovalCheck
+	err := workflow.ExecuteActivity(quick, reload.CheckApproval, activities.ChangesInput{
+		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Changes: r.status.Pending,
+	}).Get(ctx, &check)
+	if err != nil {
+		return false, fmt.Errorf("check pending changes: %w", err)
+	}
+	if len(check.Declined) > 0 {
+		logger.Info("not asking again about declined data", "changes", describePending(check.Declined))
+		r.status.Pending = pendingAfter(r.status.Pending, check.Declined)
+	}
+	if len(r.status.Pending) == 0 || check.Current {
+		// Nothing left, or nothing that would roll: the restart only records the baseline.
+		return len(r.status.Pending) > 0, nil
+	}
+
+	intent := append([]ConfigChange(nil), r.status.Pending...)
+	name := ReloadApprovalRequestName(r.in.Kind, r.in.Name, workflow.Now(ctx))
+	target := v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: r.in.Kind, Namespace: r.in.Namespace, Name: r.in.Name}
+	policy := "ConfigReloadPolicy"
+	if r.in.Policy != "" {
+		policy += "/" + r.in.Policy
+	}
+	ask := ApprovalAsk{
+		Namespace: r.in.Namespace, Name: name, Subject: target, Timeout: r.in.Approval.Timeout,
+		Context: v1alpha1.ApprovalContext{
+			Reason: fmt.Sprintf("rolling restart of %s %s/%s for new ConfigMap data: %s", r.in.Kind, r.in.Namespace, r.in.Name, describePending(intent)),
+			Action: "restart", Target: target,
+			PolicyEvaluation: &v1alpha1.PolicyEvaluation{PolicyName: policy, Decision: "require_approval"},
+		},
+		Opened: func(workflow.Context, time.Time) { r.status.ApprovalRequest = name },
+		Superseded: func() string {
+			if r.drain() {
+				return "newer ConfigMap data arrived: " + describePending(r.status.Pending)
+			}
+			return ""
+		},
+	}
+	if r.approval == nil {
+		r.approval = &approvalGate{}
+	}
+	d, err := r.approval.awaitDecision(ctx, ask)
+	r.status.ApprovalRequest = ""
+	switch {
+	case errors.Is(err, errApprovalSuperseded):
+		logger.Info("approval request superseded", "approvalRequest", name, "pending", describePending(r.status.Pending))
+		return false, nil
+	case err != nil && reasonOf(err, "") == activities.ReasonNotFound:
+		// The workload (the RAR's owner) or the RAR went away while asking.
+		return false, temporal.NewNonRetryableApplicationError(messageOf(err), activities.ReasonWorkloadGone, err)
+	case err != nil:
+		return false, err
+	case d.Decision == v1alpha1.DecisionApproved:
+		logger.Info("restart approved", "approvalRequest", name, "approver", d.DecidedBy, "via", d.Via)
+		return true, nil
+	}
+	err = workflow.ExecuteActivity(quick, reload.DeclineReload, activities.DeclineInput{
+		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Scope: r.in.Scope,
+		Changes: intent, Request: name, Decision: d,
+	}).Get(ctx, nil)
+	if activities.IsWorkloadGone(err) {
+		return false, err
+	}
+	if err != nil {
+		// The decision stands either way; without the record the operator signals again and we ask again.
+		logger.Warn("decline not recorded on the workload", "approvalRequest", name, "error", err)
+	}
+	r.status.Pending = pendingAfter(r.status.Pending, intent)
+	return false, nil
+}
+
+// describePending renders changes as sorted "configmap=hash" pairs.
+func describePending(changes []ConfigChange) string {
+	parts := make([]string, 0, len(changes))
+	for _, c := range changes {
+		parts = append(parts, c.ConfigMap+"="+c.Hash)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}

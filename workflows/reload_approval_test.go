@@ -1,0 +1,268 @@
+package workflows
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// gatedEnv is a reload environment whose approval activities record what the
+// workflow asked, recorded and declined.
+type gatedEnv struct {
+	env      *testsuite.TestWorkflowEnvironment
+	restarts *[]restartCall
+	asked    []activities.ApprovalRequestInput
+	recorded []activities.DecisionInput
+	declined []activities.DeclineInput
+}
+
+func newGatedEnv(t *testing.T, check func(activities.ChangesInput) activities.ApprovalCheck) *gatedEnv {
+	env, restarts := newReloadEnv(t, restarted)
+	g := &gatedEnv{env: env, restarts: restarts}
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: ReloadWorkflowID("shop", "Deployment", "web")})
+	env.RegisterActivity(&activities.Approvals{})
+	env.OnActivity(reload.CheckApproval, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ChangesInput) (activities.ApprovalCheck, error) { return check(in), nil })
+	env.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ApprovalRequestInput) error {
+			g.asked = append(g.asked, in)
+			return nil
+		})
+	env.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.DecisionInput) (activities.Decision, error) {
+			g.recorded = append(g.recorded, in)
+			return in.Decision, nil
+		})
+	env.OnActivity(reload.DeclineReload, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.DeclineInput) error {
+			g.declined = append(g.declined, in)
+			return nil
+		})
+	return g
+}
+
+func needsApproval(activities.ChangesInput) activities.ApprovalCheck { return activities.ApprovalCheck{} }
+
+func gatedInput(timeout time.Duration, pending ...ConfigChange) ReloadInput {
+	in := reloadInput(pending...)
+	in.Approval, in.Policy = &ReloadApproval{Timeout: timeout}, "reload-web"
+	return in
+}
+
+// signalLatest sends a decision addressed to the most recent request, as the operator's relay does.
+func (g *gatedEnv) signalLatest(at time.Duration, name string, s ApprovalSignal) {
+	g.env.RegisterDelayedCallback(func() {
+		s.Request = g.asked[len(g.asked)-1].Name
+		g.env.SignalWorkflow(name, s)
+	}, at)
+}
+
+func TestReloadApprovalDecisions(t *testing.T) {
+	change := ConfigChange{ConfigMap: "app", Hash: "a1"}
+	for _, tc := range []struct {
+		name         string
+		decide       func(g *gatedEnv)
+		nsTimeout    *time.Duration // nil: the namespace ConfigMap must not be read
+		timeout      time.Duration
+		wantDecision v1alpha1.Decision
+		wantVia      v1alpha1.DecidedVia
+		wantWait     time.Duration
+	}{
+		{
+			name:         "approved: one restart with the asked hashes",
+			decide:       func(g *gatedEnv) { g.signalLatest(time.Minute, SignalApprove, ApprovalSignal{Approver: "carol", Via: "kubectl"}) },
+			timeout:      10 * time.Minute,
+			wantDecision: v1alpha1.DecisionApproved, wantVia: v1alpha1.DecidedViaKubectl, wantWait: 10 * time.Minute,
+		},
+		{
+			name: "rejected by update: declined, nothing rolls",
+			decide: func(g *gatedEnv) {
+				g.env.RegisterDelayedCallback(func() {
+					g.env.UpdateWorkflow(UpdateDecide, "", &testsuite.TestUpdateCallback{
+						OnReject: func(err error) { t.Errorf("decide refused: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+					}, DecideRequest{Approved: false, Approver: "bob", Reason: "freeze"})
+				}, time.Minute)
+			},
+			timeout:      10 * time.Minute,
+			wantDecision: v1alpha1.DecisionRejected, wantVia: v1alpha1.DecidedViaUpdate, wantWait: 10 * time.Minute,
+		},
+		{
+			name:         "expired after the namespace timeout: declined, nothing rolls",
+			decide:       func(*gatedEnv) {},
+			nsTimeout:    ptrDuration(20 * time.Minute),
+			wantDecision: v1alpha1.DecisionExpired, wantVia: v1alpha1.DecidedViaTimer, wantWait: 20 * time.Minute,
+		},
+		{
+			name:         "expired after the 15m default",
+			decide:       func(*gatedEnv) {},
+			nsTimeout:    ptrDuration(0),
+			wantDecision: v1alpha1.DecisionExpired, wantVia: v1alpha1.DecidedViaTimer, wantWait: 15 * time.Minute,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGatedEnv(t, needsApproval)
+			if tc.nsTimeout != nil {
+				g.env.OnActivity(approvals.NamespaceApprovalTimeout, mock.Anything, "shop").Return(*tc.nsTimeout, nil).Once()
+			}
+			tc.decide(g)
+			start := g.env.Now()
+			g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(tc.timeout, change))
+			st := reloadResult(t, g.env)
+
+			require.Len(t, g.asked, 1)
+			ask := g.asked[0]
+			assert.True(t, strings.HasPrefix(ask.Name, "reload-deployment-web-"), ask.Name)
+			assert.Equal(t, v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}, ask.Subject)
+			assert.Empty(t, ask.SubjectUID, "the activity reads the workload's current UID")
+			assert.Equal(t, ReloadWorkflowID("shop", "Deployment", "web"), ask.WorkflowID)
+			assert.Contains(t, ask.Context.Reason, "app=a1")
+			assert.Equal(t, "restart", ask.Context.Action)
+			assert.Equal(t, "ConfigReloadPolicy/reload-web", ask.Context.PolicyEvaluation.PolicyName)
+			wait := ask.RequiredBy.Sub(start.Add(5 * time.Second))
+			assert.GreaterOrEqual(t, wait, tc.wantWait, "asked after the debounce window")
+			assert.Less(t, wait, tc.wantWait+time.Second)
+
+			require.Len(t, g.recorded, 1)
+			assert.Equal(t, ask.Name, g.recorded[0].Name)
+			assert.Equal(t, tc.wantDecision, g.recorded[0].Decision.Decision)
+			assert.Equal(t, tc.wantVia, g.recorded[0].Decision.Via)
+			assert.Empty(t, st.Pending)
+			assert.Empty(t, st.ApprovalRequest)
+
+			if tc.wantDecision == v1alpha1.DecisionApproved {
+				require.Len(t, *g.restarts, 1, "exactly one restart")
+				assert.Equal(t, []activities.ConfigChange{change}, (*g.restarts)[0].in.Changes)
+				assert.Empty(t, g.declined)
+				assert.Equal(t, 1, st.TotalRestarts)
+				return
+			}
+			assert.Empty(t, *g.restarts, "a declined change never rolls")
+			require.Len(t, g.declined, 1)
+			assert.Equal(t, activities.DeclineInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
+				Changes: []activities.ConfigChange{change}, Request: ask.Name, Decision: g.recorded[0].Decision}, g.declined[0])
+			assert.Zero(t, st.TotalRestarts)
+		})
+	}
+}
+
+func TestReloadApprovalSupersededByNewerData(t *testing.T) {
+	g := newGatedEnv(t, needsApproval)
+	// While the first request is open the data changes again: it is closed
+	// as superseded and the newest hashes are debounced and asked about.
+	signalAt(g.env, time.Minute, ConfigChange{ConfigMap: "app", Hash: "a2"})
+	signalAt(g.env, time.Minute+time.Second, ConfigChange{ConfigMap: "flags", Hash: "f1"})
+	// The relay of a decision on the first request arrives late: it must not decide the second.
+	g.env.RegisterDelayedCallback(func() {
+		g.env.SignalWorkflow(SignalApprove, ApprovalSignal{Approver: "carol", Via: "kubectl", Request: g.asked[0].Name})
+	}, 2*time.Minute)
+	var refused error
+	g.env.RegisterDelayedCallback(func() {
+		g.env.UpdateWorkflow(UpdateDecide, "", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { refused = err }, OnAccept: func() {},
+			OnComplete: func(any, error) { t.Error("a decide update naming a closed request was accepted") },
+		}, DecideRequest{Approved: true, Approver: "carol", Request: g.asked[0].Name})
+	}, 2*time.Minute+time.Second)
+	g.signalLatest(3*time.Minute, SignalApprove, ApprovalSignal{Approver: "alice"})
+	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, ConfigChange{ConfigMap: "app", Hash: "a1"}))
+	st := reloadResult(t, g.env)
+
+	require.Len(t, g.asked, 2)
+	assert.Contains(t, g.asked[0].Context.Reason, "app=a1")
+	assert.Contains(t, g.asked[1].Context.Reason, "app=a2, flags=f1")
+	assert.NotEqual(t, g.asked[0].Name, g.asked[1].Name)
+	require.Len(t, g.recorded, 2)
+	first := g.recorded[0]
+	assert.Equal(t, g.asked[0].Name, first.Name)
+	assert.Equal(t, v1alpha1.DecisionExpired, first.Decision.Decision)
+	assert.Equal(t, SupersededBy, first.Decision.DecidedBy)
+	assert.True(t, strings.HasPrefix(first.Decision.Message, "superseded: "), first.Decision.Message)
+	assert.Contains(t, first.Decision.Message, "app=a2")
+	assert.Equal(t, g.asked[1].Name, g.recorded[1].Name)
+	assert.Equal(t, activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal, At: g.recorded[1].Decision.At},
+		g.recorded[1].Decision, "the late relay for the first request was ignored")
+	require.Error(t, refused)
+	assert.ErrorContains(t, refused, "is not open")
+
+	require.Len(t, *g.restarts, 1, "one restart, with the newest hashes")
+	assert.Equal(t, []activities.ConfigChange{{ConfigMap: "app", Hash: "a2"}, {ConfigMap: "flags", Hash: "f1"}}, (*g.restarts)[0].in.Changes)
+	assert.Empty(t, g.declined, "superseded is not declined")
+	assert.Equal(t, 1, st.TotalRestarts)
+}
+
+func TestReloadApprovalSkipsDeclinedAndCurrentData(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		check        activities.ApprovalCheck
+		wantRestarts int
+	}{
+		{
+			name:  "already declined: not asked again, nothing rolls",
+			check: activities.ApprovalCheck{Declined: []activities.ConfigChange{{ConfigMap: "app", Hash: "a1"}}},
+		},
+		{
+			name:         "already on the pod template: baseline only, no request",
+			check:        activities.ApprovalCheck{Current: true},
+			wantRestarts: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGatedEnv(t, func(activities.ChangesInput) activities.ApprovalCheck { return tc.check })
+			g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, ConfigChange{ConfigMap: "app", Hash: "a1"}))
+			st := reloadResult(t, g.env)
+			assert.Empty(t, g.asked)
+			assert.Empty(t, g.recorded)
+			assert.Empty(t, g.declined)
+			assert.Len(t, *g.restarts, tc.wantRestarts)
+			assert.Empty(t, st.Pending)
+		})
+	}
+}
+
+func TestReloadApprovalAsksOnlyAboutUndeclinedData(t *testing.T) {
+	g := newGatedEnv(t, func(in activities.ChangesInput) activities.ApprovalCheck {
+		return activities.ApprovalCheck{Declined: []activities.ConfigChange{{ConfigMap: "app", Hash: "a1"}}}
+	})
+	g.signalLatest(time.Minute, SignalApprove, ApprovalSignal{Approver: "alice"})
+	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, ConfigChange{ConfigMap: "app", Hash: "a1"}, ConfigChange{ConfigMap: "flags", Hash: "f1"}))
+	reloadResult(t, g.env)
+	require.Len(t, g.asked, 1)
+	assert.NotContains(t, g.asked[0].Context.Reason, "app=")
+	require.Len(t, *g.restarts, 1)
+	assert.Equal(t, []activities.ConfigChange{{ConfigMap: "flags", Hash: "f1"}}, (*g.restarts)[0].in.Changes)
+}
+
+func TestReloadApprovalStatusNamesTheOpenRequest(t *testing.T) {
+	g := newGatedEnv(t, needsApproval)
+	var during ReloadStatus
+	g.env.RegisterDelayedCallback(func() {
+		v, err := g.env.QueryWorkflow(QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&during))
+	}, time.Minute)
+	g.signalLatest(2*time.Minute, SignalReject, ApprovalSignal{Approver: "bob"})
+	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, ConfigChange{ConfigMap: "app", Hash: "a1"}))
+	reloadResult(t, g.env)
+	require.Len(t, g.asked, 1)
+	assert.Equal(t, g.asked[0].Name, during.ApprovalRequest)
+	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: "a1"}}, during.Pending)
+}
+
+func TestReloadApprovalRequestName(t *testing.T) {
+	at := time.UnixMilli(1714000000123)
+	assert.Equal(t, "reload-statefulset-db-1714000000123", ReloadApprovalRequestName("StatefulSet", "db", at))
+	long := strings.Repeat("w", 253)
+	n := ReloadApprovalRequestName("Deployment", long, at)
+	assert.LessOrEqual(t, len(n), 253)
+	assert.NotEqual(t, n, ReloadApprovalRequestName("Deployment", long[:252]+"x", at))
+	assert.NotEqual(t, ReloadApprovalRequestName("Deployment", "web", at), ReloadApprovalRequestName("DaemonSet", "web", at))
+}
