@@ -232,8 +232,9 @@ func decodeOptional(raw runtime.RawExtension) (*unstructured.Unstructured, error
 	if len(raw.Raw) == 0 {
 		return nil, nil
 	}
+	// UnmarshalJSON keeps integers int64, as the unstructured helpers expect.
 	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(raw.Raw, &u.Object); err != nil {
+	if err := u.UnmarshalJSON(raw.Raw); err != nil {
 		return nil, err
 	}
 	return u, nil

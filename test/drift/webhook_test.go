@@ -61,10 +61,9 @@ func newFamily(t *testing.T, mode kv1.Mode) family {
 // scale sets the ReplicaSet's replicas as the test's own user, a person.
 func (f family) scale(t *testing.T, replicas int32) (*appsv1.ReplicaSet, error) {
 	t.Helper()
-	rs := &appsv1.ReplicaSet{}
-	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(f.rs), rs))
-	rs.Spec.Replicas = &replicas
-	err := harness.Kube().Update(context.Background(), rs)
+	rs := f.rs.DeepCopy()
+	patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))
+	err := harness.Kube().Patch(context.Background(), rs, ctrlclient.RawPatch(types.MergePatchType, patch))
 	return rs, err
 }
 
