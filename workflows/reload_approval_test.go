@@ -32,7 +32,9 @@ func newGatedEnv(t *testing.T, check func(activities.ChangesInput) activities.Ap
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: ReloadWorkflowID("shop", "Deployment", "web")})
 	env.RegisterActivity(&activities.Approvals{})
 	env.OnActivity(reload.CheckApproval, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ChangesInput) (activities.ApprovalCheck, error) { return check(in), nil })
+		func(_ context.Context, in activities.ChangesInput) (activities.ApprovalCheck, error) {
+			return check(in), nil
+		})
 	env.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ApprovalRequestInput) error {
 			g.asked = append(g.asked, in)
@@ -51,7 +53,9 @@ func newGatedEnv(t *testing.T, check func(activities.ChangesInput) activities.Ap
 	return g
 }
 
-func needsApproval(activities.ChangesInput) activities.ApprovalCheck { return activities.ApprovalCheck{} }
+func needsApproval(activities.ChangesInput) activities.ApprovalCheck {
+	return activities.ApprovalCheck{}
+}
 
 func gatedInput(timeout time.Duration, pending ...ConfigChange) ReloadInput {
 	in := reloadInput(pending...)
@@ -79,8 +83,10 @@ func TestReloadApprovalDecisions(t *testing.T) {
 		wantWait     time.Duration
 	}{
 		{
-			name:         "approved: one restart with the asked hashes",
-			decide:       func(g *gatedEnv) { g.signalLatest(time.Minute, SignalApprove, ApprovalSignal{Approver: "carol", Via: "kubectl"}) },
+			name: "approved: one restart with the asked hashes",
+			decide: func(g *gatedEnv) {
+				g.signalLatest(time.Minute, SignalApprove, ApprovalSignal{Approver: "carol", Via: "kubectl"})
+			},
 			timeout:      10 * time.Minute,
 			wantDecision: v1alpha1.DecisionApproved, wantVia: v1alpha1.DecidedViaKubectl, wantWait: 10 * time.Minute,
 		},
