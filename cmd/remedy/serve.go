@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -35,6 +36,20 @@ func (t *temporalFlags) dial() (client.Client, error) {
 	return c, nil
 }
 
+// connect dials Temporal and loads the kubeconfig every long-running command needs.
+func (t *temporalFlags) connect() (client.Client, *rest.Config, error) {
+	tc, err := t.dial()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		tc.Close()
+		return nil, nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	return tc, cfg, nil
+}
+
 func runOperator(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
 	var tf temporalFlags
@@ -50,15 +65,11 @@ func runOperator(ctx context.Context, args []string) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New())
-	tc, err := tf.dial()
+	tc, cfg, err := tf.connect()
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
-	}
 	mgr, err := operator.New(cfg, operator.Options{
 		Temporal: tc, MetricsAddr: *metrics, ProbeAddr: *probes,
 		LeaderElection: *leader, LeaderElectionNamespace: *leaseNS,
@@ -79,15 +90,11 @@ func runWorker(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	tc, err := tf.dial()
+	tc, cfg, err := tf.connect()
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
-	}
 	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage})
 	if err != nil {
 		return err

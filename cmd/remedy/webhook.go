@@ -49,15 +49,11 @@ func runWebhook(ctx context.Context, args []string) error {
 		}
 	}
 	ctrl.SetLogger(zap.New())
-	tc, err := tf.dial()
+	tc, cfg, err := tf.connect()
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
-	}
 	if *metricsAddr != "0" {
 		srv := &http.Server{Addr: *metricsAddr, Handler: promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{})}
 		go func() {
