@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,10 +39,11 @@ func driftSignal(id string) DriftSignal {
 // decides which drifts have resolved when the parent is polled.
 type driftEnv struct {
 	*testsuite.TestWorkflowEnvironment
+	mu     sync.Mutex
 	posts  []activities.PostReportInput
 	checks []activities.CheckDriftsInput
 	writes []string
-	// postErr, when set, fails a POST attempt.
+	// postErr, when set, fails a POST attempt; it runs under mu.
 	postErr func(in activities.PostReportInput) error
 }
 
@@ -54,6 +56,9 @@ func newDriftEnv(t *testing.T, check checkFunc) *driftEnv {
 	e.RegisterActivity(&activities.Drift{})
 	e.RegisterActivity(&activities.Approvals{})
 	e.OnActivity(drifts.PostReport, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PostReportInput) error {
+		// A report goes to its URLs from parallel activities.
+		e.mu.Lock()
+		defer e.mu.Unlock()
 		if e.postErr != nil {
 			if err := e.postErr(in); err != nil {
 				return err
