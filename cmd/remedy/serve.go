@@ -2,17 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/worker"
 )
@@ -29,6 +35,8 @@ func (t *temporalFlags) dial() (client.Client, error) {
 		HostPort:  t.address,
 		Namespace: t.namespace,
 		Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))),
+		// The SDK's own metrics join Remedy's on the process's /metrics.
+		MetricsHandler: metrics.NewTemporalHandler(ctrlmetrics.Registry),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dial temporal at %s: %w", t.address, err)
@@ -87,9 +95,11 @@ func runWorker(ctx context.Context, args []string) error {
 	tf.register(fs)
 	actionNS := fs.String("action-namespace", "remedy-system", "namespace of the remedy-action-<action> ServiceAccounts")
 	execImage := fs.String("exec-image", worker.DefaultExecImage, "image of the job executor's remedy exec pods")
+	metricsAddr := fs.String("metrics-addr", ":8083", "address of /metrics (0 disables)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	defer serveMetrics(*metricsAddr)()
 	tc, cfg, err := tf.connect()
 	if err != nil {
 		return err
@@ -105,6 +115,21 @@ func runWorker(ctx context.Context, args []string) error {
 	<-ctx.Done()
 	w.Stop()
 	return nil
+}
+
+// serveMetrics serves the process's Prometheus registry on addr ("0": not
+// at all) and returns the function that stops it.
+func serveMetrics(addr string) (stop func()) {
+	if addr == "0" {
+		return func() {}
+	}
+	srv := &http.Server{Addr: addr, Handler: promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			ctrl.Log.Error(err, "serve metrics", "addr", addr)
+		}
+	}()
+	return func() { _ = srv.Close() }
 }
 
 func envOr(key, def string) string {

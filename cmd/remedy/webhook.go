@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/webhook"
@@ -54,15 +50,7 @@ func runWebhook(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
-	if *metricsAddr != "0" {
-		srv := &http.Server{Addr: *metricsAddr, Handler: promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{})}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				ctrl.Log.Error(err, "serve metrics")
-			}
-		}()
-		defer srv.Close()
-	}
+	defer serveMetrics(*metricsAddr)()
 	done, err := webhook.RunDrift(ctx, webhook.DriftOptions{
 		Kube: cfg, Temporal: tc, Port: *port, CertFile: *cert, KeyFile: *key,
 		DefaultMode: m, CallbackURLs: callbacks, RequestApproval: *approval, QueueSize: *queue,
