@@ -133,12 +133,7 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 		if r.gated(ctx) {
 			approved, err := r.approve(ctx)
 			if err != nil {
-				if activities.IsWorkloadGone(err) {
-					logger.Info("workload gone; dropping pending changes", "error", err)
-					r.status.Pending, r.status.LastError = nil, err.Error()
-					return ReloadResult{Status: r.status}, nil
-				}
-				return ReloadResult{Status: r.status}, err
+				return r.end(ctx, err)
 			}
 			if !approved {
 				continue
@@ -150,14 +145,20 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 			continue
 		}
 		if err != nil {
-			if activities.IsWorkloadGone(err) {
-				logger.Info("workload gone; dropping pending changes", "error", err)
-				r.status.Pending, r.status.LastError = nil, err.Error()
-				return ReloadResult{Status: r.status}, nil
-			}
-			return ReloadResult{Status: r.status}, err
+			return r.end(ctx, err)
 		}
 	}
+}
+
+// end closes the run on err; a workload that is gone is not a failure: its
+// pending changes are dropped.
+func (r *reloadRun) end(ctx workflow.Context, err error) (ReloadResult, error) {
+	if activities.IsWorkloadGone(err) {
+		workflow.GetLogger(ctx).Info("workload gone; dropping pending changes", "error", err)
+		r.status.Pending, r.status.LastError = nil, err.Error()
+		return ReloadResult{Status: r.status}, nil
+	}
+	return ReloadResult{Status: r.status}, err
 }
 
 type reloadRun struct {
