@@ -88,6 +88,18 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 	}
 
 	res := kausality.Decide(in)
+	if a := onceToConsume(res); a != nil && !isDryRun(req) {
+		// Spend the approval before admitting what it approves; a lost race
+		// (another replica spent it) or a failed write decides again without it.
+		ok, err := d.Updates.ConsumeNow(ctx, *ref, req.Namespace, in.Parent.Annotations[kv1.AnnotationApprovals], *a)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "spend once approval")
+		}
+		if !ok {
+			in.ConsumedOnce = append(in.ConsumedOnce, *a)
+			res = kausality.Decide(in)
+		}
+	}
 	metrics.DriftDecisions.WithLabelValues(string(res.Decision)).Inc()
 	logger := log.FromContext(ctx).WithValues("decision", res.Decision, "operation", req.Operation, "kind", req.Kind.Kind,
 		"object", req.Namespace+"/"+req.Name, "user", req.UserInfo.Username)
@@ -118,7 +130,7 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 // for; a dry run has no side effects (sideEffects: NoneOnDryRun), so it
 // neither spends a once approval nor signals.
 func (d *Drift) followUp(ctx context.Context, req admission.Request, child, parent *unstructured.Unstructured, in kausality.Request, res kausality.Result) {
-	if req.DryRun != nil && *req.DryRun {
+	if isDryRun(req) {
 		return
 	}
 	if res.ParentUpdate != nil {
@@ -128,8 +140,11 @@ func (d *Drift) followUp(ctx context.Context, req admission.Request, child, pare
 			self := metav1.OwnerReference{APIVersion: in.Object.GetAPIVersion(), Kind: in.Object.GetKind(), Name: in.Object.GetName(), UID: in.Object.GetUID()}
 			d.Updates.Enqueue(self, req.Namespace, in.Object.GetGeneration(), *res.ParentUpdate)
 		case parent != nil:
-			ref := metav1.GetControllerOf(child)
-			d.Updates.Enqueue(*ref, req.Namespace, in.Parent.Generation, *res.ParentUpdate)
+			u := *res.ParentUpdate
+			u.ConsumeOnce = nil // spent synchronously in Handle
+			if u != (kausality.ParentUpdate{}) {
+				d.Updates.Enqueue(*metav1.GetControllerOf(child), req.Namespace, in.Parent.Generation, u)
+			}
 		}
 	}
 	if res.Drift == nil || res.Drift.Rejected || parent == nil {
@@ -182,6 +197,16 @@ func (d *Drift) parent(u *unstructured.Unstructured) *kausality.Parent {
 	}
 	return p
 }
+
+// onceToConsume is the once approval the decision let a change through on.
+func onceToConsume(res kausality.Result) *kv1.Approval {
+	if res.Allowed && res.ParentUpdate != nil {
+		return res.ParentUpdate.ConsumeOnce
+	}
+	return nil
+}
+
+func isDryRun(req admission.Request) bool { return req.DryRun != nil && *req.DryRun }
 
 // reportID is the first 16 hex of sha256(parent + child + diff) (DESIGN §5);
 // the diff is named by the operation and the spec hashes before and after.

@@ -36,8 +36,7 @@ type parentWrite struct {
 }
 
 // ParentUpdater writes kausality annotations onto parents in the background
-// (recorded controllers, the phase high-water mark, used and stale
-// approvals), so admission never waits on a second write.
+// (recorded controllers, the phase high-water mark, stale approvals), so admission never waits on a second write.
 type ParentUpdater struct {
 	dyn    dynamic.Interface
 	mapper meta.RESTMapper
@@ -60,11 +59,6 @@ func NewParentUpdater(dyn dynamic.Interface, mapper meta.RESTMapper, size int) *
 // Enqueue queues u for the object ref in namespace; a full queue drops it:
 // every piece is re-derived by a later request.
 func (p *ParentUpdater) Enqueue(ref metav1.OwnerReference, namespace string, specGeneration int64, u kausality.ParentUpdate) {
-	if u.ConsumeOnce != nil {
-		p.mu.Lock()
-		p.consumed[ref.UID] = append(p.consumed[ref.UID], consumedApproval{*u.ConsumeOnce, time.Now()})
-		p.mu.Unlock()
-	}
 	select {
 	case p.ch <- parentWrite{ref, namespace, u, specGeneration}:
 	default:
@@ -114,17 +108,9 @@ func (p *ParentUpdater) Run(ctx context.Context) {
 // apply reads the parent, changes its annotations and writes them back
 // pinned to the resourceVersion it read, retrying on conflict.
 func (p *ParentUpdater) apply(ctx context.Context, w parentWrite) error {
-	gv, err := schema.ParseGroupVersion(w.ref.APIVersion)
+	ri, err := p.resource(w.ref, w.ns)
 	if err != nil {
-		return fmt.Errorf("parse apiVersion: %w", err)
-	}
-	m, err := p.mapper.RESTMapping(gv.WithKind(w.ref.Kind).GroupKind(), gv.Version)
-	if err != nil {
-		return fmt.Errorf("map kind: %w", err)
-	}
-	var ri dynamic.ResourceInterface = p.dyn.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ri = p.dyn.Resource(m.Resource).Namespace(w.ns)
+		return err
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := ri.Get(ctx, w.ref.Name, metav1.GetOptions{})
@@ -149,6 +135,22 @@ func (p *ParentUpdater) apply(ctx context.Context, w parentWrite) error {
 	})
 }
 
+// resource is the dynamic client of the object ref names in namespace.
+func (p *ParentUpdater) resource(ref metav1.OwnerReference, namespace string) (dynamic.ResourceInterface, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("parse apiVersion: %w", err)
+	}
+	m, err := p.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return nil, fmt.Errorf("map kind: %w", err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return p.dyn.Resource(m.Resource).Namespace(namespace), nil
+	}
+	return p.dyn.Resource(m.Resource), nil
+}
+
 // applyParentUpdate changes ann in place and reports whether it changed.
 func applyParentUpdate(ann map[string]string, u kausality.ParentUpdate, generation int64) bool {
 	before := fmt.Sprint(ann)
@@ -163,15 +165,10 @@ func applyParentUpdate(ann map[string]string, u kausality.ParentUpdate, generati
 	if u.Phase == kv1.PhaseInitialized && ann[kv1.AnnotationPhase] != kv1.PhaseInitialized {
 		ann[kv1.AnnotationPhase] = kv1.PhaseInitialized
 	}
-	if u.ConsumeOnce != nil || u.PruneApprovals {
+	if u.PruneApprovals {
 		approvals, err := kv1.ParseApprovals(ann[kv1.AnnotationApprovals])
 		if err == nil {
-			kept := slices.DeleteFunc(approvals, func(a kv1.Approval) bool {
-				if u.ConsumeOnce != nil && a == *u.ConsumeOnce {
-					return true
-				}
-				return u.PruneApprovals && a.Stale(generation)
-			})
+			kept := slices.DeleteFunc(approvals, func(a kv1.Approval) bool { return a.Stale(generation) })
 			if len(kept) == 0 {
 				delete(ann, kv1.AnnotationApprovals)
 			} else {

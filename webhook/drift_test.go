@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,13 +63,13 @@ func TestApplyParentUpdate(t *testing.T) {
 			map[string]string{kv1.AnnotationControllers: "abcde", kv1.AnnotationPhase: kv1.PhaseInitialized}, true},
 		{"a known controller changes nothing", map[string]string{kv1.AnnotationControllers: "abcde"},
 			kausality.ParentUpdate{AddController: "abcde"}, map[string]string{kv1.AnnotationControllers: "abcde"}, false},
-		{"uses up a once approval and prunes stale ones, keeps always",
+		{"prunes stale approvals, keeps current and always ones",
 			map[string]string{kv1.AnnotationApprovals: kv1.FormatApprovals([]kv1.Approval{once, stale, always})},
-			kausality.ParentUpdate{ConsumeOnce: &once, PruneApprovals: true},
-			map[string]string{kv1.AnnotationApprovals: kv1.FormatApprovals([]kv1.Approval{always})}, true},
-		{"the last approval used removes the annotation",
-			map[string]string{kv1.AnnotationApprovals: kv1.FormatApprovals([]kv1.Approval{once})},
-			kausality.ParentUpdate{ConsumeOnce: &once}, map[string]string{}, true},
+			kausality.ParentUpdate{PruneApprovals: true},
+			map[string]string{kv1.AnnotationApprovals: kv1.FormatApprovals([]kv1.Approval{once, always})}, true},
+		{"pruning the last approval removes the annotation",
+			map[string]string{kv1.AnnotationApprovals: kv1.FormatApprovals([]kv1.Approval{stale})},
+			kausality.ParentUpdate{PruneApprovals: true}, map[string]string{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,4 +142,33 @@ func TestDriftConfigurationCoversWatchedKinds(t *testing.T) {
 			assert.True(t, watched[r.APIGroups[0]+"/"+base], "%s/%s is admitted but not watched", r.APIGroups[0], base)
 		}
 	}
+}
+
+func TestConsumePatchTestsTheValueItRead(t *testing.T) {
+	once := kv1.Approval{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", Mode: kv1.ApprovalOnce}
+	always := kv1.Approval{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "*", Mode: kv1.ApprovalAlways}
+	both := kv1.FormatApprovals([]kv1.Approval{once, always})
+	path := "/metadata/annotations/kausality.io~1approvals"
+
+	got, err := consumePatch(both, once)
+	require.NoError(t, err)
+	assert.JSONEq(t, mustJSON(t, []map[string]any{
+		{"op": "test", "path": path, "value": both},
+		{"op": "replace", "path": path, "value": kv1.FormatApprovals([]kv1.Approval{always})},
+	}), string(got))
+
+	only := kv1.FormatApprovals([]kv1.Approval{once})
+	got, err = consumePatch(only, once)
+	require.NoError(t, err)
+	assert.JSONEq(t, mustJSON(t, []map[string]any{{"op": "test", "path": path, "value": only}, {"op": "remove", "path": path}}), string(got))
+
+	_, err = consumePatch(kv1.FormatApprovals([]kv1.Approval{always}), once)
+	assert.ErrorContains(t, err, "not in the parent's approvals")
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
 }

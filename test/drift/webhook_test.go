@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -15,11 +16,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/test/harness"
+	"github.com/remedy-dev/remedy/webhook"
 )
 
 // family is a Deployment whose controller (kube-controller-manager's
@@ -219,4 +224,39 @@ func mustJSON(v any) []byte {
 		panic(fmt.Sprintf("encode %v: %v", v, err))
 	}
 	return b
+}
+
+// Two webhook replicas that both decided on one `once` approval: exactly one
+// spends it, the other must decide again without it.
+func TestOnceApprovalIsSpentExactlyOnceAcrossReplicas(t *testing.T) {
+	f := newFamily(t, kv1.ModeEnforce)
+	a := kv1.Approval{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: f.rs.Name, Mode: kv1.ApprovalOnce}
+	value := kv1.FormatApprovals([]kv1.Approval{a})
+	patchAnnotations(t, f.dep, map[string]any{kv1.AnnotationApprovals: value})
+
+	dyn, err := dynamic.NewForConfig(harness.Config())
+	require.NoError(t, err)
+	mapper, err := apiutil.NewDynamicRESTMapper(harness.Config(), mustHTTPClient(t))
+	require.NoError(t, err)
+	ref := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: f.dep.Name, UID: f.dep.UID}
+	replicas := []*webhook.ParentUpdater{webhook.NewParentUpdater(dyn, mapper, 1), webhook.NewParentUpdater(dyn, mapper, 1)}
+	won := 0
+	for _, r := range replicas {
+		ok, err := r.ConsumeNow(context.Background(), ref, f.ns, value, a)
+		require.NoError(t, err)
+		if ok {
+			won++
+		}
+	}
+	assert.Equal(t, 1, won)
+	dep := &appsv1.Deployment{}
+	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(f.dep), dep))
+	assert.Empty(t, dep.Annotations[kv1.AnnotationApprovals])
+}
+
+func mustHTTPClient(t *testing.T) *http.Client {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(harness.Config())
+	require.NoError(t, err)
+	return hc
 }
