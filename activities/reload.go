@@ -94,18 +94,12 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 	if attempt := activity.GetInfo(ctx).Attempt; attempt > 1 {
 		metrics.ReloadRetries.WithLabelValues(in.Scope).Inc()
 	}
-	resource, ok := workloadResources[in.Kind]
-	if !ok {
-		return RestartResult{}, permanent(ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", in.Kind))
-	}
-	client := r.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: resource}).Namespace(in.Namespace)
-	obj, err := client.Get(ctx, in.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return RestartResult{}, permanent(ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err))
-	}
+	obj, client, err := r.workload(ctx, in.Namespace, in.Kind, in.Name)
 	if err != nil {
-		metrics.ReloadErrors.WithLabelValues(in.Scope).Inc()
-		return RestartResult{}, fmt.Errorf("get %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err)
+		if !IsWorkloadGone(err) {
+			metrics.ReloadErrors.WithLabelValues(in.Scope).Inc()
+		}
+		return RestartResult{}, err
 	}
 	template, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "annotations")
 	meta := obj.GetAnnotations()
@@ -135,19 +129,15 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 	if !current {
 		patch["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": podTemplate}}}
 	}
-	body, err := json.Marshal(patch)
-	if err != nil {
-		return RestartResult{}, fmt.Errorf("encode patch: %w", err)
-	}
-	if _, err := client.Patch(ctx, in.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: "remedy-reload"}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return RestartResult{}, permanent(ReasonWorkloadGone, fmt.Errorf("patch %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err))
+	if err := patchWorkload(ctx, client, in.Kind, in.Namespace, in.Name, patch); err != nil {
+		if IsWorkloadGone(err) {
+			return RestartResult{}, err
 		}
 		// Everything else is retried with the policy's backoff: a denied or
 		// forbidden write is usually fixed by an admin, and a newer change supersedes it.
 		metrics.ReloadErrors.WithLabelValues(in.Scope).Inc()
 		logger.Warn("restart patch failed", "kind", in.Kind, "name", in.Name, "error", err)
-		return RestartResult{}, fmt.Errorf("patch %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err)
+		return RestartResult{}, err
 	}
 	if current {
 		logger.Info("baseline recorded, pod template already current", "kind", in.Kind, "name", in.Name)
@@ -155,7 +145,7 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 	}
 	metrics.ReloadRestarts.WithLabelValues(in.Scope).Inc()
 	metrics.ReloadDebounced.WithLabelValues(in.Scope).Add(float64(in.Coalesced))
-	logger.Info("workload restarted", "kind", in.Kind, "namespace", in.Namespace, "name", in.Name, "restartedAt", in.RestartedAt, "changes", describeChanges(in.Changes))
+	logger.Info("workload restarted", "kind", in.Kind, "namespace", in.Namespace, "name", in.Name, "restartedAt", in.RestartedAt, "changes", DescribeChanges(in.Changes))
 	if err := r.recordEvent(ctx, obj, in); err != nil {
 		// The restart happened; a lost Event must not roll the workload again.
 		logger.Warn("restart event not recorded", "error", err)
@@ -166,27 +156,69 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 // recordEvent names the ConfigMaps and hashes on the workload; its name is
 // fixed per intent, so a retried activity does not duplicate it.
 func (r *Reload) recordEvent(ctx context.Context, obj *unstructured.Unstructured, in RestartInput) error {
-	sum := sha256.Sum256([]byte(in.RestartedAt + describeChanges(in.Changes)))
+	return r.workloadEvent(ctx, obj, in.Kind, "reload", in.RestartedAt+DescribeChanges(in.Changes), "Restart", "ConfigReloaded",
+		corev1.EventTypeNormal, "rolling restart for ConfigMap changes: "+DescribeChanges(in.Changes))
+}
+
+// workloadEvent records an Event on the workload obj, named after key so a
+// retried activity does not duplicate it.
+func (r *Reload) workloadEvent(ctx context.Context, obj *unstructured.Unstructured, kind, prefix, key, action, reason, typ, note string) error {
+	sum := sha256.Sum256([]byte(key))
 	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: in.Name + ".reload-" + hex.EncodeToString(sum[:])[:10], Namespace: in.Namespace},
+		ObjectMeta:          metav1.ObjectMeta{Name: obj.GetName() + "." + prefix + "-" + hex.EncodeToString(sum[:])[:10], Namespace: obj.GetNamespace()},
 		EventTime:           metav1.NewMicroTime(time.Now()),
 		ReportingController: "remedy.dev/reload",
 		ReportingInstance:   "remedy-worker",
-		Action:              "Restart",
-		Reason:              "ConfigReloaded",
-		Type:                corev1.EventTypeNormal,
-		Note:                truncate("rolling restart for ConfigMap changes: "+describeChanges(in.Changes), 1024),
-		Regarding: corev1.ObjectReference{APIVersion: "apps/v1", Kind: in.Kind, Namespace: in.Namespace,
-			Name: in.Name, UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()},
+		Action:              action,
+		Reason:              reason,
+		Type:                typ,
+		Note:                truncate(note, 1024),
+		Regarding: corev1.ObjectReference{APIVersion: "apps/v1", Kind: kind, Namespace: obj.GetNamespace(),
+			Name: obj.GetName(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()},
 	}
-	_, err := r.Kube.EventsV1().Events(in.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	_, err := r.Kube.EventsV1().Events(obj.GetNamespace()).Create(ctx, ev, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create event: %w", err)
 	}
 	return nil
 }
 
-func describeChanges(changes []ConfigChange) string {
+// workload reads one workload; a deleted one is a permanent WorkloadGone.
+func (r *Reload) workload(ctx context.Context, namespace, kind, name string) (*unstructured.Unstructured, dynamic.ResourceInterface, error) {
+	resource, ok := workloadResources[kind]
+	if !ok {
+		return nil, nil, permanent(ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", kind))
+	}
+	client := r.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: resource}).Namespace(namespace)
+	obj, err := client.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, permanent(ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err))
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err)
+	}
+	return obj, client, nil
+}
+
+// patchWorkload merge-patches one workload; a deleted one is a permanent WorkloadGone.
+func patchWorkload(ctx context.Context, client dynamic.ResourceInterface, kind, namespace, name string, patch map[string]any) error {
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return fmt.Errorf("encode patch: %w", err)
+	}
+	_, err = client.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: "remedy-reload"})
+	if apierrors.IsNotFound(err) {
+		return permanent(ReasonWorkloadGone, fmt.Errorf("patch %s %s/%s: %w", kind, namespace, name, err))
+	}
+	if err != nil {
+		return fmt.Errorf("patch %s %s/%s: %w", kind, namespace, name, err)
+	}
+	return nil
+}
+
+// DescribeChanges renders changes as sorted "configmap=hash" pairs, for
+// logs, Events and approval reasons.
+func DescribeChanges(changes []ConfigChange) string {
 	parts := make([]string, 0, len(changes))
 	for _, c := range changes {
 		parts = append(parts, c.ConfigMap+"="+c.Hash)

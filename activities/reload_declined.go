@@ -2,22 +2,13 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
@@ -118,22 +109,16 @@ func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
 		return nil
 	}
 	declined.Request, declined.Decision = in.Request, string(in.Decision.Decision)
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+	patch := map[string]any{"metadata": map[string]any{
 		"resourceVersion": obj.GetResourceVersion(),
 		"annotations":     map[string]string{DeclinedAnnotation: declined.Encode()},
-	}})
-	if err != nil {
-		return fmt.Errorf("encode patch: %w", err)
-	}
-	if _, err := client.Patch(ctx, in.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: "remedy-reload"}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return permanent(ReasonWorkloadGone, fmt.Errorf("patch %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err))
-		}
-		return fmt.Errorf("patch %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err)
+	}}
+	if err := patchWorkload(ctx, client, in.Kind, in.Namespace, in.Name, patch); err != nil {
+		return err
 	}
 	metrics.ReloadDeclined.WithLabelValues(in.Scope, string(in.Decision.Decision)).Inc()
 	activity.GetLogger(ctx).Info("restart declined", "kind", in.Kind, "namespace", in.Namespace, "name", in.Name,
-		"approvalRequest", in.Request, "decision", in.Decision.Decision, "changes", describeChanges(in.Changes))
+		"approvalRequest", in.Request, "decision", in.Decision.Decision, "changes", DescribeChanges(in.Changes))
 	if err := r.declinedEvent(ctx, obj, in); err != nil {
 		// The decline is recorded; a lost Event must not ask again.
 		activity.GetLogger(ctx).Warn("decline event not recorded", "error", err)
@@ -143,41 +128,8 @@ func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
 
 // declinedEvent is named after the request, so a retry does not duplicate it.
 func (r *Reload) declinedEvent(ctx context.Context, obj *unstructured.Unstructured, in DeclineInput) error {
-	sum := sha256.Sum256([]byte(in.Request))
 	by := in.Decision.DecidedBy + " via " + string(in.Decision.Via)
-	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: in.Name + ".declined-" + hex.EncodeToString(sum[:])[:10], Namespace: in.Namespace},
-		EventTime:           metav1.NewMicroTime(time.Now()),
-		ReportingController: "remedy.dev/reload",
-		ReportingInstance:   "remedy-worker",
-		Action:              "Decline",
-		Reason:              "ReloadDeclined",
-		Type:                corev1.EventTypeWarning,
-		Note: truncate(fmt.Sprintf("restart not made: %s %s by %s (%s); ConfigMap data %s stays unrolled until it changes again",
-			in.Request, in.Decision.Decision, by, in.Decision.Message, describeChanges(in.Changes)), 1024),
-		Regarding: corev1.ObjectReference{APIVersion: "apps/v1", Kind: in.Kind, Namespace: in.Namespace,
-			Name: in.Name, UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()},
-	}
-	_, err := r.Kube.EventsV1().Events(in.Namespace).Create(ctx, ev, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create event: %w", err)
-	}
-	return nil
-}
-
-// workload reads one workload; a deleted one is a permanent WorkloadGone.
-func (r *Reload) workload(ctx context.Context, namespace, kind, name string) (*unstructured.Unstructured, dynamic.ResourceInterface, error) {
-	resource, ok := workloadResources[kind]
-	if !ok {
-		return nil, nil, permanent(ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", kind))
-	}
-	client := r.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: resource}).Namespace(namespace)
-	obj, err := client.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil, permanent(ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err))
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err)
-	}
-	return obj, client, nil
+	return r.workloadEvent(ctx, obj, in.Kind, "declined", in.Request, "Decline", "ReloadDeclined", corev1.EventTypeWarning,
+		fmt.Sprintf("restart not made: %s %s by %s (%s); ConfigMap data %s stays unrolled until it changes again",
+			in.Request, in.Decision.Decision, by, in.Decision.Message, DescribeChanges(in.Changes)))
 }

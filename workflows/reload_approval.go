@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -68,7 +67,7 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 		return false, fmt.Errorf("check pending changes: %w", err)
 	}
 	if len(check.Declined) > 0 {
-		logger.Info("not asking again about declined data", "changes", describePending(check.Declined))
+		logger.Info("not asking again about declined data", "changes", activities.DescribeChanges(check.Declined))
 		r.status.Pending = pendingAfter(r.status.Pending, check.Declined)
 	}
 	if len(r.status.Pending) == 0 || check.Current {
@@ -86,14 +85,14 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	ask := ApprovalAsk{
 		Namespace: r.in.Namespace, Name: name, Subject: target, Timeout: r.in.Approval.Timeout,
 		Context: v1alpha1.ApprovalContext{
-			Reason: fmt.Sprintf("rolling restart of %s %s/%s for new ConfigMap data: %s", r.in.Kind, r.in.Namespace, r.in.Name, describePending(intent)),
+			Reason: fmt.Sprintf("rolling restart of %s %s/%s for new ConfigMap data: %s", r.in.Kind, r.in.Namespace, r.in.Name, activities.DescribeChanges(intent)),
 			Action: "restart", Target: target,
 			PolicyEvaluation: &v1alpha1.PolicyEvaluation{PolicyName: policy, Decision: "require_approval"},
 		},
 		Opened: func(workflow.Context, time.Time) { r.status.ApprovalRequest = name },
 		Superseded: func() string {
 			if r.drain() {
-				return "newer ConfigMap data arrived: " + describePending(r.status.Pending)
+				return "newer ConfigMap data arrived: " + activities.DescribeChanges(r.status.Pending)
 			}
 			return ""
 		},
@@ -105,7 +104,7 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	r.status.ApprovalRequest = ""
 	switch {
 	case errors.Is(err, errApprovalSuperseded):
-		logger.Info("approval request superseded", "approvalRequest", name, "pending", describePending(r.status.Pending))
+		logger.Info("approval request superseded", "approvalRequest", name, "pending", activities.DescribeChanges(r.status.Pending))
 		return false, nil
 	case err != nil && reasonOf(err, "") == activities.ReasonNotFound:
 		// The workload (the RAR's owner) or the RAR went away while asking.
@@ -129,14 +128,4 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	}
 	r.status.Pending = pendingAfter(r.status.Pending, intent)
 	return false, nil
-}
-
-// describePending renders changes as sorted "configmap=hash" pairs.
-func describePending(changes []ConfigChange) string {
-	parts := make([]string, 0, len(changes))
-	for _, c := range changes {
-		parts = append(parts, c.ConfigMap+"="+c.Hash)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
 }
