@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
@@ -137,13 +136,9 @@ func (p *ParentUpdater) apply(ctx context.Context, w parentWrite) error {
 
 // resource is the dynamic client of the object ref names in namespace.
 func (p *ParentUpdater) resource(ref metav1.OwnerReference, namespace string) (dynamic.ResourceInterface, error) {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	m, err := restMapping(p.mapper, ref)
 	if err != nil {
-		return nil, fmt.Errorf("parse apiVersion: %w", err)
-	}
-	m, err := p.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
-	if err != nil {
-		return nil, fmt.Errorf("map kind: %w", err)
+		return nil, err
 	}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		return p.dyn.Resource(m.Resource).Namespace(namespace), nil

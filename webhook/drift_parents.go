@@ -83,13 +83,9 @@ func (c *ParentCache) Warm(ctx context.Context, gvrs ...schema.GroupVersionResou
 // when it no longer exists (or is another object of the same name): a child
 // whose parent is gone is left for the garbage collector, not refused.
 func (c *ParentCache) Parent(ctx context.Context, ref metav1.OwnerReference, namespace string) (*unstructured.Unstructured, error) {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	m, err := restMapping(c.mapper, ref)
 	if err != nil {
-		return nil, fmt.Errorf("parse owner apiVersion %q: %w", ref.APIVersion, err)
-	}
-	m, err := c.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
-	if err != nil {
-		return nil, fmt.Errorf("map owner kind %s: %w", ref.Kind, err)
+		return nil, err
 	}
 	inf, err := c.informer(ctx, m.Resource)
 	if err != nil {
@@ -216,6 +212,19 @@ func (c *ParentCache) informer(ctx context.Context, gvr schema.GroupVersionResou
 		return nil, fmt.Errorf("sync cache of %s: timed out", gvr)
 	}
 	return inf, nil
+}
+
+// restMapping maps the kind an owner reference names to its resource.
+func restMapping(mapper meta.RESTMapper, ref metav1.OwnerReference) (*meta.RESTMapping, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("parse apiVersion %q: %w", ref.APIVersion, err)
+	}
+	m, err := mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return nil, fmt.Errorf("map kind %s: %w", ref.Kind, err)
+	}
+	return m, nil
 }
 
 // trimParent keeps what the decision reads: metadata without managedFields,
