@@ -12,10 +12,11 @@ import (
 	"github.com/remedy-dev/remedy/worker"
 )
 
-// InstallRemedy applies Remedy's identities, RBAC and per-action accounts
-// from the repository's deploy/ tree.
+// InstallRemedy applies Remedy's identities, RBAC, per-action accounts and
+// admission policies from the repository's deploy/ tree.
 func (e *Env) InstallRemedy(ctx context.Context, repoRoot string) error {
-	return Install(ctx, e.Config, filepath.Join(repoRoot, "deploy", "rbac"), filepath.Join(repoRoot, "deploy", "actions"))
+	return Install(ctx, e.Config, filepath.Join(repoRoot, "deploy", "rbac"), filepath.Join(repoRoot, "deploy", "actions"),
+		filepath.Join(repoRoot, "deploy", "admission"))
 }
 
 // RunRemedy runs the operator and the worker in-process, each as its own
