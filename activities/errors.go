@@ -23,12 +23,16 @@ const (
 	ReasonDryRunFailed      = "DryRunFailed"
 	ReasonExecutionFailed   = "ExecutionFailed"
 	ReasonExecutionTimeout  = "ExecutionTimeout"
+	// ReasonPolicyMissing: no safety policy is loaded, so nothing may run.
+	ReasonPolicyMissing = "PolicyMissing"
+	// ReasonSubjectMismatch: the workflow's object is gone, or is not the one it was started for.
+	ReasonSubjectMismatch = "SubjectMismatch"
 )
 
 // NonRetryable lists the types a RetryPolicy must not retry.
 var NonRetryable = []string{
 	ReasonInvalidParameters, ReasonUnsupported, ReasonForbidden, ReasonNotFound,
-	ReasonPolicyDenied, ReasonDryRunFailed, ReasonExecutionFailed,
+	ReasonPolicyDenied, ReasonDryRunFailed, ReasonExecutionFailed, ReasonPolicyMissing, ReasonSubjectMismatch,
 }
 
 func permanent(reason string, err error) error {

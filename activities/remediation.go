@@ -27,6 +27,8 @@ type StepInput struct {
 	Request    string                   `json:"request"`
 	RequestUID string                   `json:"requestUID"`
 	Step       v1alpha1.RemediationStep `json:"step"`
+	// Requester is the request's; every step runs for it.
+	Requester *v1alpha1.Requester `json:"requester,omitempty"`
 }
 
 // StepRef identifies the step's KubernetesExecution.
@@ -40,6 +42,7 @@ type StepRef struct {
 func (r *Remediation) CreateStepExecution(ctx context.Context, in StepInput) (StepRef, error) {
 	spec := in.Step.Execution
 	spec.RemediationRequestRef = &v1alpha1.LocalRef{Name: in.Request}
+	spec.Requester = in.Requester
 	k := &v1alpha1.KubernetesExecution{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: in.Request + "-" + in.Step.Name, Namespace: in.Namespace,

@@ -18,6 +18,7 @@ import (
 	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/authz"
 )
 
 // PolicyLabel marks ConfigMaps whose *.rego keys make up the safety policy.
@@ -97,6 +98,36 @@ func (v *Validation) CheckRBAC(ctx context.Context, req actions.Request) error {
 	return nil
 }
 
+// RequesterCheck is one action a run's requester wants made.
+type RequesterCheck struct {
+	// Namespace of the KubernetesExecution.
+	Namespace string              `json:"namespace"`
+	Requester *v1alpha1.Requester `json:"requester,omitempty"`
+	Action    string              `json:"action"`
+	Target    v1alpha1.ObjectRef  `json:"target"`
+}
+
+// CheckRequester asks again, before anything changes, whether the requester
+// may have Remedy run the action: RBAC may have changed since admission, for
+// example while the run waited for approval.
+func (v *Validation) CheckRequester(ctx context.Context, in RequesterCheck) error {
+	if in.Requester == nil || in.Requester.Username == "" {
+		return permanent(ReasonForbidden, errors.New(
+			"the execution has no spec.requester: Remedy's admission webhook (deploy/webhook/requester.yaml) stamps it on create, and nothing runs without one"))
+	}
+	err := authz.Authorize(ctx, authz.SARReview(v.Kube.AuthorizationV1().SubjectAccessReviews()), v.Mapper,
+		authz.Request{Requester: *in.Requester, Namespace: in.Namespace, Action: in.Action, Target: in.Target})
+	var denied *authz.Denied
+	if errors.As(err, &denied) {
+		return permanent(ReasonForbidden, err)
+	}
+	if err != nil {
+		return fmt.Errorf("authorize requester %s: %w", in.Requester.Username, err)
+	}
+	activity.GetLogger(ctx).Info("requester authorized", "requester", in.Requester.Username, "action", in.Action, "target", in.Target.String())
+	return nil
+}
+
 // PolicyResult is the safety policy's verdict as recorded in status.
 type PolicyResult struct {
 	Validation      v1alpha1.PolicyValidation `json:"validation"`
@@ -108,6 +139,9 @@ type PolicyResult struct {
 // the verdict is recorded; the workflow fails the run with PolicyDenied.
 func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (PolicyResult, error) {
 	in := policy.SafetyInput{Action: req.Action, Namespace: policy.NamespaceInput{Name: req.Target.Namespace}}
+	if r := req.Requester; r != nil {
+		in.Requester = &policy.RequesterInput{Username: r.Username, Groups: r.Groups}
+	}
 	if err := remarshal(req.Target, &in.Target); err != nil {
 		return PolicyResult{}, err
 	}
@@ -142,7 +176,9 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 		}
 	}
 	if len(modules) == 0 {
-		return PolicyResult{Validation: v1alpha1.PolicyValidation{PolicyName: "none", Allowed: true}}, nil
+		// Fail closed: a missing policy must not read as "everything is allowed".
+		return PolicyResult{}, permanent(ReasonPolicyMissing, fmt.Errorf(
+			"no safety policy is loaded: no ConfigMap in %s labelled %s=true has a *.rego key (install deploy/policies/safety.yaml)", v.ActionNamespace, PolicyLabel))
 	}
 	verdict, err := v.Policy.EvalSafety(ctx, modules, in)
 	var ce *policy.CompileError

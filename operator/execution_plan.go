@@ -46,7 +46,7 @@ type phaseEntry struct {
 }
 
 // RollbackAnnotation asks a RollbackReady execution to roll back; its value is the reason.
-const RollbackAnnotation = "remedy.dev/rollback"
+const RollbackAnnotation = v1alpha1.RollbackAnnotation
 
 type executionPlan = plan[v1alpha1.KubernetesExecutionStatus]
 
@@ -118,7 +118,11 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 		p.status = next
 	}
 	if reason, ok := kexec.Annotations[RollbackAnnotation]; ok && cur.Phase == v1alpha1.PhaseRollbackReady && next.Phase == v1alpha1.PhaseRollbackReady {
-		p.rollback = &workflows.RollbackRequest{Requester: "annotation " + RollbackAnnotation, Reason: reason}
+		who := kexec.Annotations[v1alpha1.RollbackRequesterAnnotation]
+		if who == "" {
+			who = "annotation " + RollbackAnnotation
+		}
+		p.rollback = &workflows.RollbackRequest{Requester: who, Reason: reason}
 	}
 	return p
 }

@@ -4,10 +4,12 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/authz"
 	remedywebhook "github.com/remedy-dev/remedy/webhook"
 )
 
@@ -41,6 +44,9 @@ type WebhookOptions struct {
 	CertDir string
 	// TrustedRecorders are usernames (the worker's) whose recorded decisions keep their attribution.
 	TrustedRecorders []string
+	// WorkerUser is the worker's username, the only one that may pass a
+	// RemediationRequest's requester on to the request's steps.
+	WorkerUser string
 }
 
 // Scheme knows the built-in types and Remedy's.
@@ -105,6 +111,15 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if o.Webhook != nil {
 		mgr.GetWebhookServer().Register(remedywebhook.ApprovalPath, &webhook.Admission{
 			Handler: remedywebhook.NewApproval(mgr.GetClient(), mgr.GetScheme(), o.Webhook.TrustedRecorders),
+		})
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("build clientset: %w", err)
+		}
+		review, mapper := authz.SARReview(cs.AuthorizationV1().SubjectAccessReviews()), mgr.GetRESTMapper()
+		authorize := func(ctx context.Context, r authz.Request) error { return authz.Authorize(ctx, review, mapper, r) }
+		mgr.GetWebhookServer().Register(remedywebhook.RequesterPath, &webhook.Admission{
+			Handler: remedywebhook.NewRequester(authorize, mgr.GetAPIReader(), mgr.GetScheme(), o.Webhook.WorkerUser),
 		})
 	}
 	reload := &ReloadReconciler{

@@ -70,6 +70,7 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build client: %w", err)
 	}
 	w.RegisterActivity(&activities.Remediation{Client: kc})
+	w.RegisterActivity(&activities.Subjects{Client: kc})
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	w.RegisterActivity(&activities.Reload{Dynamic: dyn, Kube: cs})
 	w.RegisterActivity(&activities.Drift{HTTP: &http.Client{Timeout: 10 * time.Second}, Dynamic: dyn, Mapper: mapper})

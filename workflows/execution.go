@@ -50,6 +50,7 @@ type RollbackRequest struct {
 func ExecutionWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionResult, error) {
 	r := &executionRun{in: in, status: v1alpha1.KubernetesExecutionStatus{
 		Phase:             v1alpha1.PhasePending,
+		Requester:         requesterName(in.Spec.Requester),
 		ValidationResults: &v1alpha1.ValidationResults{},
 	}}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (v1alpha1.KubernetesExecutionStatus, error) {
@@ -66,6 +67,8 @@ type executionRun struct {
 	status v1alpha1.KubernetesExecutionStatus
 	// pipeline is true for runs started on the validation-pipeline version.
 	pipeline bool
+	// trust is true for runs started on the requester-trust version.
+	trust bool
 	// postFailure names the required postcondition that did not hold.
 	postFailure string
 	// approval is created on the first ask.
@@ -89,11 +92,16 @@ func (r *executionRun) run(ctx workflow.Context) {
 		Action: spec.Action,
 		Target: spec.Target,
 		Token:  workflow.GetInfo(ctx).WorkflowStartTime.UTC().Format(time.RFC3339),
+		// Requester feeds the safety policy's input.
+		Requester: spec.Requester,
 	}
 	if spec.Parameters != nil {
 		req.Params = *spec.Parameters
 	}
 	r.pipeline = workflow.GetVersion(ctx, versionPipeline, workflow.DefaultVersion, 1) >= 1
+	if !r.verifySubject(ctx) {
+		return
+	}
 
 	before, ok := r.validate(ctx, req)
 	if !ok {

@@ -73,7 +73,7 @@ func (r *executionRun) awaitParent(ctx workflow.Context, req actions.Request, rb
 // rollback runs the captured inverse action after the same checks as the original.
 func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb RollbackRequest) {
 	info := r.status.RollbackInformation
-	back := actions.Request{Action: info.RollbackAction, Target: req.Target, Token: req.Token}
+	back := actions.Request{Action: info.RollbackAction, Target: req.Target, Token: req.Token, Requester: req.Requester}
 	if info.RollbackParameters != nil {
 		back.Params = *info.RollbackParameters
 	}
@@ -104,6 +104,12 @@ func (r *executionRun) validateRollback(ctx workflow.Context, back actions.Reque
 	spec := v1alpha1.KubernetesExecutionSpec{Action: back.Action, Target: back.Target, Parameters: &back.Params}
 	if err := workflow.ExecuteActivity(quick, validation.CheckSpec, spec, back).Get(ctx, nil); err != nil {
 		return err
+	}
+	if r.trust {
+		// The run acts for its requester, so the inverse action needs their grant too.
+		if err := r.checkRequester(ctx, back.Action); err != nil {
+			return err
+		}
 	}
 	if err := workflow.ExecuteActivity(quick, validation.CheckRBAC, back).Get(ctx, nil); err != nil {
 		return err

@@ -26,6 +26,16 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		return actions.Plan{}, false
 	}
 
+	if r.trust {
+		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking that "+orUnknown(requesterName(spec.Requester))+" may have "+spec.Action+" run")
+		err := r.checkRequester(ctx, spec.Action)
+		vr.RequesterValidation = boolPtr(err == nil)
+		if err != nil {
+			r.fail(ctx, err, activities.ReasonForbidden)
+			return actions.Plan{}, false
+		}
+	}
+
 	if r.pipeline {
 		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+actions.ServiceAccountName(spec.Action))
 		err := workflow.ExecuteActivity(quick, validation.CheckRBAC, req).Get(ctx, nil)

@@ -65,13 +65,20 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
 	var runs []stepRun
 
+	if workflow.GetVersion(ctx, versionTrust, workflow.DefaultVersion, 1) >= 1 {
+		ref := activities.SubjectRef{Namespace: in.Namespace, Name: in.Name, UID: in.UID}
+		if err := workflow.ExecuteActivity(quick, subjects.VerifyRemediation, ref, in.Spec).Get(ctx, nil); err != nil {
+			setPhase(v1alpha1.PhaseFailed, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err))
+			return RemediationResult{Status: st}, nil
+		}
+	}
 	setPhase(v1alpha1.PhaseExecuting, "Executing", fmt.Sprintf("running %d steps", len(in.Spec.Steps)))
 	failure, postFailed := "", false
 	for i, step := range in.Spec.Steps {
 		st.CurrentStep = int32(i + 1)
 		var ref activities.StepRef
 		err := workflow.ExecuteActivity(quick, remediation.CreateStepExecution, activities.StepInput{
-			Namespace: in.Namespace, Request: in.Name, RequestUID: in.UID, Step: step,
+			Namespace: in.Namespace, Request: in.Name, RequestUID: in.UID, Step: step, Requester: in.Spec.Requester,
 		}).Get(ctx, &ref)
 		if err != nil {
 			failure = "step " + step.Name + ": " + messageOf(err)
@@ -92,6 +99,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 		})
 		spec := step.Execution
 		spec.RemediationRequestRef = &v1alpha1.LocalRef{Name: in.Name}
+		spec.Requester = in.Spec.Requester
 		fut := workflow.ExecuteChildWorkflow(cctx, ExecutionWorkflow, ExecutionInput{Namespace: in.Namespace, Name: ref.Name, UID: ref.UID, Spec: spec})
 		runs = append(runs, stepRun{workflowID: id, future: fut})
 

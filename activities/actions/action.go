@@ -22,6 +22,8 @@ type Request struct {
 	Params v1alpha1.ActionParameters `json:"params"`
 	// Token makes time-like writes deterministic across retries (restart's restartedAt).
 	Token string `json:"token,omitempty"`
+	// Requester is who the action is made for, for the safety policy's input.
+	Requester *v1alpha1.Requester `json:"requester,omitempty"`
 }
 
 // Plan is the exact write an action will make to a live object, with its

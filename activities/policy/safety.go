@@ -9,11 +9,18 @@ import (
 
 // SafetyInput is the document the safety policy sees (DESIGN §9).
 type SafetyInput struct {
-	Action     string         `json:"action"`
-	Target     map[string]any `json:"target"`
-	Parameters map[string]any `json:"parameters"`
-	Namespace  NamespaceInput `json:"namespace"`
-	Requester  string         `json:"requester"`
+	Action     string          `json:"action"`
+	Target     map[string]any  `json:"target"`
+	Parameters map[string]any  `json:"parameters"`
+	Namespace  NamespaceInput  `json:"namespace"`
+	Requester  *RequesterInput `json:"requester"`
+}
+
+// RequesterInput is the user the execution runs for (spec.requester); null
+// only for runs started before Remedy stamped requesters.
+type RequesterInput struct {
+	Username string   `json:"username"`
+	Groups   []string `json:"groups"`
 }
 
 // NamespaceInput describes the target's namespace.

@@ -46,3 +46,19 @@ type ApprovalSpec struct {
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
+
+// Requester is the authenticated user a change is made for. The operator's
+// admission webhook writes it from the API server's authentication on create,
+// whatever the body said; only Remedy's worker passes one on (to the steps of
+// a RemediationRequest).
+type Requester struct {
+	// Username as the API server authenticated it.
+	// +kubebuilder:validation:MinLength=1
+	Username string `json:"username"`
+	// UID of the user, when the authenticator provides one.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// Groups of the user.
+	// +optional
+	Groups []string `json:"groups,omitempty"`
+}

@@ -146,6 +146,10 @@ type KubernetesExecutionSpec struct {
 	// RemediationRequestRef is set on steps of a RemediationRequest.
 	// +optional
 	RemediationRequestRef *LocalRef `json:"remediationRequestRef,omitempty"`
+	// Requester is who asked for the change. Set by Remedy's admission webhook
+	// on create; any value in the request body is overwritten.
+	// +optional
+	Requester *Requester `json:"requester,omitempty"`
 }
 
 // PolicyValidation is the result of the Rego safety policy.
@@ -191,6 +195,10 @@ type ConditionResult struct {
 type ValidationResults struct {
 	// +optional
 	ParameterValidation *bool `json:"parameterValidation,omitempty"`
+	// RequesterValidation says whether spec.requester may have the action run
+	// (verb execute on actions.remedy.dev/<action>, or every verb the action uses).
+	// +optional
+	RequesterValidation *bool `json:"requesterValidation,omitempty"`
 	// +optional
 	RBACValidation *bool `json:"rbacValidation,omitempty"`
 	// +optional
@@ -273,6 +281,9 @@ type KubernetesExecutionStatus struct {
 	Message string `json:"message,omitempty"`
 	// +optional
 	WorkflowID string `json:"workflowID,omitempty"`
+	// Requester is the username the run acts for (spec.requester).
+	// +optional
+	Requester string `json:"requester,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// PhaseTransitions lists every phase the run entered, in order.
@@ -303,6 +314,7 @@ type KubernetesExecutionStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Requester",type=string,JSONPath=`.spec.requester.username`,priority=1
 // +kubebuilder:printcolumn:name="Workflow",type=string,JSONPath=`.status.workflowID`,priority=1
 type KubernetesExecution struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -35,6 +35,10 @@ type RemediationRequestSpec struct {
 	// +optional
 	// +kubebuilder:default=OnRequiredPostConditionFailure
 	RollbackPolicy RollbackPolicy `json:"rollbackPolicy,omitempty"`
+	// Requester is who asked for the change, set by Remedy's admission webhook
+	// on create (the body's value is overwritten); every step runs for it.
+	// +optional
+	Requester *Requester `json:"requester,omitempty"`
 }
 
 // StepStatus mirrors one child execution.

@@ -143,5 +143,5 @@ func webhookOptions(port int, certDir, workerUser string) *operator.WebhookOptio
 	if port == 0 {
 		return nil
 	}
-	return &operator.WebhookOptions{Port: port, CertDir: certDir, TrustedRecorders: []string{workerUser}}
+	return &operator.WebhookOptions{Port: port, CertDir: certDir, TrustedRecorders: []string{workerUser}, WorkerUser: workerUser}
 }

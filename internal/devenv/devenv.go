@@ -32,10 +32,11 @@ type Options struct {
 	TemporalCLI string
 	// CRDDir holds the generated CRDs to install.
 	CRDDir string
-	// ApprovalWebhook is the approval webhook configuration; envtest points
-	// it at the operator's local TLS port with generated certificates. The
-	// drift webhook is installed by RunDriftWebhook with its own certificate.
-	ApprovalWebhook string
+	// OperatorWebhooks are the operator's webhook configurations (approval
+	// decisions, requester stamping); envtest points them at the operator's
+	// local TLS port with generated certificates. The drift webhook is
+	// installed by RunDriftWebhook with its own certificate.
+	OperatorWebhooks []string
 	// ControllerManager also runs kube-controller-manager with real built-in controllers.
 	ControllerManager bool
 	// TemporalHostPort binds the Temporal frontend; empty picks a free port.
@@ -63,10 +64,13 @@ type Env struct {
 // OptionsFromEnv fills the binary paths from KUBEBUILDER_ASSETS and TEMPORAL_CLI.
 func OptionsFromEnv(repoRoot string) (Options, error) {
 	o := Options{
-		Assets:          os.Getenv("KUBEBUILDER_ASSETS"),
-		TemporalCLI:     os.Getenv("TEMPORAL_CLI"),
-		CRDDir:          filepath.Join(repoRoot, "deploy", "crd"),
-		ApprovalWebhook: filepath.Join(repoRoot, "deploy", "webhook", "approval.yaml"),
+		Assets:      os.Getenv("KUBEBUILDER_ASSETS"),
+		TemporalCLI: os.Getenv("TEMPORAL_CLI"),
+		CRDDir:      filepath.Join(repoRoot, "deploy", "crd"),
+		OperatorWebhooks: []string{
+			filepath.Join(repoRoot, "deploy", "webhook", "approval.yaml"),
+			filepath.Join(repoRoot, "deploy", "webhook", "requester.yaml"),
+		},
 	}
 	if o.Assets == "" || o.TemporalCLI == "" {
 		return o, errors.New("KUBEBUILDER_ASSETS and TEMPORAL_CLI are not set: run through `make test` or `make dev`, which build the pinned binaries with `make tools` and export them")
@@ -111,8 +115,8 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		// kube-apiserver from draining; after this it is killed.
 		ControlPlaneStopTimeout: 5 * time.Second,
 	}
-	if o.ApprovalWebhook != "" {
-		env.Kube.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{o.ApprovalWebhook}}
+	if len(o.OperatorWebhooks) > 0 {
+		env.Kube.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: o.OperatorWebhooks}
 	}
 	cfg, kubeErr := env.Kube.Start()
 	tr := <-temporalDone

@@ -34,8 +34,9 @@ func (e *Env) RunRemedy(ctx context.Context) (done <-chan error, err error) {
 	o := operator.Options{Temporal: e.Temporal, MetricsAddr: "0"}
 	if wh := e.Kube.WebhookInstallOptions; wh.LocalServingPort != 0 {
 		// The operator serves the admission webhooks envtest registered.
+		worker := "system:serviceaccount:" + Namespace + ":remedy-worker"
 		o.Webhook = &operator.WebhookOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-			TrustedRecorders: []string{"system:serviceaccount:" + Namespace + ":remedy-worker"}}
+			TrustedRecorders: []string{worker}, WorkerUser: worker}
 	}
 	mgr, err := operator.New(opCfg, o)
 	if err != nil {

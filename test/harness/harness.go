@@ -74,6 +74,11 @@ func Main(m *testing.M, o Options) int {
 		fmt.Fprintln(os.Stderr, "harness: install:", err)
 		return 1
 	}
+	// The shipped safety policy, as a user installs it: without one nothing runs (PolicyMissing).
+	if err := devenv.Install(ctx, env.Config, filepath.Join(Root, "deploy", "policies")); err != nil {
+		fmt.Fprintln(os.Stderr, "harness: install policies:", err)
+		return 1
+	}
 	if kube, err = ctrlclient.New(env.Config, ctrlclient.Options{Scheme: operator.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, "harness: client:", err)
 		return 1

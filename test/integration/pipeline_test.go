@@ -70,7 +70,7 @@ deny contains msg if {
 	assert.Equal(t, "namespace "+ns+" is frozen for scale until the release is out", k.Status.Message)
 	pv := k.Status.ValidationResults.PolicyValidation
 	require.NotNil(t, pv)
-	assert.Equal(t, "deny-frozen", pv.PolicyName)
+	assert.Equal(t, "deny-frozen,remedy-safety-policy", pv.PolicyName, "every labelled ConfigMap, the shipped default included")
 	assert.Len(t, pv.PolicyHash, 64)
 	assert.False(t, pv.Allowed)
 	assert.Nil(t, k.Status.ExecutionResults)

@@ -1,0 +1,78 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// untrustedEnv registers the activities without trustAll, so each case says
+// how the subject and requester checks answer.
+func untrustedEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(ExecutionWorkflow)
+	env.RegisterActivity(&activities.Execution{})
+	env.RegisterActivity(&activities.Validation{})
+	env.RegisterActivity(&activities.Subjects{})
+	t.Cleanup(func() { env.AssertExpectations(t) })
+	return env
+}
+
+func TestTrustChecks(t *testing.T) {
+	alice := &v1alpha1.Requester{Username: "alice", Groups: []string{"oncall"}}
+	in := scaleInput(time.Minute, false)
+	in.Spec.Requester = alice
+
+	t.Run("a forged start does nothing", func(t *testing.T) {
+		env := untrustedEnv(t)
+		env.OnActivity(subjects.VerifyExecution, mock.Anything, activities.SubjectRef{Namespace: "shop", Name: "scale-web", UID: "u1"}, in.Spec).
+			Return(permanentErr(activities.ReasonSubjectMismatch, "KubernetesExecution shop/scale-web does not exist")).Once()
+		env.ExecuteWorkflow(ExecutionWorkflow, in)
+		s := result(t, env)
+		assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
+		assert.Equal(t, activities.ReasonSubjectMismatch, s.Reason)
+		assert.Nil(t, s.ValidationResults.ParameterValidation, "nothing after the subject check ran")
+	})
+
+	t.Run("a requester without the grant is refused before the target is read", func(t *testing.T) {
+		env := untrustedEnv(t)
+		env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
+		env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
+		env.OnActivity(validation.CheckRequester, mock.Anything, activities.RequesterCheck{Namespace: "shop", Requester: alice, Action: "scale", Target: in.Spec.Target}).
+			Return(permanentErr(activities.ReasonForbidden, `user "alice" cannot execute resource "actions"`)).Once()
+		env.ExecuteWorkflow(ExecutionWorkflow, in)
+		s := result(t, env)
+		assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
+		assert.Equal(t, activities.ReasonForbidden, s.Reason)
+		assert.Equal(t, "alice", s.Requester)
+		assert.Equal(t, boolPtr(false), s.ValidationResults.RequesterValidation)
+		assert.Nil(t, s.ValidationResults.ResourceExists)
+	})
+
+	t.Run("a rollback needs the requester's grant for the inverse action", func(t *testing.T) {
+		env := untrustedEnv(t)
+		env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
+		env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Twice()
+		env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(nil).Once()
+		env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(nil).Once()
+		env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
+		env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(allowed, nil).Once()
+		env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+		env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).
+			Return(permanentErr(activities.ReasonForbidden, "grant revoked")).Once()
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "bob"}) }, time.Second)
+		env.ExecuteWorkflow(ExecutionWorkflow, in)
+		s := result(t, env)
+		require.Equal(t, v1alpha1.PhaseFailed, s.Phase, s.Message)
+		assert.Equal(t, ReasonRollbackFailed, s.Reason)
+		assert.Contains(t, s.Message, "Forbidden: grant revoked")
+	})
+}
