@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -46,11 +45,16 @@ func (v *Validation) EvaluateCondition(ctx context.Context, in ConditionRequest)
 			res.Message = err.Error()
 		} else {
 			out, err := v.Policy.EvalCondition(ctx, in.Condition.Name, in.Condition.Rego, input)
-			var ce *policy.CompileError
-			if errors.As(err, &ce) {
+			switch {
+			case policy.IsInvalid(err):
 				return res, permanent(ReasonInvalidParameters, err)
-			}
-			if err != nil {
+			case policy.IsTimeout(err):
+				// The sandbox stopped it; the same Rego would only burn the
+				// same time again, so this attempt is the last.
+				res.Passed, res.Message = false, err.Error()
+				res.EvaluatedAt = &metav1.Time{Time: time.Now()}
+				return res, nil
+			case err != nil:
 				return res, err
 			}
 			res.Passed, res.Message = out.Pass, out.Message

@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -181,10 +180,14 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 			"no safety policy is loaded: no ConfigMap in %s labelled %s=true has a *.rego key (install deploy/policies/safety.yaml)", v.ActionNamespace, PolicyLabel))
 	}
 	verdict, err := v.Policy.EvalSafety(ctx, modules, in)
-	var ce *policy.CompileError
-	if errors.As(err, &ce) {
+	switch {
+	case policy.IsInvalid(err):
 		return PolicyResult{}, permanent(ReasonPolicyDenied, fmt.Errorf("safety policy %s is broken: %w", strings.Join(names, ","), err))
-	} else if err != nil {
+	case policy.IsTimeout(err):
+		// A policy that cannot decide in time denies; retrying would only
+		// burn the same time again.
+		return PolicyResult{}, permanent(ReasonPolicyDenied, fmt.Errorf("safety policy %s did not decide: %w", strings.Join(names, ","), err))
+	case err != nil:
 		return PolicyResult{}, err
 	}
 	res := PolicyResult{Validation: v1alpha1.PolicyValidation{

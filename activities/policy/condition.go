@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -26,7 +27,7 @@ func (e *Engine) EvalCondition(ctx context.Context, name, module string, in Cond
 	}
 	rs, err := e.Eval(ctx, pkg, map[string]string{name: module}, in)
 	if err != nil {
-		return Outcome{}, err
+		return Outcome{}, asCondition(name, err)
 	}
 	doc, _ := value(rs).(map[string]any)
 	pass, defined := doc["pass"].(bool)
@@ -42,12 +43,32 @@ func (e *Engine) EvalCondition(ctx context.Context, name, module string, in Cond
 	return Outcome{Pass: pass, Message: msg}, nil
 }
 
-// CheckCondition compiles a condition module without evaluating it, so a bad
-// module fails validation before anything changes.
+// CheckCondition compiles a condition module in the sandbox without
+// evaluating it, so a bad module fails validation before anything changes.
 func (e *Engine) CheckCondition(ctx context.Context, name, module string) error {
-	_, err := e.EvalCondition(ctx, name, module, ConditionInput{})
-	if err != nil {
+	pkg, err := PackageOf(name, module)
+	if err == nil {
+		tctx, cancel := context.WithTimeout(ctx, e.timeout())
+		defer cancel()
+		_, err = e.prepare(tctx, pkg, map[string]string{name: module})
+	}
+	var fb *ForbiddenBuiltinError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fb):
+		return asCondition(name, err)
+	default:
 		return fmt.Errorf("condition %s: %w", name, err)
 	}
-	return nil
+}
+
+// asCondition names the condition in a forbidden built-in error, which
+// then says by itself what used the built-in.
+func asCondition(name string, err error) error {
+	var fb *ForbiddenBuiltinError
+	if errors.As(err, &fb) {
+		fb.Kind, fb.Name = "condition", name
+	}
+	return err
 }

@@ -1,6 +1,8 @@
 // Package policy evaluates Remedy's Rego: the safety policy (package
-// remedy.safety) and the pre/postcondition modules. Compiled queries are
-// cached by the sha256 of their sources, so each content is compiled once.
+// remedy.safety) and the pre/postcondition modules. Both run in a sandbox
+// (sandbox.go): no built-in that reaches outside the evaluation, a time limit
+// per evaluation, and a bounded cache of compiled queries keyed by the sha256
+// of their sources, so each content is compiled once while it stays in use.
 package policy
 
 import (
@@ -11,24 +13,38 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"k8s.io/utils/lru"
 )
 
 // SafetyPackage is the package the safety policy must use.
 const SafetyPackage = "remedy.safety"
 
-// Engine compiles and caches Rego queries.
+// Defaults for an Engine's zero fields.
+const (
+	DefaultTimeout   = time.Second
+	DefaultCacheSize = 256
+)
+
+// Engine compiles and caches Rego queries. The zero value is ready to use.
 type Engine struct {
+	// Timeout bounds one compilation plus evaluation; DefaultTimeout when zero.
+	Timeout time.Duration
+	// CacheSize is how many compiled queries are kept, least recently used
+	// evicted first; DefaultCacheSize when zero. Set it before the first Eval.
+	CacheSize int
+
 	mu       sync.Mutex
-	prepared map[string]rego.PreparedEvalQuery // key: query + "\x00" + hash
+	prepared *lru.Cache // key: query + "\x00" + hash; value: rego.PreparedEvalQuery
 	// Compiles counts compilations, for tests and benchmarks of the cache.
 	Compiles int
 }
 
-// NewEngine returns an empty engine.
-func NewEngine() *Engine { return &Engine{prepared: map[string]rego.PreparedEvalQuery{}} }
+// NewEngine returns an engine with the default timeout and cache size.
+func NewEngine() *Engine { return &Engine{} }
 
 // Hash is the sha256 over modules in name order.
 func Hash(modules map[string]string) string {
@@ -40,31 +56,71 @@ func Hash(modules map[string]string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Eval evaluates query against modules with input, compiling at most once per content.
+// Eval evaluates query against modules with input, compiling at most once per
+// content while it stays cached. It fails with *ForbiddenBuiltinError or
+// *CompileError for bad Rego and with *TimeoutError when the sandbox's time
+// limit ends the evaluation.
 func (e *Engine) Eval(ctx context.Context, query string, modules map[string]string, input any) (rego.ResultSet, error) {
+	limit := e.timeout()
+	tctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	pq, err := e.prepare(tctx, query, modules)
+	if err == nil {
+		var rs rego.ResultSet
+		if rs, err = pq.Eval(tctx, rego.EvalInput(input)); err == nil {
+			return rs, nil
+		}
+		err = fmt.Errorf("evaluate %s: %w", query, err)
+	}
+	if ctx.Err() == nil && tctx.Err() != nil {
+		return nil, &TimeoutError{Limit: limit, Err: err}
+	}
+	return nil, err
+}
+
+// prepare returns the compiled query from the cache or compiles it in the sandbox.
+func (e *Engine) prepare(ctx context.Context, query string, modules map[string]string) (rego.PreparedEvalQuery, error) {
 	key := query + "\x00" + Hash(modules)
-	e.mu.Lock()
-	pq, ok := e.prepared[key]
-	e.mu.Unlock()
-	if !ok {
-		opts := []func(*rego.Rego){rego.Query(query)}
-		for _, n := range sortedKeys(modules) {
-			opts = append(opts, rego.Module(n, modules[n]))
-		}
-		var err error
-		if pq, err = rego.New(opts...).PrepareForEval(ctx); err != nil {
-			return nil, &CompileError{Err: err}
-		}
-		e.mu.Lock()
-		e.prepared[key] = pq
-		e.Compiles++
-		e.mu.Unlock()
+	cache := e.cache()
+	if pq, ok := cache.Get(key); ok {
+		return pq.(rego.PreparedEvalQuery), nil
 	}
-	rs, err := pq.Eval(ctx, rego.EvalInput(input))
+	opts := []func(*rego.Rego){rego.Query(query), rego.Capabilities(sandboxCapabilities())}
+	for _, n := range sortedKeys(modules) {
+		opts = append(opts, rego.Module(n, modules[n]))
+	}
+	pq, err := rego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("evaluate %s: %w", query, err)
+		if fb := forbiddenBuiltin(err); fb != nil {
+			return pq, fb
+		}
+		return pq, &CompileError{Err: err}
 	}
-	return rs, nil
+	cache.Add(key, pq)
+	e.mu.Lock()
+	e.Compiles++
+	e.mu.Unlock()
+	return pq, nil
+}
+
+func (e *Engine) timeout() time.Duration {
+	if e.Timeout > 0 {
+		return e.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (e *Engine) cache() *lru.Cache {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.prepared == nil {
+		size := e.CacheSize
+		if size <= 0 {
+			size = DefaultCacheSize
+		}
+		e.prepared = lru.New(size)
+	}
+	return e.prepared
 }
 
 // CompileError is a Rego module that does not parse or compile: bad input, never retried.

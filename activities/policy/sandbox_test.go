@@ -1,0 +1,159 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/remedy-dev/remedy/activities/policy/sandboxtest"
+)
+
+func TestConditionHTTPSendIsRefused(t *testing.T) {
+	url, hits := sandboxtest.Listener(t)
+	mod := fmt.Sprintf(`package checks.probe
+
+resp := http.send({"method": "GET", "url": %q})
+
+pass if resp.status_code == 200
+
+message := resp.raw_body
+`, url)
+	e := NewEngine()
+	ctx := context.Background()
+
+	_, err := e.EvalCondition(ctx, "probe", mod, ConditionInput{})
+	assert.Zero(t, hits.Load(), "no request left the sandbox")
+	require.Error(t, err)
+	assert.True(t, IsInvalid(err))
+	assert.Contains(t, err.Error(), `condition "probe" uses built-in http.send`)
+
+	err = e.CheckCondition(ctx, "probe", mod)
+	require.Error(t, err)
+	assert.True(t, IsInvalid(err))
+	assert.Equal(t, `condition "probe" uses built-in http.send (line 3), which Remedy's sandbox does not allow: it sends HTTP requests from the worker`, err.Error())
+}
+
+func TestSafetyPolicyHTTPSendIsRefused(t *testing.T) {
+	url, hits := sandboxtest.Listener(t)
+	mod := fmt.Sprintf(`package remedy.safety
+
+deny contains msg if {
+	msg := http.send({"method": "POST", "url": %q, "body": input}).raw_body
+}
+`, url)
+	_, err := NewEngine().EvalSafety(context.Background(), map[string]string{"cm/safety.rego": mod}, SafetyInput{Action: "scale"})
+	assert.Zero(t, hits.Load(), "no request left the sandbox")
+	require.Error(t, err)
+	assert.True(t, IsInvalid(err))
+	assert.Contains(t, err.Error(), `module "cm/safety.rego" uses built-in http.send (line 4), which Remedy's sandbox does not allow`)
+}
+
+// Every built-in that reaches outside is refused by name; the local ones stay.
+func TestSandboxBuiltins(t *testing.T) {
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "schema.json")
+	require.NoError(t, os.WriteFile(schema, []byte(`{"type": "string"}`), 0o600))
+	for _, tc := range []struct {
+		builtin, expr string
+	}{
+		{"http.send", `http.send({"method": "GET", "url": "http://127.0.0.1:1"})`},
+		{"net.lookup_ip_addr", `net.lookup_ip_addr("example.com")`},
+		{"opa.runtime", `opa.runtime()`},
+		{"json.match_schema", `json.match_schema({}, {"$ref": "file://` + schema + `"})`},
+		{"json.verify_schema", `json.verify_schema({"$ref": "file://` + schema + `"})`},
+	} {
+		t.Run(tc.builtin, func(t *testing.T) {
+			err := NewEngine().CheckCondition(context.Background(), "c", "package c\n\npass if "+tc.expr+"\n")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `condition "c" uses built-in `+tc.builtin+` (line 3), which Remedy's sandbox does not allow`)
+		})
+	}
+
+	allowed := `package c
+
+pass if {
+	time.now_ns() > 0
+	net.cidr_contains("10.0.0.0/8", "10.1.2.3")
+	count(numbers.range(1, 10)) == 10
+	regex.match("^web-", input.target.metadata.name)
+	rand.intn("seed", 10) < 10
+	trace("allowed")
+}
+
+message := sprintf("%s is fine", [input.target.metadata.name])
+`
+	out, err := NewEngine().EvalCondition(context.Background(), "c", allowed,
+		ConditionInput{Target: map[string]any{"metadata": map[string]any{"name": "web-1"}}})
+	require.NoError(t, err)
+	assert.Equal(t, Outcome{Pass: true, Message: "pass is true: web-1 is fine"}, out)
+}
+
+var loop = sandboxtest.Loop("checks.loop")
+
+func TestEvaluationTimeout(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	_, err := NewEngine().EvalCondition(ctx, "loop", loop, ConditionInput{})
+	elapsed := time.Since(start)
+	require.Error(t, err)
+	assert.True(t, IsTimeout(err), "%v", err)
+	assert.False(t, IsInvalid(err))
+	assert.Contains(t, err.Error(), "rego evaluation did not finish within Remedy's sandbox limit of 1s")
+	assert.GreaterOrEqual(t, elapsed, time.Second, "the default limit is 1s")
+	assert.Less(t, elapsed, 4*time.Second, "the evaluation stops promptly")
+
+	// A big allocation is stopped by the same deadline.
+	e := &Engine{Timeout: 100 * time.Millisecond}
+	start = time.Now()
+	_, err = e.EvalSafety(ctx, map[string]string{"p.rego": "package remedy.safety\n\nrequire_approval if count([x | some x in numbers.range(1, 1000000000000)]) > 0\n"}, SafetyInput{})
+	require.Error(t, err)
+	assert.True(t, IsTimeout(err), "%v", err)
+	assert.Less(t, time.Since(start), 2*time.Second)
+
+	// A caller's own cancellation is not the sandbox's timeout.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = NewEngine().EvalCondition(cctx, "loop", loop, ConditionInput{})
+	require.Error(t, err)
+	assert.False(t, IsTimeout(err), "%v", err)
+}
+
+func TestCheckConditionDoesNotEvaluate(t *testing.T) {
+	start := time.Now()
+	require.NoError(t, NewEngine().CheckCondition(context.Background(), "loop", loop))
+	assert.Less(t, time.Since(start), 500*time.Millisecond)
+}
+
+func TestCacheEvicts(t *testing.T) {
+	e := &Engine{CacheSize: 2}
+	ctx := context.Background()
+	eval := func(n int) {
+		t.Helper()
+		_, err := e.EvalCondition(ctx, "c", fmt.Sprintf("package c\n\npass if %d > 0\n", n), ConditionInput{})
+		require.NoError(t, err)
+	}
+	eval(1)
+	eval(2)
+	eval(1) // 1 is now the most recently used
+	assert.Equal(t, 2, e.Compiles)
+	eval(3) // evicts 2
+	assert.Equal(t, 3, e.Compiles)
+	eval(1)
+	assert.Equal(t, 3, e.Compiles, "1 stayed cached")
+	eval(2)
+	assert.Equal(t, 4, e.Compiles, "2 was evicted and compiles again")
+	assert.Equal(t, 2, e.cache().Len())
+
+	big := NewEngine()
+	for i := range DefaultCacheSize + 10 {
+		_, err := big.Eval(ctx, "data.c.pass", map[string]string{"c": fmt.Sprintf("package c\n\npass if %d > 0\n", i)}, nil)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, DefaultCacheSize, big.cache().Len(), "the default cache is bounded")
+}
