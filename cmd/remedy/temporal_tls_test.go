@@ -85,8 +85,7 @@ func TestTemporalTLS(t *testing.T) {
 	t.Run("no client certificate", func(t *testing.T) {
 		_, err := dial(t, temporalFlags{tlsCA: serverCAFile})
 		require.Error(t, err)
-		t.Log(err)
-		assert.Contains(t, err.Error(), "certificate required")
+		t.Log(err) // "tls: certificate required", or a broken pipe if the proxy closed first
 		proxy.requireRefused(t, "didn't provide a certificate")
 	})
 
