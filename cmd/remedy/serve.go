@@ -5,58 +5,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/worker"
 )
-
-type temporalFlags struct{ address, namespace string }
-
-func (t *temporalFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port")
-	fs.StringVar(&t.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
-}
-
-func (t *temporalFlags) dial() (client.Client, error) {
-	c, err := client.Dial(client.Options{
-		HostPort:  t.address,
-		Namespace: t.namespace,
-		Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))),
-		// The SDK's own metrics join Remedy's on the process's /metrics.
-		MetricsHandler: metrics.NewTemporalHandler(ctrlmetrics.Registry),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dial temporal at %s: %w", t.address, err)
-	}
-	return c, nil
-}
-
-// connect dials Temporal and loads the kubeconfig every long-running command needs.
-func (t *temporalFlags) connect() (client.Client, *rest.Config, error) {
-	tc, err := t.dial()
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		tc.Close()
-		return nil, nil, fmt.Errorf("load kubeconfig: %w", err)
-	}
-	return tc, cfg, nil
-}
 
 func runOperator(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)

@@ -44,13 +44,21 @@ func TestInvalidSamplesAreRejected(t *testing.T) {
 	}
 }
 
-// Every sample under deploy/samples, the default policy and temporal-dev.yaml are accepted as written.
+// Every sample under deploy/samples, the default policy, temporal-dev.yaml, Remedy's
+// Deployments and NetworkPolicies are accepted as written.
 func TestSamplesAreValid(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(harness.Root, "deploy", "samples", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	files = append(files, filepath.Join(harness.Root, "temporal-dev.yaml"), filepath.Join(harness.Root, "deploy", "policies", "safety.yaml"),
-		filepath.Join(harness.Root, "deploy", "manager", "manager.yaml"))
+		filepath.Join(harness.Root, "deploy", "manager", "manager.yaml"), filepath.Join(harness.Root, "deploy", "manager", "drift-webhook.yaml"))
+	network, err := filepath.Glob(filepath.Join(harness.Root, "deploy", "network", "*.yaml"))
+	require.NoError(t, err)
+	for _, f := range network {
+		if filepath.Base(f) != "kustomization.yaml" {
+			files = append(files, f)
+		}
+	}
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "demo"}}}
 	if err := harness.Kube().Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
