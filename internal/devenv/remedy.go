@@ -35,7 +35,7 @@ func (e *Env) RunRemedy(ctx context.Context) (done <-chan error, err error) {
 	if wh := e.Kube.WebhookInstallOptions; wh.LocalServingPort != 0 {
 		// The operator serves the admission webhooks envtest registered.
 		o.Webhook = &operator.WebhookOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-			TrustedRecorders: []string{"system:serviceaccount:" + Namespace + ":remedy-worker"}}
+			ClientAuth: e.webhookClientAuth(), TrustedRecorders: []string{"system:serviceaccount:" + Namespace + ":remedy-worker"}}
 	}
 	mgr, err := operator.New(opCfg, o)
 	if err != nil {
