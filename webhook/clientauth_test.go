@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -145,9 +146,16 @@ func TestClientAuthReloadsARotatedCA(t *testing.T) {
 	require.NoError(t, call(url, servingCA, newClient))
 }
 
-func TestClientAuthWithoutCAAdmitsAnyClient(t *testing.T) {
+func TestClientAuthWithoutCAAdmitsAnyClientAndWarns(t *testing.T) {
 	url, servingCA := authServer(t, webhook.ClientAuth{})
 	require.NoError(t, call(url, servingCA, nil))
+
+	var logged []string
+	_, err := webhook.ClientAuth{}.TLSOpts(funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{}), "drift")
+	require.NoError(t, err)
+	require.Len(t, logged, 1)
+	assert.Contains(t, logged[0], "WARNING: no --client-ca-file")
+	assert.Contains(t, logged[0], `"webhook"="drift"`)
 }
 
 func TestClientAuthRefusesBadConfiguration(t *testing.T) {
