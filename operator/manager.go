@@ -42,6 +42,8 @@ type WebhookOptions struct {
 	Host    string
 	Port    int
 	CertDir string
+	// ClientAuth admits only the API server's client certificate.
+	ClientAuth remedywebhook.ClientAuth
 	// TrustedRecorders are usernames (the worker's) whose recorded decisions keep their attribution.
 	TrustedRecorders []string
 	// WorkerUser is the worker's username, the only one that may pass a
@@ -67,7 +69,11 @@ func utilMust(err error) {
 func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	var hooks webhook.Server
 	if o.Webhook != nil {
-		hooks = webhook.NewServer(webhook.Options{Host: o.Webhook.Host, Port: o.Webhook.Port, CertDir: o.Webhook.CertDir})
+		tlsOpts, err := o.Webhook.ClientAuth.TLSOpts(ctrl.Log.WithName("webhook"), "operator")
+		if err != nil {
+			return nil, err
+		}
+		hooks = webhook.NewServer(webhook.Options{Host: o.Webhook.Host, Port: o.Webhook.Port, CertDir: o.Webhook.CertDir, TLSOpts: tlsOpts})
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		WebhookServer:           hooks,

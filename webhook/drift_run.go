@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 )
@@ -36,6 +37,8 @@ type DriftOptions struct {
 	Port     int
 	CertFile string
 	KeyFile  string
+	// ClientAuth admits only the API server's client certificate.
+	ClientAuth ClientAuth
 	// DefaultMode is log or enforce.
 	DefaultMode     kv1.Mode
 	CallbackURLs    []string
@@ -67,6 +70,10 @@ func RunDrift(ctx context.Context, o DriftOptions) (done <-chan error, err error
 	if o.QueueSize <= 0 {
 		return nil, fmt.Errorf("queue size %d: must be positive", o.QueueSize)
 	}
+	tlsOpts, err := o.ClientAuth.TLSOpts(ctrllog.Log.WithName("drift-webhook"), "drift")
+	if err != nil {
+		return nil, err
+	}
 	dyn, err := dynamic.NewForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
@@ -89,7 +96,7 @@ func RunDrift(ctx context.Context, o DriftOptions) (done <-chan error, err error
 	if err := d.Parents.Warm(ctx, DefaultParentKinds...); err != nil {
 		return nil, fmt.Errorf("watch parents: %w", err)
 	}
-	srv := NewDriftServer(o.Host, o.Port, o.CertFile, o.KeyFile, d)
+	srv := NewDriftServer(o.Host, o.Port, o.CertFile, o.KeyFile, tlsOpts, d)
 	go d.Signals.Run(ctx)
 	go d.Updates.Run(ctx)
 	ch := make(chan error, 1)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"time"
@@ -51,6 +52,8 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	defer logFile.Close()
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	// net/http logs refused TLS clients (the webhooks' own readiness dials) through the standard logger.
+	log.SetOutput(logFile)
 	opts.ControllerManager = true
 	opts.TemporalHostPort = "127.0.0.1:" + *port
 	opts.TemporalUIPort = *uiPort

@@ -15,6 +15,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/remedy-dev/remedy/operator"
+	"github.com/remedy-dev/remedy/webhook"
 	"github.com/remedy-dev/remedy/worker"
 )
 
@@ -28,6 +29,7 @@ func runOperator(ctx context.Context, args []string) error {
 	leaseNS := fs.String("leader-election-namespace", "remedy-system", "namespace of the leader lease")
 	webhookPort := fs.Int("webhook-port", 9443, "port of the TLS admission webhook (0 disables it)")
 	webhookCerts := fs.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key for the webhook")
+	clients := clientAuthFlags(fs)
 	workerSA := fs.String("worker-user", "system:serviceaccount:remedy-system:remedy-worker", "username of the worker, whose recorded approval decisions keep their attribution")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -41,7 +43,7 @@ func runOperator(ctx context.Context, args []string) error {
 	mgr, err := operator.New(cfg, operator.Options{
 		Temporal: tc, MetricsAddr: *metrics, ProbeAddr: *probes,
 		LeaderElection: *leader, LeaderElectionNamespace: *leaseNS,
-		Webhook: webhookOptions(*webhookPort, *webhookCerts, *workerSA),
+		Webhook: webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA),
 	})
 	if err != nil {
 		return err
@@ -99,9 +101,9 @@ func envOr(key, def string) string {
 	return def
 }
 
-func webhookOptions(port int, certDir, workerUser string) *operator.WebhookOptions {
+func webhookOptions(port int, certDir string, clients webhook.ClientAuth, workerUser string) *operator.WebhookOptions {
 	if port == 0 {
 		return nil
 	}
-	return &operator.WebhookOptions{Port: port, CertDir: certDir, TrustedRecorders: []string{workerUser}, WorkerUser: workerUser}
+	return &operator.WebhookOptions{Port: port, CertDir: certDir, ClientAuth: clients, TrustedRecorders: []string{workerUser}, WorkerUser: workerUser}
 }

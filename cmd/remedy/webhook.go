@@ -19,6 +19,16 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// clientAuthFlags registers the flags that restrict a webhook server to the
+// API server's client certificate.
+func clientAuthFlags(fs *flag.FlagSet) *webhook.ClientAuth {
+	var c webhook.ClientAuth
+	fs.StringVar(&c.CAFile, "client-ca-file", "", "PEM CA bundle that must sign the API server's client certificate; "+
+		"without it the webhook accepts any TLS client (set it in production, docs/drift.md)")
+	fs.StringVar(&c.Name, "client-name", "", "CommonName or DNS name the client certificate must carry (empty: any certificate the CA signed)")
+	return &c
+}
+
 func runWebhook(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 	var tf temporalFlags
@@ -27,6 +37,7 @@ func runWebhook(ctx context.Context, args []string) error {
 	port := fs.Int("port", 9443, "TLS port of the drift admission webhook")
 	cert := fs.String("tls-cert-file", "/tmp/k8s-webhook-server/serving-certs/tls.crt", "serving certificate (PEM)")
 	key := fs.String("tls-key-file", "/tmp/k8s-webhook-server/serving-certs/tls.key", "serving key (PEM)")
+	clients := clientAuthFlags(fs)
 	mode := fs.String("default-mode", "log", "drift mode when neither the object nor its namespace sets kausality.io/mode: log or enforce")
 	fs.Var(&callbacks, "drift-callback-url", "URL that receives DriftReports (repeatable)")
 	approval := fs.Bool("drift-approval", false, "ask for a RemediationApprovalRequest on each drift; approve writes a once approval, reject a rejection")
@@ -52,7 +63,7 @@ func runWebhook(ctx context.Context, args []string) error {
 	defer tc.Close()
 	defer serveMetrics(*metricsAddr)()
 	done, err := webhook.RunDrift(ctx, webhook.DriftOptions{
-		Kube: cfg, Temporal: tc, Port: *port, CertFile: *cert, KeyFile: *key,
+		Kube: cfg, Temporal: tc, Port: *port, CertFile: *cert, KeyFile: *key, ClientAuth: *clients,
 		DefaultMode: m, CallbackURLs: callbacks, RequestApproval: *approval, QueueSize: *queue,
 	})
 	if err != nil {

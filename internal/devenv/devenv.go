@@ -54,6 +54,10 @@ type Env struct {
 	Temporal client.Client
 	// TemporalAddress is host:port of the Temporal frontend.
 	TemporalAddress string
+	// WebhookClientCA signs the client certificate the API server presents
+	// to admission webhooks (WebhookClientCert, WebhookClientKey); Remedy's
+	// webhooks admit no other client.
+	WebhookClientCA, WebhookClientCert, WebhookClientKey string
 
 	devServer *testsuite.DevServer
 	kcm       *exec.Cmd
@@ -96,6 +100,18 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		return env, fmt.Errorf("create temp dir: %w", err)
 	}
 
+	env.Kube = &envtest.Environment{
+		BinaryAssetsDirectory: o.Assets,
+		CRDDirectoryPaths:     []string{o.CRDDir},
+		ErrorIfCRDPathMissing: true,
+		// Open watches (a `kubectl get -w` in another terminal) keep
+		// kube-apiserver from draining; after this it is killed.
+		ControlPlaneStopTimeout: 5 * time.Second,
+	}
+	if err := env.configureWebhookClientCert(); err != nil {
+		return env, err
+	}
+
 	type result struct {
 		srv *testsuite.DevServer
 		err error
@@ -107,14 +123,6 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		temporalDone <- result{srv, err}
 	}()
 
-	env.Kube = &envtest.Environment{
-		BinaryAssetsDirectory: o.Assets,
-		CRDDirectoryPaths:     []string{o.CRDDir},
-		ErrorIfCRDPathMissing: true,
-		// Open watches (a `kubectl get -w` in another terminal) keep
-		// kube-apiserver from draining; after this it is killed.
-		ControlPlaneStopTimeout: 5 * time.Second,
-	}
 	if len(o.OperatorWebhooks) > 0 {
 		env.Kube.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: o.OperatorWebhooks}
 	}

@@ -2,19 +2,11 @@ package devenv
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/pki"
 	"github.com/remedy-dev/remedy/webhook"
 )
 
@@ -51,7 +44,7 @@ func (e *Env) RunDriftWebhook(ctx context.Context, o DriftWebhookOptions) (done 
 		return nil, err
 	}
 	done, err = webhook.RunDrift(ctx, webhook.DriftOptions{
-		Kube: cfg, Temporal: e.Temporal, Host: "127.0.0.1", Port: port, CertFile: certFile, KeyFile: keyFile,
+		Kube: cfg, Temporal: e.Temporal, Host: "127.0.0.1", Port: port, CertFile: certFile, KeyFile: keyFile, ClientAuth: e.webhookClientAuth(),
 		DefaultMode: o.DefaultMode, CallbackURLs: o.CallbackURLs, RequestApproval: o.RequestApproval, QueueSize: 1024,
 	})
 	if err != nil {
@@ -86,39 +79,32 @@ func installDriftConfiguration(ctx context.Context, e *Env, manifest, url string
 	return nil
 }
 
-// selfSignedPair writes a self-signed ECDSA certificate for 127.0.0.1 and
-// its key into dir, returning their paths and the certificate as caBundle.
-func selfSignedPair(dir string) (certFile, keyFile string, certPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// selfSignedPair writes a serving certificate for 127.0.0.1 and its key
+// into dir, returning their paths and the CA that signed it as caBundle.
+func selfSignedPair(dir string) (certFile, keyFile string, caPEM []byte, err error) {
+	ca, err := pki.NewCA("remedy-drift-webhook-ca")
 	if err != nil {
-		return "", "", nil, fmt.Errorf("generate key: %w", err)
+		return "", "", nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "remedy-drift-webhook"},
-		NotBefore:    time.Now().Add(-time.Minute), NotAfter: time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	srv, err := ca.Server("remedy-drift-webhook")
 	if err != nil {
-		return "", "", nil, fmt.Errorf("sign certificate: %w", err)
+		return "", "", nil, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return "", "", nil, fmt.Errorf("encode key: %w", err)
-	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	certFile, keyFile = filepath.Join(dir, "drift-tls.crt"), filepath.Join(dir, "drift-tls.key")
-	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
-		return "", "", nil, fmt.Errorf("write certificate: %w", err)
+	if err := writeFiles(map[string][]byte{certFile: srv.CertPEM, keyFile: srv.KeyPEM}); err != nil {
+		return "", "", nil, err
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return "", "", nil, fmt.Errorf("write key: %w", err)
+	return certFile, keyFile, ca.CertPEM, nil
+}
+
+// writeFiles writes each path's content readable by the owner only.
+func writeFiles(files map[string][]byte) error {
+	for path, content := range files {
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
 	}
-	return certFile, keyFile, certPEM, nil
+	return nil
 }
 
 func freePort() (int, error) {

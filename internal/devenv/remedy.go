@@ -36,7 +36,7 @@ func (e *Env) RunRemedy(ctx context.Context) (done <-chan error, err error) {
 		// The operator serves the admission webhooks envtest registered.
 		worker := "system:serviceaccount:" + Namespace + ":remedy-worker"
 		o.Webhook = &operator.WebhookOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-			TrustedRecorders: []string{worker}, WorkerUser: worker}
+			ClientAuth: e.webhookClientAuth(), TrustedRecorders: []string{worker}, WorkerUser: worker}
 	}
 	mgr, err := operator.New(opCfg, o)
 	if err != nil {

@@ -7,6 +7,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -52,6 +53,8 @@ func Main(m *testing.M, o Options) int {
 	}
 	defer logFile.Close()
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
+	// net/http logs refused TLS clients through the standard logger.
+	log.SetOutput(logFile)
 
 	opts, err := devenv.OptionsFromEnv(Root)
 	if err != nil {
