@@ -17,10 +17,10 @@ import (
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 )
 
-// Parents of drifts: the worker reads them to tell whether a drift resolved
-// and writes approvals and rejections onto them.
-// +kubebuilder:rbac:groups=apps,resources=deployments;replicasets;statefulsets;daemonsets,verbs=get;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;patch
+// Parents of drifts: the worker reads them to tell whether a drift resolved;
+// approvals and rejections are written onto them as remedy-drift (Identities).
+// +kubebuilder:rbac:groups=apps,resources=deployments;replicasets;statefulsets;daemonsets,verbs=get
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
 // Children of those parents, read to tell whether a drifted child is gone.
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get
@@ -41,8 +41,11 @@ const ReasonCallbackRejected = "CallbackRejected"
 type Drift struct {
 	// HTTP posts DriftReports to the callback URLs.
 	HTTP *http.Client
-	// Dynamic reads and patches parents and children of any kind.
+	// Dynamic reads parents and children of any kind, as the worker.
 	Dynamic dynamic.Interface
+	// Writer reads and patches parents as the remedy-drift ServiceAccount
+	// (DriftServiceAccount, impersonated): the worker's own role cannot write them.
+	Writer dynamic.Interface
 	// Mapper resolves kinds to resources.
 	Mapper meta.RESTMapper
 }
@@ -148,7 +151,7 @@ func (d *Drift) resolution(ctx context.Context, c DriftCheck, parentHash string,
 	return "", nil
 }
 
-func (d *Drift) resource(o DriftObject) (dynamic.ResourceInterface, error) {
+func (d *Drift) resource(client dynamic.Interface, o DriftObject) (dynamic.ResourceInterface, error) {
 	gv, err := schema.ParseGroupVersion(o.APIVersion)
 	if err != nil {
 		return nil, &actions.InvalidError{Msg: fmt.Sprintf("apiVersion %q of %s: %v", o.APIVersion, o, err)}
@@ -161,13 +164,13 @@ func (d *Drift) resource(o DriftObject) (dynamic.ResourceInterface, error) {
 		return nil, fmt.Errorf("map %s %s: %w", o.APIVersion, o.Kind, err)
 	}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		return d.Dynamic.Resource(m.Resource).Namespace(o.Namespace), nil
+		return client.Resource(m.Resource).Namespace(o.Namespace), nil
 	}
-	return d.Dynamic.Resource(m.Resource), nil
+	return client.Resource(m.Resource), nil
 }
 
 func (d *Drift) get(ctx context.Context, o DriftObject) (*unstructured.Unstructured, error) {
-	r, err := d.resource(o)
+	r, err := d.resource(d.Dynamic, o)
 	if err != nil {
 		return nil, err
 	}

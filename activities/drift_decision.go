@@ -75,7 +75,7 @@ func (d *Drift) WriteRejection(ctx context.Context, in DriftDecisionInput) error
 // edit cannot parse is a person's to fix: overwriting it would drop their
 // entries, so that fails for good.
 func (d *Drift) editAnnotation(ctx context.Context, parent DriftObject, key string, edit func(string) (string, bool, error)) error {
-	r, err := d.resource(parent)
+	r, err := d.resource(d.Writer, parent)
 	if err != nil {
 		return classify(ReasonInvalidParameters, fmt.Errorf("resolve parent %s: %w", parent, err))
 	}

@@ -48,7 +48,8 @@ func newDriftActivities(objs ...runtime.Object) (*Drift, *dynfake.FakeDynamicCli
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, meta.RESTScopeNamespace)
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{deployGVR: "DeploymentList", rsGVR: "ReplicaSetList"}, objs...)
-	return &Drift{Dynamic: dyn, Mapper: mapper}, dyn
+	// One fake stands for both identities: the API server, not this test, tells them apart.
+	return &Drift{Dynamic: dyn, Writer: dyn, Mapper: mapper}, dyn
 }
 
 func TestCheckDrifts(t *testing.T) {

@@ -80,9 +80,7 @@ func (a *Execution) clientFor(action string) (dynamic.Interface, error) {
 	if c, ok := a.clients.Load(action); ok {
 		return c.(dynamic.Interface), nil
 	}
-	cfg := rest.CopyConfig(a.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: actions.ServiceAccountUser(a.ActionNamespace, action)}
-	c, err := dynamic.NewForConfig(cfg)
+	c, err := dynamic.NewForConfig(AsServiceAccount(a.Config, a.ActionNamespace, actions.ServiceAccountName(action)))
 	if err != nil {
 		return nil, fmt.Errorf("build client for action %s: %w", action, err)
 	}

@@ -26,9 +26,6 @@ import (
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
-
 // Annotations of the reload contract (docs/reload.md).
 const (
 	// ConfigHashAnnotationPrefix + ConfigMap name holds the sha256 of the
@@ -77,10 +74,17 @@ type RestartResult struct {
 	Restarted bool `json:"restarted"`
 }
 
-// Reload holds the activities of the reload workflow.
+// Reload holds the activities of the reload workflow. It reads and writes
+// workloads and records Events as the remedy-reload ServiceAccount
+// (ReloadServiceAccount, impersonated): the worker's own role cannot write
+// workloads.
 type Reload struct {
+	// Dynamic reads and patches workloads as remedy-reload.
 	Dynamic dynamic.Interface
-	Kube    kubernetes.Interface
+	// Kube records Events as remedy-reload.
+	Kube kubernetes.Interface
+	// Namespaces reads namespace labels, as the worker, for the protected-namespace rule.
+	Namespaces kubernetes.Interface
 }
 
 var workloadResources = map[string]string{"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets"}
@@ -99,6 +103,9 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 		if !IsWorkloadGone(err) {
 			metrics.ReloadErrors.WithLabelValues(in.Scope).Inc()
 		}
+		return RestartResult{}, err
+	}
+	if err := r.guard(ctx, obj, in.Kind, "Restart", in.RestartedAt+DescribeChanges(in.Changes)); err != nil {
 		return RestartResult{}, err
 	}
 	template, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "annotations")
@@ -158,6 +165,23 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 func (r *Reload) recordEvent(ctx context.Context, obj *unstructured.Unstructured, in RestartInput) error {
 	return r.workloadEvent(ctx, obj, in.Kind, "reload", in.RestartedAt+DescribeChanges(in.Changes), "Restart", "ConfigReloaded",
 		corev1.EventTypeNormal, "rolling restart for ConfigMap changes: "+DescribeChanges(in.Changes))
+}
+
+// guard refuses a write to the workload obj in a protected namespace: the
+// operator does not signal for such a policy, but the namespace may have been
+// labelled since. The refusal is permanent and leaves a Warning Event on the
+// workload, named after key like the Event of the write it stops.
+func (r *Reload) guard(ctx context.Context, obj *unstructured.Unstructured, kind, action, key string) error {
+	protected, err := namespaceProtected(ctx, r.Namespaces, obj.GetNamespace())
+	if err != nil || !protected {
+		return err
+	}
+	msg := ProtectedNamespaceMessage(obj.GetNamespace())
+	if err := r.workloadEvent(ctx, obj, kind, "refused", key, action, ReasonProtectedNamespace, corev1.EventTypeWarning,
+		"ConfigMap reload refused, nothing restarted: "+msg); err != nil {
+		activity.GetLogger(ctx).Warn("refusal event not recorded", "error", err)
+	}
+	return permanent(ReasonProtectedNamespace, fmt.Errorf("%s %s %s/%s: %s", strings.ToLower(action), kind, obj.GetNamespace(), obj.GetName(), msg))
 }
 
 // workloadEvent records an Event on the workload obj, named after key so a

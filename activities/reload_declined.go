@@ -65,6 +65,10 @@ func (r *Reload) CheckApproval(ctx context.Context, in ChangesInput) (ApprovalCh
 	if err != nil {
 		return ApprovalCheck{}, err
 	}
+	// Nobody is asked about a restart that would be refused.
+	if err := r.guard(ctx, obj, in.Kind, "Restart", DescribeChanges(in.Changes)); err != nil {
+		return ApprovalCheck{}, err
+	}
 	template, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "annotations")
 	declined := ParseReloadDeclined(obj.GetAnnotations()[DeclinedAnnotation])
 	check := ApprovalCheck{Current: true}
@@ -97,6 +101,9 @@ type DeclineInput struct {
 func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
 	obj, client, err := r.workload(ctx, in.Namespace, in.Kind, in.Name)
 	if err != nil {
+		return err
+	}
+	if err := r.guard(ctx, obj, in.Kind, "Decline", in.Request); err != nil {
 		return err
 	}
 	declined := ParseReloadDeclined(obj.GetAnnotations()[DeclinedAnnotation])

@@ -22,6 +22,12 @@ import (
 
 func reloadFixture(t *testing.T, meta, template map[string]string) (*Reload, *kubefake.Clientset, *dynamicfake.FakeDynamicClient, *testsuite.TestActivityEnvironment) {
 	t.Helper()
+	return reloadFixtureIn(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, meta, template)
+}
+
+// reloadFixtureIn places the workload shop/web in a namespace with ns's labels.
+func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[string]string) (*Reload, *kubefake.Clientset, *dynamicfake.FakeDynamicClient, *testsuite.TestActivityEnvironment) {
+	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
 	web := &appsv1.Deployment{
@@ -29,8 +35,8 @@ func reloadFixture(t *testing.T, meta, template map[string]string) (*Reload, *ku
 		Spec:       appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: template}}},
 	}
 	dyn := dynamicfake.NewSimpleDynamicClient(s, web)
-	kube := kubefake.NewClientset()
-	r := &Reload{Dynamic: dyn, Kube: kube}
+	kube := kubefake.NewClientset(ns)
+	r := &Reload{Dynamic: dyn, Kube: kube, Namespaces: kube}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(r)

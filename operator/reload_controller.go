@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -46,6 +47,7 @@ type ReloadReconciler struct {
 // +kubebuilder:rbac:groups=remedy.dev,resources=configreloadpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile observes the policy's ConfigMaps and workloads, plans in a pure
 // function, then records baselines, sends signals and writes status once.
@@ -55,6 +57,10 @@ func (r *ReloadReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		r.setPending(req.NamespacedName, 0)
 		return reconcile.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	if refused, err := r.refuseProtected(ctx, &p); refused || err != nil {
+		r.setPending(req.NamespacedName, 0)
+		return reconcile.Result{}, err
 	}
 	cms, wls, objs, err := r.observe(ctx, &p)
 	if err != nil {
@@ -98,6 +104,32 @@ func (r *ReloadReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.Recorder.Eventf(&p, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
 	}
 	return reconcile.Result{}, nil
+}
+
+// refuseProtected stops a policy in a protected namespace before it writes a
+// baseline or signals a restart: Ready=False with reason ProtectedNamespace,
+// and a Warning Event when the status first says so. The worker's restart
+// activity checks the rule again when it writes.
+func (r *ReloadReconciler) refuseProtected(ctx context.Context, p *v1alpha1.ConfigReloadPolicy) (bool, error) {
+	var ns corev1.Namespace
+	if err := r.Get(ctx, types.NamespacedName{Name: p.Namespace}, &ns); err != nil {
+		return false, fmt.Errorf("read namespace %s: %w", p.Namespace, err)
+	}
+	if !workflows.IsProtectedNamespace(&ns) {
+		return false, nil
+	}
+	status := protectedStatus(p, r.Clock.Now())
+	if status == nil {
+		return true, nil
+	}
+	p.Status = *status
+	if err := r.writeStatus(ctx, p); err != nil {
+		return true, err
+	}
+	r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, workflows.ReasonProtectedNamespace, "Reconcile", "%s",
+		meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady).Message)
+	log.FromContext(ctx).Info("policy in a protected namespace: nothing is reloaded", "namespace", p.Namespace)
+	return true, nil
 }
 
 func (r *ReloadReconciler) writeStatus(ctx context.Context, p *v1alpha1.ConfigReloadPolicy) error {
@@ -240,9 +272,19 @@ func (r *ReloadReconciler) setPending(key types.NamespacedName, n int) {
 
 // policiesInNamespace maps a ConfigMap or workload event to every policy in its namespace.
 func (r *ReloadReconciler) policiesInNamespace(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
+	return r.policiesIn(ctx, obj.GetNamespace())
+}
+
+// policiesOfNamespace maps a Namespace event (its labels may have changed
+// protection) to every policy in it.
+func (r *ReloadReconciler) policiesOfNamespace(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
+	return r.policiesIn(ctx, obj.GetName())
+}
+
+func (r *ReloadReconciler) policiesIn(ctx context.Context, namespace string) []reconcile.Request {
 	var list v1alpha1.ConfigReloadPolicyList
-	if err := r.List(ctx, &list, ctrlclient.InNamespace(obj.GetNamespace())); err != nil {
-		log.FromContext(ctx).Error(err, "list ConfigReloadPolicies", "namespace", obj.GetNamespace())
+	if err := r.List(ctx, &list, ctrlclient.InNamespace(namespace)); err != nil {
+		log.FromContext(ctx).Error(err, "list ConfigReloadPolicies", "namespace", namespace)
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
@@ -253,7 +295,7 @@ func (r *ReloadReconciler) policiesInNamespace(ctx context.Context, obj ctrlclie
 }
 
 // SetupWithManager registers the reconciler. Status-only policy updates
-// (its own writes) do not trigger it; ConfigMap and workload events do.
+// (its own writes) do not trigger it; ConfigMap, workload and Namespace events do.
 func (r *ReloadReconciler) SetupWithManager(mgr manager.Manager) error {
 	toPolicies := handler.EnqueueRequestsFromMapFunc(r.policiesInNamespace)
 	return ctrl.ControllerManagedBy(mgr).
@@ -262,6 +304,7 @@ func (r *ReloadReconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&appsv1.Deployment{}, toPolicies).
 		Watches(&appsv1.StatefulSet{}, toPolicies).
 		Watches(&appsv1.DaemonSet{}, toPolicies).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfNamespace), ctrl.WithPredicates(predicate.LabelChangedPredicate{})).
 		Named("configreloadpolicy").
 		Complete(r)
 }

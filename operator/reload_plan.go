@@ -198,10 +198,21 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 
 // invalidSelectorStatus reports a selector that cannot be parsed.
 func invalidSelectorStatus(p *v1alpha1.ConfigReloadPolicy, err error, now time.Time) *v1alpha1.ConfigReloadPolicyStatus {
+	return notReadyStatus(p, ReasonInvalidSelector, err.Error(), now)
+}
+
+// protectedStatus reports a policy in a protected namespace, which restarts nothing.
+func protectedStatus(p *v1alpha1.ConfigReloadPolicy, now time.Time) *v1alpha1.ConfigReloadPolicyStatus {
+	return notReadyStatus(p, workflows.ReasonProtectedNamespace,
+		workflows.ProtectedNamespaceMessage(p.Namespace)+": this policy records and restarts nothing", now)
+}
+
+// notReadyStatus sets Ready=False with reason and message; nil when the status already says so.
+func notReadyStatus(p *v1alpha1.ConfigReloadPolicy, reason, message string, now time.Time) *v1alpha1.ConfigReloadPolicyStatus {
 	next := p.Status.DeepCopy()
 	next.ObservedGeneration = p.Generation
 	meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: ReasonInvalidSelector, Message: err.Error(), ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(now)})
+		Reason: reason, Message: message, ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(now)})
 	if equality.Semantic.DeepEqual(&p.Status, next) {
 		return nil
 	}

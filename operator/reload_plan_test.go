@@ -166,3 +166,20 @@ func TestConfigHashAnnotationFitsLongNames(t *testing.T) {
 	assert.NotEqual(t, k, workflows.ConfigHashAnnotation(long+"x"))
 	assert.Equal(t, "remedy.dev/config-hash-app", workflows.ConfigHashAnnotation("app"))
 }
+
+func TestProtectedStatus(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := crp(false)
+	p.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonWatching}}
+	st := protectedStatus(p, now)
+	require.NotNil(t, st)
+	ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, workflows.ReasonProtectedNamespace, ready.Reason)
+	assert.Contains(t, ready.Message, "namespace shop is protected")
+	assert.Equal(t, int64(2), st.ObservedGeneration)
+
+	p.Status = *st
+	assert.Nil(t, protectedStatus(p, now.Add(time.Minute)), "an unchanged refusal writes no status, so no second Event")
+}

@@ -29,9 +29,10 @@ import (
 type Options struct {
 	// Temporal is the client the worker polls with.
 	Temporal client.Client
-	// Kube is the worker's own identity; it only needs to impersonate the action ServiceAccounts.
+	// Kube is the worker's own identity. It writes targets only by
+	// impersonating the remedy-action-<action>, remedy-reload and remedy-drift ServiceAccounts.
 	Kube *rest.Config
-	// ActionNamespace holds the remedy-action-<action> ServiceAccounts.
+	// ActionNamespace holds the remedy-action-<action>, remedy-reload and remedy-drift ServiceAccounts.
 	ActionNamespace string
 	// ExecImage runs `remedy exec` in the job executor's pods (default DefaultExecImage).
 	ExecImage string
@@ -72,8 +73,21 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Remediation{Client: kc})
 	w.RegisterActivity(&activities.Subjects{Client: kc})
 	w.RegisterActivity(&activities.Approvals{Client: kc})
-	w.RegisterActivity(&activities.Reload{Dynamic: dyn, Kube: cs})
-	w.RegisterActivity(&activities.Drift{HTTP: &http.Client{Timeout: 10 * time.Second}, Dynamic: dyn, Mapper: mapper})
+	reloadCfg := activities.AsServiceAccount(o.Kube, o.ActionNamespace, activities.ReloadServiceAccount)
+	reloadDyn, err := dynamic.NewForConfig(reloadCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build %s client: %w", activities.ReloadServiceAccount, err)
+	}
+	reloadCS, err := kubernetes.NewForConfig(reloadCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build %s clientset: %w", activities.ReloadServiceAccount, err)
+	}
+	w.RegisterActivity(&activities.Reload{Dynamic: reloadDyn, Kube: reloadCS, Namespaces: cs})
+	driftDyn, err := dynamic.NewForConfig(activities.AsServiceAccount(o.Kube, o.ActionNamespace, activities.DriftServiceAccount))
+	if err != nil {
+		return nil, fmt.Errorf("build %s client: %w", activities.DriftServiceAccount, err)
+	}
+	w.RegisterActivity(&activities.Drift{HTTP: &http.Client{Timeout: 10 * time.Second}, Dynamic: dyn, Writer: driftDyn, Mapper: mapper})
 	return w, nil
 }
 

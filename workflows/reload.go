@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"
@@ -27,6 +28,15 @@ func ParseReloadDeclined(value string) ReloadDeclined { return activities.ParseR
 
 // ConfigHashAnnotation is the annotation key recording one ConfigMap's hash.
 func ConfigHashAnnotation(configMap string) string { return activities.ConfigHashAnnotation(configMap) }
+
+// ReasonProtectedNamespace is the reason a reload in a protected namespace is refused.
+const ReasonProtectedNamespace = activities.ReasonProtectedNamespace
+
+// IsProtectedNamespace is the protected-namespace rule every Remedy write obeys.
+func IsProtectedNamespace(ns *corev1.Namespace) bool { return activities.IsProtectedNamespace(ns) }
+
+// ProtectedNamespaceMessage says why a write to namespace name is refused.
+func ProtectedNamespaceMessage(name string) string { return activities.ProtectedNamespaceMessage(name) }
 
 // ConfigChange is the payload of the config-changed signal.
 type ConfigChange = activities.ConfigChange

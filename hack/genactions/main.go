@@ -1,6 +1,8 @@
 // Command genactions writes deploy/actions from the action catalog: per action
 // a ServiceAccount, a ClusterRole with exactly the rules the action declares
-// and its binding, plus the worker's Role to impersonate just those accounts.
+// and its binding; the same for the worker's other dedicated accounts
+// (activities.Identities: reload restarts, drift parent writes); plus the
+// worker's Role to impersonate just those accounts.
 package main
 
 import (
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"
 )
 
@@ -38,25 +41,15 @@ func write(dir string) error {
 	for _, a := range actions.All() {
 		sa := actions.ServiceAccountName(a.Name())
 		accounts = append(accounts, sa)
-		file := a.Name() + ".yaml"
-		files = append(files, file)
-		if err := writeDocs(filepath.Join(dir, file),
-			&corev1.ServiceAccount{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-				ObjectMeta: meta(sa, namespace, a.Name()),
-			},
-			&rbacv1.ClusterRole{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-				ObjectMeta: meta(sa, "", a.Name()),
-				Rules:      a.Rules(),
-			},
-			&rbacv1.ClusterRoleBinding{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-				ObjectMeta: meta(sa, "", a.Name()),
-				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: sa},
-				Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: namespace}},
-			},
-		); err != nil {
+		files = append(files, a.Name()+".yaml")
+		if err := writeAccount(filepath.Join(dir, a.Name()+".yaml"), sa, a.Name(), a.Rules()); err != nil {
+			return err
+		}
+	}
+	for _, id := range activities.Identities() {
+		accounts = append(accounts, id.Name)
+		files = append(files, id.Name+".yaml")
+		if err := writeAccount(filepath.Join(dir, id.Name+".yaml"), id.Name, "", id.Rules); err != nil {
 			return err
 		}
 	}
@@ -86,6 +79,27 @@ func write(dir string) error {
 		kustomization += "  - " + f + "\n"
 	}
 	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644)
+}
+
+// writeAccount writes one ServiceAccount with a ClusterRole of exactly rules and its binding.
+func writeAccount(path, sa, action string, rules []rbacv1.PolicyRule) error {
+	return writeDocs(path,
+		&corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta(sa, namespace, action),
+		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: meta(sa, "", action),
+			Rules:      rules,
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: meta(sa, "", action),
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: sa},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: namespace}},
+		},
+	)
 }
 
 func meta(name, ns, action string) metav1.ObjectMeta {

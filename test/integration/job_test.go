@@ -35,6 +35,7 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
+	"github.com/remedy-dev/remedy/worker"
 )
 
 // newJobs builds the activity struct as the worker's own ServiceAccount, so
@@ -45,7 +46,8 @@ func newJobs(t *testing.T) *activities.Jobs {
 	require.NoError(t, err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	return &activities.Jobs{Client: cs, Namespace: devenv.Namespace, Image: "example.test/remedy:job-test", HeartbeatEvery: time.Second}
+	// The image deploy/admission/worker-jobs.yaml admits for the worker.
+	return &activities.Jobs{Client: cs, Namespace: devenv.Namespace, Image: worker.DefaultExecImage, HeartbeatEvery: time.Second}
 }
 
 func admin(t *testing.T) kubernetes.Interface {
@@ -201,7 +203,7 @@ func TestJobSucceedsAfterARetry(t *testing.T) {
 	assert.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
 	require.Len(t, pod.Containers, 1)
 	c := pod.Containers[0]
-	assert.Equal(t, "example.test/remedy:job-test", c.Image)
+	assert.Equal(t, worker.DefaultExecImage, c.Image)
 	assert.Equal(t, []string{"/remedy", "exec"}, c.Command)
 	assert.Equal(t, []corev1.EnvVar{{Name: activities.RequestEnv, Value: mustJSON(t, in.Request)}}, c.Env)
 	require.NotNil(t, c.SecurityContext)
