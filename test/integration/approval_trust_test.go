@@ -171,6 +171,7 @@ func TestKubectlApproveRacingTemporalRejectFirstWins(t *testing.T) {
 			workflows.ApprovalSignal{Approver: "bob", Reason: "change freeze"}))
 		err := impersonating(t, "carol").Status().Patch(ctx, rar, decisionPatch("Approved", "ship it", ""))
 		if err == nil {
+			t.Logf("kubectl approve landed before the reject was recorded (attempt %d)", attempt+1)
 			break
 		}
 		require.True(t, apierrors.IsConflict(err), "want 409 already decided, got %v", err)
