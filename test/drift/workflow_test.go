@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -242,6 +243,26 @@ func TestDriftWorkflowApprovalWritesOnceApproval(t *testing.T) {
 	assert.Equal(t, v1alpha1.DecisionApproved, got.Status.Decision)
 	assert.Equal(t, "alice", got.Status.DecidedBy)
 	harness.ReplayHistory(t, d.workflowID(), "drift-approved.json")
+}
+
+// A kubectl decision on a drift's request reaches the drift run: the relay
+// knows drift/<parent-uid> from the request's owner, the drifted parent.
+func TestDriftApprovalByKubectlIsRelayedToTheDriftRun(t *testing.T) {
+	rcv := newReceiver(t)
+	d := newDrift(t, rcv.URL)
+	d.signal.RequestApproval = true
+	d.signalWithStart(t)
+
+	rar := d.approvalRequest(t)
+	require.NoError(t, harness.Kube().Status().Patch(context.Background(), rar,
+		ctrlclient.RawPatch(types.MergePatchType, []byte(`{"status":{"decision":"Approved","decisionMessage":"expected"}}`))))
+	rcv.waitPhases(t, kv1.DriftReportDetected, kv1.DriftReportResolved)
+	harness.WaitClosed(t, d.workflowID(), driftTimeout)
+	got := &v1alpha1.RemediationApprovalRequest{}
+	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(rar), got))
+	assert.Equal(t, v1alpha1.DecisionApproved, got.Status.Decision)
+	assert.Equal(t, v1alpha1.DecidedViaKubectl, got.Status.DecidedVia)
+	assert.Equal(t, "expected", got.Status.DecisionMessage)
 }
 
 func TestDriftWorkflowRejectionWritesRejection(t *testing.T) {
