@@ -217,13 +217,18 @@ func TestDriftWorkflowReportsDetectedThenResolvedWhenTheParentChanges(t *testing
 	harness.ReplayHistory(t, d.workflowID(), "drift-resolved.json")
 }
 
-func TestDriftWorkflowApprovalWritesOnceApproval(t *testing.T) {
+// askingDrift starts a drift run that asks for approval and returns its request.
+func askingDrift(t *testing.T) (*receiver, drifted, *v1alpha1.RemediationApprovalRequest) {
+	t.Helper()
 	rcv := newReceiver(t)
 	d := newDrift(t, rcv.URL)
 	d.signal.RequestApproval = true
 	d.signalWithStart(t)
+	return rcv, d, d.approvalRequest(t)
+}
 
-	rar := d.approvalRequest(t)
+func TestDriftWorkflowApprovalWritesOnceApproval(t *testing.T) {
+	rcv, d, rar := askingDrift(t)
 	assert.Regexp(t, "^drift-"+d.signal.ID+"-[0-9]+$", rar.Name)
 	assert.Equal(t, v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.dep.Namespace, Name: "web"}, rar.Spec.SubjectRef)
 	require.Len(t, rar.OwnerReferences, 1)
@@ -248,12 +253,7 @@ func TestDriftWorkflowApprovalWritesOnceApproval(t *testing.T) {
 // A kubectl decision on a drift's request reaches the drift run: the relay
 // knows drift/<parent-uid> from the request's owner, the drifted parent.
 func TestDriftApprovalByKubectlIsRelayedToTheDriftRun(t *testing.T) {
-	rcv := newReceiver(t)
-	d := newDrift(t, rcv.URL)
-	d.signal.RequestApproval = true
-	d.signalWithStart(t)
-
-	rar := d.approvalRequest(t)
+	rcv, d, rar := askingDrift(t)
 	require.NoError(t, harness.Kube().Status().Patch(context.Background(), rar,
 		ctrlclient.RawPatch(types.MergePatchType, []byte(`{"status":{"decision":"Approved","decisionMessage":"expected"}}`))))
 	rcv.waitPhases(t, kv1.DriftReportDetected, kv1.DriftReportResolved)
@@ -266,12 +266,7 @@ func TestDriftApprovalByKubectlIsRelayedToTheDriftRun(t *testing.T) {
 }
 
 func TestDriftWorkflowRejectionWritesRejection(t *testing.T) {
-	rcv := newReceiver(t)
-	d := newDrift(t, rcv.URL)
-	d.signal.RequestApproval = true
-	d.signalWithStart(t)
-
-	rar := d.approvalRequest(t)
+	rcv, d, rar := askingDrift(t)
 	require.NoError(t, harness.Temporal().SignalWorkflow(context.Background(), d.workflowID(), "", workflows.SignalReject,
 		workflows.ApprovalSignal{Approver: "bob", Reason: "the cloud is fine", Request: rar.Name}))
 	require.Eventually(t, func() bool { return d.parentAnnotation(t, kv1.AnnotationRejections) != "" }, driftTimeout, 50*time.Millisecond)
