@@ -74,8 +74,10 @@ func (a *Approval) Handle(ctx context.Context, req admission.Request) admission.
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode object: %w", err))
 	}
-	log.FromContext(ctx).Info("approval decision requested", "decision", cur.Status.RequestedDecision.Decision, "approver", c.User, "via", v1alpha1.DecidedViaKubectl,
-		"workflowID", cur.Spec.WorkflowID, "approvalRequest", cur.Namespace+"/"+cur.Name)
+	if old.Status.RequestedDecision == nil {
+		log.FromContext(ctx).Info("approval decision requested", "decision", cur.Status.RequestedDecision.Decision, "approver", c.User, "via", v1alpha1.DecidedViaKubectl,
+			"workflowID", cur.Spec.WorkflowID, "approvalRequest", cur.Namespace+"/"+cur.Name)
+	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 

@@ -54,6 +54,23 @@ func NeedsAuthorization(old, new v1alpha1.RemediationApprovalRequestStatus) bool
 // for the operator to relay: the workflow takes the first decision that
 // reaches it, and the worker records that one.
 func DecideStatusChange(c StatusChange) Verdict {
+	if c.Old.RequestedDecision == nil || c.New.RequestedDecision != nil {
+		return decideStatusChange(c)
+	}
+	// The writer read the request before a kubectl decision arrived (the
+	// worker recording, the operator refreshing): keep the requested decision,
+	// and the API server's resourceVersion check answers the stale write with
+	// 409 Conflict, which the writer retries on a fresh read.
+	c.New = *c.New.DeepCopy()
+	c.New.RequestedDecision = c.Old.RequestedDecision
+	v := decideStatusChange(c)
+	if v.Allowed && v.Status == nil {
+		v.Status = &c.New
+	}
+	return v
+}
+
+func decideStatusChange(c StatusChange) Verdict {
 	old, next := c.Old, c.New
 	if !sameRequest(old.RequestedDecision, next.RequestedDecision) {
 		return Verdict{Code: http.StatusUnprocessableEntity, Message: "requestedDecision is set by the server from a decision patched with kubectl"}

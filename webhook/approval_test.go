@@ -84,8 +84,24 @@ func TestDecideStatusChange(t *testing.T) {
 		},
 		{
 			name:     "nor rewrites it",
-			change:   StatusChange{Old: requested, New: v1alpha1.RemediationApprovalRequestStatus{}, User: "system:serviceaccount:remedy-system:remedy-worker", Trusted: true},
+			change:   StatusChange{Old: requested, New: v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: &v1alpha1.RequestedDecision{Decision: v1alpha1.DecisionRejected, RequestedBy: "carol"}}, User: "carol", Authorized: true},
 			wantCode: http.StatusUnprocessableEntity,
+		},
+		{
+			name: "a writer that read the request before the kubectl decision keeps it (and meets the resourceVersion check)",
+			change: StatusChange{Old: requested, New: v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "30s"},
+				User: "system:serviceaccount:remedy-system:remedy-operator", RequiredBy: requiredBy, Now: now},
+			wantStatus: &v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "30s", RequestedDecision: carolApproved},
+		},
+		{
+			name: "so does the worker recording the workflow's decision",
+			change: StatusChange{Old: requested, New: decided,
+				User: "system:serviceaccount:remedy-system:remedy-worker", Trusted: true, Authorized: true, RequiredBy: requiredBy, Now: now},
+			wantStatus: func() *v1alpha1.RemediationApprovalRequestStatus {
+				s := decided
+				s.RequestedDecision = carolApproved
+				return &s
+			}(),
 		},
 		{
 			name:   "the worker records a Temporal decision as attributed",

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -147,6 +148,36 @@ func TestKubectlDecisionAfterRequiredByIsRefused(t *testing.T) {
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
 	assert.Nil(t, rar.Status.RequestedDecision)
 	assert.Empty(t, rar.Status.Decision)
+}
+
+// The worker may read a request just before a kubectl decision lands on it:
+// its record then meets 409 Conflict, which it retries, and never drops the
+// requested decision.
+func TestStaleRecordOfADecisionIsAConflict(t *testing.T) {
+	ctx := context.Background()
+	ns := harness.Namespace(t)
+	grant(t, ns, "carol", "approve")
+	worker := asWorker(t)
+	rar := forgedRequest(ns, "stale", workflows.ReloadWorkflowID(ns, "Deployment", "web"), time.Now().Add(time.Hour))
+	require.NoError(t, worker.Create(ctx, rar))
+	stale := rar.DeepCopy()
+	require.NoError(t, impersonating(t, "carol").Status().Patch(ctx, rar, decisionPatch("Approved", "ship it", "")))
+
+	stale.Status.Decision, stale.Status.DecidedBy, stale.Status.DecidedVia = v1alpha1.DecisionRejected, "bob", v1alpha1.DecidedViaSignal
+	err := worker.Status().Update(ctx, stale)
+	require.Error(t, err)
+	assert.True(t, apierrors.IsConflict(err), "want 409 for the retry loop, got %v", err)
+
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := worker.Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar); err != nil {
+			return err
+		}
+		rar.Status.Decision, rar.Status.DecidedBy, rar.Status.DecidedVia = v1alpha1.DecisionRejected, "bob", v1alpha1.DecidedViaSignal
+		return worker.Status().Update(ctx, rar)
+	}))
+	assert.Equal(t, v1alpha1.DecisionRejected, rar.Status.Decision)
+	require.NotNil(t, rar.Status.RequestedDecision)
+	assert.Equal(t, "carol", rar.Status.RequestedDecision.RequestedBy)
 }
 
 // A Temporal reject reaches the workflow first; carol's kubectl approve lands
