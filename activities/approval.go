@@ -139,8 +139,11 @@ type DecisionInput struct {
 }
 
 // RecordDecision writes the workflow's decision to the RAR's status and
-// returns the decision the RAR holds. A decision already recorded (by kubectl,
-// before the workflow heard of it) wins, so the RAR and the workflow agree.
+// returns the decision the RAR holds. Only the worker sets status.decision
+// (the approval webhook turns a person's kubectl decision into
+// status.requestedDecision for the operator to relay), so a decision already
+// there is an earlier attempt of this record; returning it keeps the RAR and
+// the workflow in agreement.
 func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decision, error) {
 	var got Decision
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {

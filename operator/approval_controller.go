@@ -45,11 +45,11 @@ func (r *ApprovalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, &rar); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
-	gone, err := r.subjectGone(ctx, &rar)
+	subject, err := r.observeSubject(ctx, &rar)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := planApproval(&rar, gone, r.Clock.Now())
+	p := planApproval(&rar, subject, r.Clock.Now())
 
 	if p.signal != "" {
 		err := r.Temporal.SignalWorkflow(ctx, rar.Spec.WorkflowID, "", p.signal, p.payload)
@@ -57,13 +57,13 @@ func (r *ApprovalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if errors.As(err, &nf) {
 			// The run already ended (expired, canceled): the RAR keeps the decision, nothing waits for it.
 			// No run is waiting, so the request is not ours to mark as handled.
-			r.Recorder.Eventf(&rar, nil, corev1.EventTypeWarning, "DecisionIgnored", "Relay", "workflow %s is not running; the decision has no effect", rar.Spec.WorkflowID)
+			r.Recorder.Eventf(&rar, nil, corev1.EventTypeWarning, reasonDecisionIgnored, "Relay", "workflow %s is not running; the decision has no effect", rar.Spec.WorkflowID)
 			return ctrl.Result{}, nil
 		} else if err != nil {
 			return ctrl.Result{}, fmt.Errorf("signal %s to %s: %w", p.signal, rar.Spec.WorkflowID, err)
 		}
-		log.FromContext(ctx).Info("approval decision", "decision", rar.Status.Decision, "approver", rar.Status.DecidedBy,
-			"via", rar.Status.DecidedVia, "workflowID", rar.Spec.WorkflowID)
+		log.FromContext(ctx).Info("approval decision relayed", "decision", rar.Status.RequestedDecision.Decision,
+			"approver", rar.Status.RequestedDecision.RequestedBy, "via", v1alpha1.DecidedViaKubectl, "workflowID", rar.Spec.WorkflowID)
 	}
 	if p.status != nil {
 		rar.Status = *p.status
@@ -77,21 +77,23 @@ func (r *ApprovalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
 }
 
-// subjectGone reports whether the KubernetesExecution the RAR waits for is
-// deleted, being deleted or finished.
-func (r *ApprovalReconciler) subjectGone(ctx context.Context, rar *v1alpha1.RemediationApprovalRequest) (bool, error) {
+// observeSubject reads the KubernetesExecution the RAR waits for, in the
+// RAR's own namespace: its UID, and whether it is deleted, being deleted or
+// finished. Other subjects are not read.
+func (r *ApprovalReconciler) observeSubject(ctx context.Context, rar *v1alpha1.RemediationApprovalRequest) (approvalSubject, error) {
 	if rar.Spec.SubjectRef.Kind != "KubernetesExecution" {
-		return false, nil
+		return approvalSubject{}, nil
 	}
 	var k v1alpha1.KubernetesExecution
 	err := r.Get(ctx, types.NamespacedName{Namespace: rar.Namespace, Name: rar.Spec.SubjectRef.Name}, &k)
 	if apierrors.IsNotFound(err) {
-		return true, nil
+		return approvalSubject{gone: true}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read subject %s: %w", rar.Spec.SubjectRef.Name, err)
+		return approvalSubject{}, fmt.Errorf("read subject %s: %w", rar.Spec.SubjectRef.Name, err)
 	}
-	return !k.DeletionTimestamp.IsZero() || (k.Status.Phase.Terminal() && k.Status.Phase != ""), nil
+	gone := !k.DeletionTimestamp.IsZero() || (k.Status.Phase.Terminal() && k.Status.Phase != "")
+	return approvalSubject{gone: gone, uid: string(k.UID)}, nil
 }
 
 // approvalsOf maps an execution to its RARs through the subject index.

@@ -2,6 +2,8 @@ package operator
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,57 +23,89 @@ const remainingStep = 30 * time.Second
 const (
 	reasonPending  = "Pending"
 	reasonCanceled = "Canceled"
+	// reasonRelayed: a kubectl decision was signalled to the workflow, which records it if it is the first.
+	reasonRelayed = "Relayed"
+	// reasonWorkflowMismatch: spec.workflowID is not the workflow of the request's namespace and subject.
+	reasonWorkflowMismatch = "WorkflowMismatch"
 )
+
+// reasonDecisionIgnored is the Event reason of a kubectl decision that had no effect.
+const reasonDecisionIgnored = "DecisionIgnored"
+
+// approvalSubject is what the relay observed of a request's subject.
+type approvalSubject struct {
+	// gone: a KubernetesExecution subject is deleted, being deleted or finished.
+	gone bool
+	// uid of a KubernetesExecution subject that exists; empty for other kinds.
+	uid string
+}
 
 // approvalPlan is what one reconcile of a RAR does.
 type approvalPlan struct {
 	status       *v1alpha1.RemediationApprovalRequestStatus // nil: no write
 	events       []event
-	signal       string // approve or reject, relaying a kubectl decision
+	signal       string // approve or reject, relaying a requested kubectl decision
 	payload      workflows.ApprovalSignal
 	requeueAfter time.Duration
 }
 
-// planApproval decides from the RAR alone and whether its subject is gone
-// (deleted or finished without a decision). It takes no client.
-func planApproval(rar *v1alpha1.RemediationApprovalRequest, subjectGone bool, now time.Time) approvalPlan {
+// planApproval decides from the RAR and what was observed of its subject.
+// It takes no client.
+func planApproval(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubject, now time.Time) approvalPlan {
 	var p approvalPlan
 	next := rar.Status.DeepCopy()
 	ready := meta.FindStatusCondition(rar.Status.Conditions, v1alpha1.ConditionReady)
-	d := rar.Status.Decision
+	d, req := rar.Status.Decision, rar.Status.RequestedDecision
+	mismatch := workflowMismatch(rar, subject.uid)
 	switch {
 	case d != "":
 		next.TimeRemaining = ""
-		if ready == nil || ready.Reason != string(d) {
-			msg := fmt.Sprintf("%s by %s via %s", d, rar.Status.DecidedBy, rar.Status.DecidedVia)
-			if rar.Status.DecisionMessage != "" {
-				msg += ": " + rar.Status.DecisionMessage
-			}
+		msg := fmt.Sprintf("%s by %s via %s", d, rar.Status.DecidedBy, rar.Status.DecidedVia)
+		if rar.Status.DecisionMessage != "" {
+			msg += ": " + rar.Status.DecisionMessage
+		}
+		if ready == nil || ready.Reason != string(d) || ready.Message != msg {
 			setApprovalCondition(next, metav1.ConditionTrue, string(d), msg, rar.Generation, now)
 			t := corev1.EventTypeNormal
 			if d != v1alpha1.DecisionApproved {
 				t = corev1.EventTypeWarning
 			}
 			p.events = append(p.events, event{t, string(d), msg})
-			if rar.Status.DecidedVia == v1alpha1.DecidedViaKubectl {
-				p.signal = workflows.SignalApprove
-				if d == v1alpha1.DecisionRejected {
-					p.signal = workflows.SignalReject
-				}
-				// Naming the request keeps a late relay from deciding a newer request of the same run.
-				p.payload = workflows.ApprovalSignal{Approver: rar.Status.DecidedBy, Reason: rar.Status.DecisionMessage,
-					Via: string(v1alpha1.DecidedViaKubectl), Request: rar.Name}
+			if req != nil && !(rar.Status.DecidedVia == v1alpha1.DecidedViaKubectl && rar.Status.DecidedBy == req.RequestedBy && d == req.Decision) {
+				p.events = append(p.events, event{corev1.EventTypeWarning, reasonDecisionIgnored, fmt.Sprintf(
+					"%s by %s via kubectl at %s did not count: the workflow had already taken %s (the first decision wins)",
+					req.Decision, req.RequestedBy, req.RequestedAt.UTC().Format(time.RFC3339), msg)})
 			}
 		}
+	case req != nil && !subject.gone && mismatch == "" && (ready == nil || ready.Reason != reasonRelayed):
+		// Relayed even past requiredBy: the webhook accepted it before, and the
+		// workflow, not the relay, knows whether its timer came first.
+		p.signal = workflows.SignalApprove
+		if req.Decision == v1alpha1.DecisionRejected {
+			p.signal = workflows.SignalReject
+		}
+		// Naming the request and its namespace keeps a late relay from deciding a
+		// newer request of the same run, or a request elsewhere from deciding this one.
+		p.payload = workflows.ApprovalSignal{Approver: req.RequestedBy, Reason: req.Message, Via: string(v1alpha1.DecidedViaKubectl),
+			Request: rar.Name, Namespace: rar.Namespace}
+		setApprovalCondition(next, metav1.ConditionUnknown, reasonRelayed, fmt.Sprintf(
+			"%s by %s via kubectl relayed to the workflow, which records it unless another decision reached it first", req.Decision, req.RequestedBy),
+			rar.Generation, now)
 	case !rar.Spec.RequiredBy.After(now):
 		// Past requiredBy the workflow's timer records Expired; there is nothing to add.
 		return p
-	case subjectGone:
+	case subject.gone:
 		next.TimeRemaining = ""
 		if ready == nil || ready.Reason != reasonCanceled {
 			msg := "subject " + rar.Spec.SubjectRef.Name + " ended before a decision; nothing will be executed"
 			setApprovalCondition(next, metav1.ConditionFalse, reasonCanceled, msg, rar.Generation, now)
 			p.events = append(p.events, event{corev1.EventTypeNormal, reasonCanceled, msg})
+		}
+	case mismatch != "":
+		next.TimeRemaining = ""
+		if ready == nil || ready.Reason != reasonWorkflowMismatch {
+			setApprovalCondition(next, metav1.ConditionFalse, reasonWorkflowMismatch, mismatch, rar.Generation, now)
+			p.events = append(p.events, event{corev1.EventTypeWarning, reasonWorkflowMismatch, mismatch})
 		}
 	default:
 		if ready == nil {
@@ -90,6 +124,47 @@ func planApproval(rar *v1alpha1.RemediationApprovalRequest, subjectGone bool, no
 		p.status = next
 	}
 	return p
+}
+
+// workflowMismatch says why spec.workflowID is not a workflow of the request's
+// own namespace and subject, or returns "" when it is one. Only those
+// workflows hear a decision relayed from the request, so a request in one
+// namespace cannot decide a run in another.
+func workflowMismatch(rar *v1alpha1.RemediationApprovalRequest, subjectUID string) string {
+	ids := expectedWorkflowIDs(rar, subjectUID)
+	if slices.Contains(ids, rar.Spec.WorkflowID) {
+		return ""
+	}
+	want := "none: the subject must be in the request's namespace"
+	if len(ids) > 0 {
+		want = strings.Join(ids, " or ")
+	}
+	return fmt.Sprintf("spec.workflowID %s is not a workflow of this request's namespace and subject (want %s); decisions are not relayed",
+		rar.Spec.WorkflowID, want)
+}
+
+// expectedWorkflowIDs are the IDs (workflows/names.go) a request may name:
+// its KubernetesExecution subject's run, given that execution's UID, or for
+// any other subject the reload run of that workload and the drift run of the
+// owner the worker set to the subject.
+func expectedWorkflowIDs(rar *v1alpha1.RemediationApprovalRequest, subjectUID string) []string {
+	s := rar.Spec.SubjectRef
+	if s.Namespace != "" && s.Namespace != rar.Namespace {
+		return nil
+	}
+	if s.Kind == "KubernetesExecution" {
+		if subjectUID == "" {
+			return nil
+		}
+		return []string{workflows.ExecutionWorkflowID(rar.Namespace, s.Name, subjectUID)}
+	}
+	ids := []string{workflows.ReloadWorkflowID(rar.Namespace, s.Kind, s.Name)}
+	for _, o := range rar.OwnerReferences {
+		if o.Kind == s.Kind && o.Name == s.Name {
+			ids = append(ids, workflows.DriftWorkflowID(string(o.UID)))
+		}
+	}
+	return ids
 }
 
 // ceilStep rounds up to remainingStep, so the value only changes on step boundaries.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,6 +16,7 @@ import (
 
 func TestPlanApproval(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	waiting, gone := approvalSubject{uid: "u1"}, approvalSubject{gone: true}
 	base := func(status v1alpha1.RemediationApprovalRequestStatus) *v1alpha1.RemediationApprovalRequest {
 		return &v1alpha1.RemediationApprovalRequest{
 			ObjectMeta: metav1.ObjectMeta{Name: "scale-web-approval", Namespace: "shop", Generation: 1},
@@ -27,7 +29,7 @@ func TestPlanApproval(t *testing.T) {
 		}
 	}
 	t.Run("new request: Requested event with the commands, coarse timeRemaining", func(t *testing.T) {
-		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), false, now)
+		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), waiting, now)
 		require.NotNil(t, p.status)
 		assert.Equal(t, "14m30s", p.status.TimeRemaining)
 		assert.Equal(t, 10*time.Second, p.requeueAfter, "requeued when the value next changes")
@@ -40,39 +42,110 @@ func TestPlanApproval(t *testing.T) {
 		assert.Empty(t, p.signal)
 	})
 	t.Run("unchanged within a step: no write, no event", func(t *testing.T) {
-		first := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), false, now)
-		p := planApproval(base(*first.status), false, now.Add(5*time.Second))
+		first := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), waiting, now)
+		p := planApproval(base(*first.status), waiting, now.Add(5*time.Second))
 		assert.Nil(t, p.status)
 		assert.Empty(t, p.events)
 	})
-	t.Run("kubectl decision is relayed once as a signal", func(t *testing.T) {
-		rar := base(v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionRejected, DecidedBy: "carol", DecidedVia: v1alpha1.DecidedViaKubectl, DecisionMessage: "no"})
-		p := planApproval(rar, false, now)
+	t.Run("requested kubectl decision is relayed once as a signal naming the request and its namespace", func(t *testing.T) {
+		rar := base(v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: &v1alpha1.RequestedDecision{
+			Decision: v1alpha1.DecisionRejected, RequestedBy: "carol", RequestedAt: metav1.NewTime(now), Message: "no"}})
+		p := planApproval(rar, waiting, now)
 		assert.Equal(t, workflows.SignalReject, p.signal)
-		assert.Equal(t, workflows.ApprovalSignal{Approver: "carol", Reason: "no", Via: "kubectl", Request: "scale-web-approval"}, p.payload,
-			"the relay names its request, so it cannot decide a newer one")
+		assert.Equal(t, workflows.ApprovalSignal{Approver: "carol", Reason: "no", Via: "kubectl", Request: "scale-web-approval", Namespace: "shop"}, p.payload,
+			"the relay names its request and namespace, so it cannot decide a newer or another one")
+		assert.Empty(t, p.events, "the decision's Event comes once the workflow recorded it")
+		require.NotNil(t, p.status)
+		assert.Equal(t, reasonRelayed, meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionReady).Reason)
+		rar.Status = *p.status
+		again := planApproval(rar, waiting, now)
+		assert.Empty(t, again.signal)
+		assert.Empty(t, again.events)
+	})
+	t.Run("the workflow's record of the relayed decision", func(t *testing.T) {
+		req := &v1alpha1.RequestedDecision{Decision: v1alpha1.DecisionRejected, RequestedBy: "carol", RequestedAt: metav1.NewTime(now), Message: "no"}
+		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: req, Decision: v1alpha1.DecisionRejected, DecidedBy: "carol",
+			DecidedVia: v1alpha1.DecidedViaKubectl, DecisionMessage: "no"}), waiting, now)
+		assert.Empty(t, p.signal)
 		require.Len(t, p.events, 1)
 		assert.Equal(t, "Rejected", p.events[0].reason)
 		assert.Equal(t, "Rejected by carol via kubectl: no", p.events[0].note)
-		rar.Status = *p.status
-		again := planApproval(rar, false, now)
-		assert.Empty(t, again.signal)
-		assert.Nil(t, again.status)
+	})
+	t.Run("a kubectl decision that lost to the workflow's first decision is reported", func(t *testing.T) {
+		req := &v1alpha1.RequestedDecision{Decision: v1alpha1.DecisionApproved, RequestedBy: "carol", RequestedAt: metav1.NewTime(now)}
+		rar := base(v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: req, Decision: v1alpha1.DecisionRejected, DecidedBy: "bob",
+			DecidedVia: v1alpha1.DecidedViaSignal},
+		)
+		rar.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionUnknown, Reason: reasonRelayed}}
+		p := planApproval(rar, waiting, now)
+		assert.Empty(t, p.signal)
+		require.Len(t, p.events, 2)
+		assert.Equal(t, "Rejected", p.events[0].reason)
+		assert.Equal(t, reasonDecisionIgnored, p.events[1].reason)
+		assert.Equal(t, "Approved by carol via kubectl at 2026-01-01T12:00:00Z did not count: the workflow had already taken Rejected by bob via temporal-signal (the first decision wins)",
+			p.events[1].note)
+		assert.Equal(t, metav1.ConditionTrue, meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionReady).Status)
 	})
 	t.Run("decision recorded by the workflow is not relayed back", func(t *testing.T) {
-		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionExpired, DecidedBy: "timer", DecidedVia: v1alpha1.DecidedViaTimer}), false, now)
+		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionExpired, DecidedBy: "timer", DecidedVia: v1alpha1.DecidedViaTimer}), waiting, now)
 		assert.Empty(t, p.signal)
 		assert.Equal(t, "Expired", p.events[0].reason)
 		assert.Equal(t, metav1.ConditionTrue, meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionReady).Status)
 	})
 	t.Run("past requiredBy the workflow's timer decides", func(t *testing.T) {
-		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), true, now.Add(time.Hour))
+		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), gone, now.Add(time.Hour))
 		assert.Equal(t, approvalPlan{}, p)
 	})
 	t.Run("subject gone before a decision", func(t *testing.T) {
-		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "30s"}), true, now)
+		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "30s"}), gone, now)
 		assert.Equal(t, reasonCanceled, p.events[0].reason)
 		assert.Empty(t, p.status.TimeRemaining)
 		assert.Equal(t, time.Duration(0), p.requeueAfter)
 	})
+	t.Run("a workflow ID of another namespace is refused, with a Warning, and nothing is relayed", func(t *testing.T) {
+		rar := base(v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: &v1alpha1.RequestedDecision{
+			Decision: v1alpha1.DecisionApproved, RequestedBy: "mallory", RequestedAt: metav1.NewTime(now)}})
+		rar.Spec.WorkflowID = "kexec/payments/scale-web/u9"
+		p := planApproval(rar, waiting, now)
+		assert.Empty(t, p.signal)
+		require.Len(t, p.events, 1)
+		assert.Equal(t, corev1.EventTypeWarning, p.events[0].eventType)
+		assert.Equal(t, reasonWorkflowMismatch, p.events[0].reason)
+		assert.Equal(t, "spec.workflowID kexec/payments/scale-web/u9 is not a workflow of this request's namespace and subject (want kexec/shop/scale-web/u1); decisions are not relayed",
+			p.events[0].note)
+		c := meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionReady)
+		assert.Equal(t, metav1.ConditionFalse, c.Status)
+		assert.Equal(t, reasonWorkflowMismatch, c.Reason)
+		rar.Status = *p.status
+		again := planApproval(rar, waiting, now)
+		assert.Empty(t, again.signal)
+		assert.Empty(t, again.events, "warned once")
+	})
+}
+
+func TestExpectedWorkflowIDs(t *testing.T) {
+	rar := func(subject v1alpha1.ObjectRef, owners ...metav1.OwnerReference) *v1alpha1.RemediationApprovalRequest {
+		return &v1alpha1.RemediationApprovalRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "r", OwnerReferences: owners},
+			Spec: v1alpha1.RemediationApprovalRequestSpec{SubjectRef: subject}}
+	}
+	kexec := v1alpha1.ObjectRef{APIVersion: "remedy.dev/v1alpha1", Kind: "KubernetesExecution", Namespace: "shop", Name: "scale-web"}
+	web := v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	for _, tc := range []struct {
+		name string
+		rar  *v1alpha1.RemediationApprovalRequest
+		uid  string
+		want []string
+	}{
+		{name: "an execution's run, by the UID read from the API server", rar: rar(kexec), uid: "u1", want: []string{"kexec/shop/scale-web/u1"}},
+		{name: "no execution, no run", rar: rar(kexec)},
+		{name: "a workload's reload run", rar: rar(web), want: []string{"reload/shop/Deployment/web"}},
+		{name: "and the drift run of the drifted parent that owns the request",
+			rar:  rar(web, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "p1"}, metav1.OwnerReference{Kind: "ConfigMap", Name: "x", UID: "c1"}),
+			want: []string{"reload/shop/Deployment/web", "drift/p1"}},
+		{name: "a subject in another namespace has none", rar: rar(v1alpha1.ObjectRef{Kind: "KubernetesExecution", Namespace: "payments", Name: "scale-web"}), uid: "u1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, expectedWorkflowIDs(tc.rar, tc.uid))
+		})
+	}
 }

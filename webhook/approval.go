@@ -47,7 +47,7 @@ func (a *Approval) Handle(ctx context.Context, req admission.Request) admission.
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
 	}
 	c := StatusChange{Namespace: cur.Namespace, Name: cur.Name, Old: old.Status, New: cur.Status,
-		User: req.UserInfo.Username, Now: a.Now().UTC().Truncate(time.Second)}
+		User: req.UserInfo.Username, RequiredBy: cur.Spec.RequiredBy.Time, Now: a.Now().UTC().Truncate(time.Second)}
 	for _, t := range a.Trusted {
 		c.Trusted = c.Trusted || t == c.User
 	}
@@ -74,8 +74,10 @@ func (a *Approval) Handle(ctx context.Context, req admission.Request) admission.
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode object: %w", err))
 	}
-	log.FromContext(ctx).Info("approval decision", "decision", cur.Status.Decision, "approver", c.User, "via", cur.Status.DecidedVia,
-		"workflowID", cur.Spec.WorkflowID, "approvalRequest", cur.Namespace+"/"+cur.Name)
+	if old.Status.RequestedDecision == nil {
+		log.FromContext(ctx).Info("approval decision requested", "decision", cur.Status.RequestedDecision.Decision, "approver", c.User, "via", v1alpha1.DecidedViaKubectl,
+			"workflowID", cur.Spec.WorkflowID, "approvalRequest", cur.Namespace+"/"+cur.Name)
+	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 

@@ -27,6 +27,8 @@ type StatusChange struct {
 	// Authorized is the SubjectAccessReview's answer for ApproveVerb; only
 	// asked when NeedsAuthorization.
 	Authorized bool
+	// RequiredBy is the request's spec.requiredBy; no person decides after it.
+	RequiredBy time.Time
 	Now        time.Time
 }
 
@@ -46,9 +48,33 @@ func NeedsAuthorization(old, new v1alpha1.RemediationApprovalRequestStatus) bool
 }
 
 // DecideStatusChange is the whole policy of RAR status updates: a decision
-// is final, needs the approve verb, and is attributed to the requester.
+// needs the approve verb and is final; only trusted recorders (the worker,
+// writing the decision the workflow took) set status.decision. A person's
+// decision becomes status.requestedDecision, attributed to the requester,
+// for the operator to relay: the workflow takes the first decision that
+// reaches it, and the worker records that one.
 func DecideStatusChange(c StatusChange) Verdict {
+	if c.Old.RequestedDecision == nil || c.New.RequestedDecision != nil {
+		return decideStatusChange(c)
+	}
+	// The writer read the request before a kubectl decision arrived (the
+	// worker recording, the operator refreshing): keep the requested decision,
+	// and the API server's resourceVersion check answers the stale write with
+	// 409 Conflict, which the writer retries on a fresh read.
+	c.New = *c.New.DeepCopy()
+	c.New.RequestedDecision = c.Old.RequestedDecision
+	v := decideStatusChange(c)
+	if v.Allowed && v.Status == nil {
+		v.Status = &c.New
+	}
+	return v
+}
+
+func decideStatusChange(c StatusChange) Verdict {
 	old, next := c.Old, c.New
+	if !sameRequest(old.RequestedDecision, next.RequestedDecision) {
+		return Verdict{Code: http.StatusUnprocessableEntity, Message: "requestedDecision is set by the server from a decision patched with kubectl"}
+	}
 	if old.Decision != "" {
 		if !sameDecision(old, next) {
 			return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s was already decided (%s by %s via %s): decision is final once set",
@@ -73,9 +99,25 @@ func DecideStatusChange(c StatusChange) Verdict {
 	if next.Decision == v1alpha1.DecisionExpired {
 		return Verdict{Code: http.StatusUnprocessableEntity, Message: "only the timer expires a request; decide Approved or Rejected"}
 	}
+	if !c.Now.Before(c.RequiredBy) {
+		return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s/%s expired at %s (spec.requiredBy): no decision is accepted after it",
+			c.Namespace, c.Name, c.RequiredBy.UTC().Format(time.RFC3339))}
+	}
+	if r := old.RequestedDecision; r != nil {
+		return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s/%s already has a decision on its way to the workflow (%s by %s at %s): the first decision wins",
+			c.Namespace, c.Name, r.Decision, r.RequestedBy, r.RequestedAt.UTC().Format(time.RFC3339))}
+	}
 	out := next.DeepCopy()
-	out.DecidedBy, out.DecidedVia, out.DecidedAt = c.User, v1alpha1.DecidedViaKubectl, &metav1.Time{Time: c.Now}
+	out.RequestedDecision = &v1alpha1.RequestedDecision{Decision: next.Decision, RequestedBy: c.User, RequestedAt: metav1.NewTime(c.Now), Message: next.DecisionMessage}
+	out.Decision, out.DecisionMessage, out.DecidedBy, out.DecidedVia, out.DecidedAt = "", "", "", "", nil
 	return Verdict{Allowed: true, Status: out}
+}
+
+func sameRequest(a, b *v1alpha1.RequestedDecision) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Decision == b.Decision && a.RequestedBy == b.RequestedBy && a.RequestedAt.Equal(&b.RequestedAt) && a.Message == b.Message
 }
 
 func sameDecision(a, b v1alpha1.RemediationApprovalRequestStatus) bool {

@@ -15,6 +15,9 @@ func TestDecideStatusChange(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := &metav1.Time{Time: now.Add(-time.Minute)}
 	decided := v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", DecidedVia: v1alpha1.DecidedViaSignal, DecidedAt: at}
+	requiredBy := now.Add(time.Minute)
+	carolApproved := &v1alpha1.RequestedDecision{Decision: v1alpha1.DecisionApproved, RequestedBy: "carol", RequestedAt: metav1.NewTime(now.Add(-time.Second))}
+	requested := v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: carolApproved}
 	for _, tc := range []struct {
 		name       string
 		change     StatusChange
@@ -31,16 +34,74 @@ func TestDecideStatusChange(t *testing.T) {
 			wantCode: http.StatusForbidden,
 		},
 		{
-			name: "kubectl decision is attributed to the user, not the body",
+			name: "kubectl decision becomes a requested decision attributed to the user, not the body",
 			change: StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionRejected, DecidedBy: "mallory",
-				DecidedVia: v1alpha1.DecidedViaSignal, DecisionMessage: "no"}, User: "carol", Authorized: true, Now: now},
-			wantStatus: &v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionRejected, DecidedBy: "carol",
-				DecidedVia: v1alpha1.DecidedViaKubectl, DecidedAt: &metav1.Time{Time: now}, DecisionMessage: "no"},
+				DecidedVia: v1alpha1.DecidedViaSignal, DecidedAt: at, DecisionMessage: "no", TimeRemaining: "1m"},
+				User: "carol", Authorized: true, RequiredBy: requiredBy, Now: now},
+			wantStatus: &v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "1m", RequestedDecision: &v1alpha1.RequestedDecision{
+				Decision: v1alpha1.DecisionRejected, RequestedBy: "carol", RequestedAt: metav1.NewTime(now), Message: "no"}},
 		},
 		{
 			name:     "users cannot expire a request",
-			change:   StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionExpired}, User: "carol", Authorized: true},
+			change:   StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionExpired}, User: "carol", Authorized: true, RequiredBy: requiredBy, Now: now},
 			wantCode: http.StatusUnprocessableEntity,
+		},
+		{
+			name:     "no kubectl decision at requiredBy",
+			change:   StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionApproved}, User: "carol", Authorized: true, RequiredBy: now, Now: now},
+			wantCode: http.StatusConflict,
+		},
+		{
+			name: "nor after it",
+			change: StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionApproved}, User: "carol", Authorized: true,
+				RequiredBy: now.Add(-time.Hour), Now: now},
+			wantCode: http.StatusConflict,
+		},
+		{
+			name: "the worker records the timer's Expired after requiredBy",
+			change: StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionExpired, DecidedBy: "timer", DecidedVia: v1alpha1.DecidedViaTimer, DecidedAt: at},
+				User: "system:serviceaccount:remedy-system:remedy-worker", Trusted: true, Authorized: true, RequiredBy: now, Now: now},
+		},
+		{
+			name: "a second kubectl decision while the first is on its way is refused: the first wins",
+			change: StatusChange{Old: requested, New: v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: carolApproved, Decision: v1alpha1.DecisionRejected},
+				User: "dave", Authorized: true, RequiredBy: requiredBy, Now: now},
+			wantCode: http.StatusConflict,
+		},
+		{
+			name: "the worker records the decision the workflow took over a requested one",
+			change: StatusChange{Old: requested, New: func() v1alpha1.RemediationApprovalRequestStatus {
+				s := decided
+				s.RequestedDecision = carolApproved
+				return s
+			}(),
+				User: "system:serviceaccount:remedy-system:remedy-worker", Trusted: true, Authorized: true, RequiredBy: requiredBy, Now: now},
+		},
+		{
+			name:     "nobody writes requestedDecision directly",
+			change:   StatusChange{New: requested, User: "carol", Authorized: true, RequiredBy: requiredBy, Now: now},
+			wantCode: http.StatusUnprocessableEntity,
+		},
+		{
+			name:     "nor rewrites it",
+			change:   StatusChange{Old: requested, New: v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: &v1alpha1.RequestedDecision{Decision: v1alpha1.DecisionRejected, RequestedBy: "carol"}}, User: "carol", Authorized: true},
+			wantCode: http.StatusUnprocessableEntity,
+		},
+		{
+			name: "a writer that read the request before the kubectl decision keeps it (and meets the resourceVersion check)",
+			change: StatusChange{Old: requested, New: v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "30s"},
+				User: "system:serviceaccount:remedy-system:remedy-operator", RequiredBy: requiredBy, Now: now},
+			wantStatus: &v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "30s", RequestedDecision: carolApproved},
+		},
+		{
+			name: "so does the worker recording the workflow's decision",
+			change: StatusChange{Old: requested, New: decided,
+				User: "system:serviceaccount:remedy-system:remedy-worker", Trusted: true, Authorized: true, RequiredBy: requiredBy, Now: now},
+			wantStatus: func() *v1alpha1.RemediationApprovalRequestStatus {
+				s := decided
+				s.RequestedDecision = carolApproved
+				return &s
+			}(),
 		},
 		{
 			name:   "the worker records a Temporal decision as attributed",

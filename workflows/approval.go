@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"path"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -34,6 +35,10 @@ type ApprovalSignal struct {
 	// sets it, so a late relay cannot decide a newer request of the same run;
 	// people may leave it out to decide whichever request is open.
 	Request string `json:"request,omitempty"`
+	// Namespace of the request decided. The operator always sets it, so a
+	// request in another namespace that names this workflow cannot decide it;
+	// when set it must be the open request's namespace.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // DecideRequest is the payload of the decide update.
@@ -41,8 +46,9 @@ type DecideRequest struct {
 	Approved bool   `json:"approved"`
 	Approver string `json:"approver"`
 	Reason   string `json:"reason,omitempty"`
-	// Request, when set, must name the open request (see ApprovalSignal.Request).
-	Request string `json:"request,omitempty"`
+	// Request and Namespace, when set, must name the open request (see ApprovalSignal).
+	Request   string `json:"request,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
 }
 
 var approvals *activities.Approvals
@@ -99,6 +105,7 @@ type approvalGate struct {
 
 // openApproval is the request decisions currently go to.
 type openApproval struct {
+	namespace  string
 	name       string
 	requiredBy time.Time
 	decision   *activities.Decision
@@ -126,7 +133,7 @@ func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (act
 	if err := workflow.ExecuteActivity(quick, approvals.CreateApprovalRequest, in).Get(ctx, nil); err != nil {
 		return activities.Decision{}, fmt.Errorf("create approval request: %w", err)
 	}
-	open := &openApproval{name: ask.Name, requiredBy: requiredBy}
+	open := &openApproval{namespace: ask.Namespace, name: ask.Name, requiredBy: requiredBy}
 	g.open = open
 	upsertApprovalStatus(ctx, ApprovalPending)
 	if ask.Opened != nil {
@@ -172,12 +179,20 @@ func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (act
 
 // offer gives a decision to the open request; late, duplicate or misaddressed
 // ones are logged and ignored.
-func (g *approvalGate) offer(ctx workflow.Context, request string, d activities.Decision) {
-	if g.open == nil || g.open.decision != nil || (request != "" && request != g.open.name) {
-		workflow.GetLogger(ctx).Info("ignoring approval decision", "decision", d.Decision, "approver", d.DecidedBy, "via", d.Via, "request", request)
+func (g *approvalGate) offer(ctx workflow.Context, namespace, request string, d activities.Decision) {
+	if g.open == nil || g.open.decision != nil || !g.open.is(namespace, request) {
+		workflow.GetLogger(ctx).Info("ignoring approval decision", "decision", d.Decision, "approver", d.DecidedBy, "via", d.Via,
+			"namespace", namespace, "request", request)
 		return
 	}
 	g.open.decision = &d
+}
+
+// is reports whether a decision addressed to namespace/request (either may
+// be empty: any) is for this request. Matching the namespace too keeps a
+// request created elsewhere under the same name from deciding this one.
+func (o *openApproval) is(namespace, request string) bool {
+	return (request == "" || request == o.name) && (namespace == "" || namespace == o.namespace)
 }
 
 // validate refuses an update that could not be the first, timely decision
@@ -188,8 +203,8 @@ func (g *approvalGate) validate(ctx workflow.Context, req DecideRequest) error {
 		return errors.New("approver is required")
 	case g.open == nil || g.open.decision != nil:
 		return errors.New("no approval request is open: a decision was already taken")
-	case req.Request != "" && req.Request != g.open.name:
-		return fmt.Errorf("approval request %s is not open (the open one is %s)", req.Request, g.open.name)
+	case !g.open.is(req.Namespace, req.Request):
+		return fmt.Errorf("approval request %s is not open (the open one is %s/%s)", path.Join(req.Namespace, req.Request), g.open.namespace, g.open.name)
 	case !workflow.Now(ctx).Before(g.open.requiredBy):
 		return fmt.Errorf("the approval request expired at %s", g.open.requiredBy.UTC().Format(time.RFC3339))
 	}
@@ -208,7 +223,7 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 		if req.Approved {
 			d.Decision = v1alpha1.DecisionApproved
 		}
-		g.offer(ctx, req.Request, d)
+		g.offer(ctx, req.Namespace, req.Request, d)
 		return string(d.Decision), nil
 	}, workflow.UpdateHandlerOptions{Validator: g.validate})
 	if err != nil {
@@ -228,7 +243,7 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 				if s.Via == string(v1alpha1.DecidedViaKubectl) {
 					via = v1alpha1.DecidedViaKubectl
 				}
-				g.offer(ctx, s.Request, activities.Decision{Decision: decision, DecidedBy: orUnknown(s.Approver), Via: via, At: workflow.Now(ctx), Message: s.Reason})
+				g.offer(ctx, s.Namespace, s.Request, activities.Decision{Decision: decision, DecidedBy: orUnknown(s.Approver), Via: via, At: workflow.Now(ctx), Message: s.Reason})
 			}
 		})
 	}

@@ -228,3 +228,30 @@ func TestCancelWhileWaitingForApproval(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
 	assert.Equal(t, ReasonCanceled, s.Reason)
 }
+
+// A request in another namespace that names this workflow (and the open
+// request's name) decides nothing: signals are ignored, updates refused.
+func TestApprovalDecisionsFromAnotherNamespaceAreIgnored(t *testing.T) {
+	env, created, recorded := approvalEnv(t, allowed)
+	var refused error
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalApprove, ApprovalSignal{Approver: "mallory", Via: "kubectl", Request: created.Name, Namespace: "tenant-a"})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateDecide, "", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { refused = err }, OnAccept: func() {},
+			OnComplete: func(any, error) { t.Error("a decide update from another namespace was accepted") },
+		}, DecideRequest{Approved: true, Approver: "mallory", Request: created.Name, Namespace: "tenant-a"})
+	}, time.Minute+time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalReject, ApprovalSignal{Approver: "bob", Via: "kubectl", Request: created.Name, Namespace: created.Namespace})
+	}, 2*time.Minute)
+	env.ExecuteWorkflow(ExecutionWorkflow, approvalInput(time.Hour))
+	s := result(t, env)
+
+	require.Error(t, refused)
+	assert.ErrorContains(t, refused, "approval request tenant-a/"+created.Name+" is not open (the open one is shop/"+created.Name+")")
+	assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
+	assert.Equal(t, ReasonApprovalRejected, s.Reason)
+	assert.Equal(t, "bob", recorded.DecidedBy, "the decision from the request's own namespace is the first that counts")
+}

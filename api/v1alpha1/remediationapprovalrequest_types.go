@@ -58,9 +58,26 @@ type RemediationApprovalRequestSpec struct {
 	RequiredBy metav1.Time `json:"requiredBy"`
 }
 
+// RequestedDecision is a person's kubectl decision on its way to the
+// workflow. The admission webhook moves a decision patched by anyone but
+// Remedy's worker here, the operator relays it, and only the workflow's own
+// record sets status.decision: the request shows the decision the workflow
+// took, whichever path reached it first.
+type RequestedDecision struct {
+	Decision Decision `json:"decision"`
+	// RequestedBy is the authenticated user who patched the decision.
+	RequestedBy string      `json:"requestedBy"`
+	RequestedAt metav1.Time `json:"requestedAt"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
 // RemediationApprovalRequestStatus carries the decision and its attribution.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.decision) || (has(self.decision) && self.decision == oldSelf.decision)",message="decision is final once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.requestedDecision) || (has(self.requestedDecision) && self.requestedDecision == oldSelf.requestedDecision)",message="requestedDecision is final once set"
 type RemediationApprovalRequestStatus struct {
+	// Decision is the one the workflow took, recorded by Remedy's worker.
 	// +optional
 	Decision Decision `json:"decision,omitempty"`
 	// +optional
@@ -72,6 +89,10 @@ type RemediationApprovalRequestStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	DecisionMessage string `json:"decisionMessage,omitempty"`
+	// RequestedDecision is a kubectl decision relayed to the workflow; it
+	// stays when another decision reached the workflow first.
+	// +optional
+	RequestedDecision *RequestedDecision `json:"requestedDecision,omitempty"`
 	// TimeRemaining until requiredBy, refreshed while undecided.
 	// +optional
 	TimeRemaining string `json:"timeRemaining,omitempty"`

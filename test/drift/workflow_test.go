@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -216,13 +217,18 @@ func TestDriftWorkflowReportsDetectedThenResolvedWhenTheParentChanges(t *testing
 	harness.ReplayHistory(t, d.workflowID(), "drift-resolved.json")
 }
 
-func TestDriftWorkflowApprovalWritesOnceApproval(t *testing.T) {
+// askingDrift starts a drift run that asks for approval and returns its request.
+func askingDrift(t *testing.T) (*receiver, drifted, *v1alpha1.RemediationApprovalRequest) {
+	t.Helper()
 	rcv := newReceiver(t)
 	d := newDrift(t, rcv.URL)
 	d.signal.RequestApproval = true
 	d.signalWithStart(t)
+	return rcv, d, d.approvalRequest(t)
+}
 
-	rar := d.approvalRequest(t)
+func TestDriftWorkflowApprovalWritesOnceApproval(t *testing.T) {
+	rcv, d, rar := askingDrift(t)
 	assert.Regexp(t, "^drift-"+d.signal.ID+"-[0-9]+$", rar.Name)
 	assert.Equal(t, v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.dep.Namespace, Name: "web"}, rar.Spec.SubjectRef)
 	require.Len(t, rar.OwnerReferences, 1)
@@ -244,13 +250,23 @@ func TestDriftWorkflowApprovalWritesOnceApproval(t *testing.T) {
 	harness.ReplayHistory(t, d.workflowID(), "drift-approved.json")
 }
 
-func TestDriftWorkflowRejectionWritesRejection(t *testing.T) {
-	rcv := newReceiver(t)
-	d := newDrift(t, rcv.URL)
-	d.signal.RequestApproval = true
-	d.signalWithStart(t)
+// A kubectl decision on a drift's request reaches the drift run: the relay
+// knows drift/<parent-uid> from the request's owner, the drifted parent.
+func TestDriftApprovalByKubectlIsRelayedToTheDriftRun(t *testing.T) {
+	rcv, d, rar := askingDrift(t)
+	require.NoError(t, harness.Kube().Status().Patch(context.Background(), rar,
+		ctrlclient.RawPatch(types.MergePatchType, []byte(`{"status":{"decision":"Approved","decisionMessage":"expected"}}`))))
+	rcv.waitPhases(t, kv1.DriftReportDetected, kv1.DriftReportResolved)
+	harness.WaitClosed(t, d.workflowID(), driftTimeout)
+	got := &v1alpha1.RemediationApprovalRequest{}
+	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(rar), got))
+	assert.Equal(t, v1alpha1.DecisionApproved, got.Status.Decision)
+	assert.Equal(t, v1alpha1.DecidedViaKubectl, got.Status.DecidedVia)
+	assert.Equal(t, "expected", got.Status.DecisionMessage)
+}
 
-	rar := d.approvalRequest(t)
+func TestDriftWorkflowRejectionWritesRejection(t *testing.T) {
+	rcv, d, rar := askingDrift(t)
 	require.NoError(t, harness.Temporal().SignalWorkflow(context.Background(), d.workflowID(), "", workflows.SignalReject,
 		workflows.ApprovalSignal{Approver: "bob", Reason: "the cloud is fine", Request: rar.Name}))
 	require.Eventually(t, func() bool { return d.parentAnnotation(t, kv1.AnnotationRejections) != "" }, driftTimeout, 50*time.Millisecond)

@@ -190,16 +190,22 @@ func TestKubectlApprovalNeedsTheApproveVerb(t *testing.T) {
 	assert.Contains(t, err.Error(), `needs the verb "approve"`)
 
 	require.NoError(t, impersonating(t, "carol").Status().Patch(ctx, rar, decisionPatch("Approved", "ship it", "mallory")))
-	assert.Equal(t, "carol", rar.Status.DecidedBy, "decidedBy comes from the authenticated user, not the body")
-	assert.Equal(t, v1alpha1.DecidedViaKubectl, rar.Status.DecidedVia)
-	require.NotNil(t, rar.Status.DecidedAt)
-	assert.WithinDuration(t, time.Now(), rar.Status.DecidedAt.Time, 5*time.Second)
+	req := rar.Status.RequestedDecision
+	require.NotNil(t, req, "the webhook turns the person's decision into a request for the workflow")
+	assert.Equal(t, "carol", req.RequestedBy, "attributed to the authenticated user, not the body")
+	assert.Equal(t, v1alpha1.DecisionApproved, req.Decision)
+	assert.Equal(t, "ship it", req.Message)
+	assert.WithinDuration(t, time.Now(), req.RequestedAt.Time, 5*time.Second)
+	assert.Empty(t, rar.Status.DecidedBy, "only the workflow's record sets the decision")
 
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
 	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
+	assert.Equal(t, v1alpha1.DecisionApproved, rar.Status.Decision)
 	assert.Equal(t, "carol", rar.Status.DecidedBy, "the workflow keeps the kubectl attribution")
 	assert.Equal(t, v1alpha1.DecidedViaKubectl, rar.Status.DecidedVia)
+	assert.Equal(t, "ship it", rar.Status.DecisionMessage)
+	require.NotNil(t, rar.Status.DecidedAt)
 	assertEvents(t, ns, rar.Name, "Requested", "Approved")
 }
 
@@ -222,11 +228,7 @@ func TestDoubleDecisionFirstWins(t *testing.T) {
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
 	assert.Equal(t, v1alpha1.DecisionApproved, rar.Status.Decision)
 	assert.Equal(t, "alice", rar.Status.DecidedBy)
-	v, err := harness.Temporal().QueryWorkflow(ctx, id, "", workflows.QueryStatus)
-	require.NoError(t, err)
-	var s v1alpha1.KubernetesExecutionStatus
-	require.NoError(t, v.Get(&s))
-	assert.Equal(t, v1alpha1.PhaseRollbackReady, s.Phase, "the late reject signal was ignored")
+	assert.Equal(t, v1alpha1.PhaseRollbackReady, queryPhase(t, id), "the late reject signal was ignored")
 }
 
 func TestDeletingTheSubjectWhileWaiting(t *testing.T) {

@@ -89,17 +89,19 @@ func TestSpecsAreImmutable(t *testing.T) {
 			RequiredBy: metav1.Now(),
 		},
 	}
-	require.NoError(t, harness.Kube().Create(ctx, rar))
+	// Only the worker creates approval requests (deploy/admission).
+	worker := asWorker(t)
+	require.NoError(t, worker.Create(ctx, rar))
 	rar.Spec.ApprovalContext.Reason = "changed my mind"
 	err := harness.Kube().Update(ctx, rar)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "spec is immutable")
 
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
-	rar.Status.Decision = v1alpha1.DecisionApproved
-	require.NoError(t, harness.Kube().Status().Update(ctx, rar))
+	rar.Status.Decision, rar.Status.DecidedBy, rar.Status.DecidedVia = v1alpha1.DecisionApproved, "alice", v1alpha1.DecidedViaSignal
+	require.NoError(t, worker.Status().Update(ctx, rar))
 	rar.Status.Decision = v1alpha1.DecisionRejected
-	err = harness.Kube().Status().Update(ctx, rar)
+	err = worker.Status().Update(ctx, rar)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "decision is final once set")
 }

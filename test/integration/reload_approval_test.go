@@ -103,7 +103,8 @@ func TestReloadApprovedByKubectlRollsOnce(t *testing.T) {
 	stableGeneration(t, web, gen, 500*time.Millisecond)
 
 	require.NoError(t, impersonating(t, "carol").Status().Patch(ctx, rar, decisionPatch("Approved", "ship it", "mallory")))
-	assert.Equal(t, "carol", rar.Status.DecidedBy)
+	require.NotNil(t, rar.Status.RequestedDecision)
+	assert.Equal(t, "carol", rar.Status.RequestedDecision.RequestedBy)
 
 	web = harness.Eventually(t, web, reloadTimeout, func(d *appsv1.Deployment) bool { return d.Generation > gen })
 	hash := web.Spec.Template.Annotations[hashKey("app")]
