@@ -45,10 +45,12 @@ func TestPatchPlanCapturesInverse(t *testing.T) {
 	assert.Equal(t, `data.added: null, data.mode: "fast"`, p.Change.Before)
 	assert.Equal(t, `data.added: "y", data.mode: "safe"`, p.Change.After)
 
-	for _, bad := range []string{`{"status":{}}`, `{"metadata":{"name":"y"}}`, `[1]`} {
+	for _, bad := range []string{`{"status":{}}`, `{"metadata":{"name":"y"}}`, `[1]`, `{"metadata":null}`,
+		`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"n","uid":"1"}]}}`, `{"metadata":{"finalizers":["x"]}}`} {
 		err := patch{}.Validate(Request{Params: v1alpha1.ActionParameters{Patch: &apiextensionsv1.JSON{Raw: []byte(bad)}}})
 		assert.Error(t, err, bad)
 	}
+	require.NoError(t, patch{}.Validate(Request{Params: v1alpha1.ActionParameters{Patch: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"a":"b"},"annotations":{"c":"d"}}}`)}}}))
 }
 
 func TestCordonPlan(t *testing.T) {

@@ -62,11 +62,15 @@ func (patch) Validate(req Request) error {
 		}
 	}
 	if md, ok := body["metadata"].(map[string]any); ok {
-		for _, k := range []string{"name", "namespace", "uid", "resourceVersion"} {
-			if _, ok := md[k]; ok {
-				return invalid("parameters.patch must not change metadata.%s", k)
+		// ownerReferences would hand the object to the garbage collector, and
+		// finalizers could pin it forever: only labels and annotations may change.
+		for k := range md {
+			if k != "labels" && k != "annotations" {
+				return invalid("parameters.patch must not change metadata.%s (only metadata.labels and metadata.annotations)", k)
 			}
 		}
+	} else if _, ok := body["metadata"]; ok {
+		return invalid("parameters.patch metadata must be an object")
 	}
 	return nil
 }
