@@ -58,7 +58,10 @@ func requireForbidden(t *testing.T, err error, want string) {
 func TestExecuteGrantRestartsOwnDeploymentAndBodyRequesterIsIgnored(t *testing.T) {
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
-	grantRules(t, ns, "oncall-alice", createExecutions, execute("restart"))
+	// The shipped example role, bound in one namespace as its comment shows.
+	require.NoError(t, harness.Kube().Create(context.Background(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "oncall", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "remedy-oncall"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "oncall-alice"}}}))
 	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: "restart", Namespace: ns}, Spec: v1alpha1.KubernetesExecutionSpec{
 		Action: "restart", Target: target(ns, "web"),
 		Requester: &v1alpha1.Requester{Username: "system:admin", Groups: []string{"system:masters"}},
@@ -75,10 +78,11 @@ func TestExecuteGrantRestartsOwnDeploymentAndBodyRequesterIsIgnored(t *testing.T
 	}
 	assert.Contains(t, messages, "verifying the KubernetesExecution requested by oncall-alice", "the Validating transition and its Event name the requester")
 
-	// Only restart was granted: the same user may not scale.
+	// Only restart and scale were granted: the same user may not set an image.
 	err := impersonating(t, "oncall-alice").Create(context.Background(), &v1alpha1.KubernetesExecution{
-		ObjectMeta: metav1.ObjectMeta{Name: "scale", Namespace: ns}, Spec: scaleSpec(ns, "web", 3)})
-	requireForbidden(t, err, `grant the verb "execute" on actions.remedy.dev/scale`)
+		ObjectMeta: metav1.ObjectMeta{Name: "image", Namespace: ns}, Spec: v1alpha1.KubernetesExecutionSpec{Action: "set-image", Target: target(ns, "web"),
+			Parameters: &v1alpha1.ActionParameters{Container: "web", Image: "nginx:1.28"}}})
+	requireForbidden(t, err, `grant the verb "execute" on actions.remedy.dev/set-image`)
 }
 
 func TestNamespaceEditorScalesOwnDeploymentWithoutExecuteGrant(t *testing.T) {
@@ -235,5 +239,24 @@ func TestRollbackAnnotationNeedsTheInverseGrant(t *testing.T) {
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
 	assert.Equal(t, "RolledBack", k.Status.Reason)
 	assert.Contains(t, k.Status.PhaseTransitions[len(k.Status.PhaseTransitions)-2].Message, "requested by oncall-ollie")
+	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
+}
+
+func TestNoPolicyMeansPolicyMissing(t *testing.T) {
+	ctx := context.Background()
+	var cm corev1.ConfigMap
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: "remedy-system", Name: "remedy-safety-policy"}, &cm))
+	delete(cm.Labels, "remedy.dev/policy")
+	require.NoError(t, harness.Kube().Update(ctx, &cm))
+	t.Cleanup(func() {
+		require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(&cm), &cm))
+		cm.Labels["remedy.dev/policy"] = "true"
+		require.NoError(t, harness.Kube().Update(ctx, &cm))
+	})
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 1)
+	k := waitPhase(t, createExecution(t, ns, "unpoliced", scaleSpec(ns, "web", 3)), v1alpha1.PhaseFailed)
+	assert.Equal(t, "PolicyMissing", k.Status.Reason)
+	assert.Contains(t, k.Status.Message, "install deploy/policies/safety.yaml")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 }
