@@ -65,26 +65,21 @@ func (v *Validation) CheckRBAC(ctx context.Context, req actions.Request) error {
 		return err
 	}
 	user := actions.ServiceAccountUser(v.ActionNamespace, req.Action)
+	review := authz.SARReview(v.Kube.AuthorizationV1().SubjectAccessReviews())
 	var denied []string
-	for _, rule := range a.Rules() {
-		if !contains(rule.APIGroups, gvr.Group) || !contains(rule.Resources, gvr.Resource) {
-			continue
+	for _, verb := range authz.Verbs(a, gvr) {
+		ok, err := review(ctx, authorizationv1.SubjectAccessReviewSpec{
+			User:   user,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + v.ActionNamespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: req.Target.Namespace, Verb: verb, Group: gvr.Group, Resource: gvr.Resource, Name: req.Target.Name,
+			},
+		})
+		if err != nil {
+			return err
 		}
-		for _, verb := range rule.Verbs {
-			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User:   user,
-				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + v.ActionNamespace, "system:authenticated"},
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: req.Target.Namespace, Verb: verb, Group: gvr.Group, Resource: gvr.Resource, Name: req.Target.Name,
-				},
-			}}
-			res, err := v.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-			if err != nil {
-				return fmt.Errorf("create SubjectAccessReview: %w", err)
-			}
-			if !res.Status.Allowed {
-				denied = append(denied, verb)
-			}
+		if !ok {
+			denied = append(denied, verb)
 		}
 	}
 	if len(denied) > 0 {
@@ -154,10 +149,10 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 			return PolicyResult{}, classify(ReasonPolicyDenied, fmt.Errorf("read namespace %s: %w", req.Target.Namespace, err))
 		}
 		in.Namespace.Labels = ns.Labels
-		if ns.Name == "kube-system" || ns.Labels[ProtectedLabel] == "true" {
+		if IsProtectedNamespace(ns) {
 			return PolicyResult{Validation: v1alpha1.PolicyValidation{
 				PolicyName: "builtin/protected-namespaces",
-				Messages:   []string{fmt.Sprintf("namespace %s is protected (kube-system, or labelled %s=true)", ns.Name, ProtectedLabel)},
+				Messages:   []string{ProtectedNamespaceMessage(ns.Name)},
 			}}, nil
 		}
 	}
@@ -218,15 +213,6 @@ func (v *Validation) resourceOf(ref v1alpha1.ObjectRef) (schema.GroupVersionReso
 		return schema.GroupVersionResource{}, fmt.Errorf("map %s %s: %w", ref.APIVersion, ref.Kind, err)
 	}
 	return m.Resource, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s || x == "*" {
-			return true
-		}
-	}
-	return false
 }
 
 func remarshal(in, out any) error {

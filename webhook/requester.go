@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -194,15 +195,7 @@ func fromUser(u authenticationv1.UserInfo) v1alpha1.Requester {
 }
 
 func sameRequester(a, b v1alpha1.Requester) bool {
-	if a.Username != b.Username || a.UID != b.UID || len(a.Groups) != len(b.Groups) {
-		return false
-	}
-	for i := range a.Groups {
-		if a.Groups[i] != b.Groups[i] {
-			return false
-		}
-	}
-	return true
+	return a.Username == b.Username && a.UID == b.UID && slices.Equal(a.Groups, b.Groups)
 }
 
 func setRequester(obj map[string]any, r v1alpha1.Requester, path ...string) error {

@@ -1,0 +1,63 @@
+package authz
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+func TestAuthorize(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Node"}, meta.RESTScopeRoot)
+	deploy := v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "payments", Name: "api"}
+	node := v1alpha1.ObjectRef{APIVersion: "v1", Kind: "Node", Name: "n1"}
+	alice := v1alpha1.Requester{Username: "alice", Groups: []string{"oncall"}}
+
+	// grants is what the fake authorizer allows: "verb resource namespace name".
+	cases := []struct {
+		name    string
+		req     Request
+		grants  []string
+		wantErr string
+	}{
+		{name: "execute grant", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: deploy},
+			grants: []string{"execute actions payments scale"}},
+		{name: "own verbs", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: deploy},
+			grants: []string{"get deployments payments api", "patch deployments payments api"}},
+		{name: "one verb missing", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: deploy},
+			grants: []string{"get deployments payments api"}, wantErr: `cannot patch deployments.apps "api" itself`},
+		{name: "another namespace", req: Request{Requester: alice, Namespace: "tenant-a", Action: "scale", Target: deploy},
+			grants: []string{"execute actions payments scale"}, wantErr: `only in the requesting object's own namespace "tenant-a"`},
+		{name: "a namespaced grant is not a Node grant", req: Request{Requester: alice, Namespace: "tenant-a", Action: "cordon", Target: node},
+			grants: []string{"execute actions tenant-a cordon"}, wantErr: "at cluster scope"},
+		{name: "cluster grant for a Node", req: Request{Requester: alice, Namespace: "tenant-a", Action: "cordon", Target: node},
+			grants: []string{"execute actions  cordon"}},
+		{name: "unknown action", req: Request{Requester: alice, Namespace: "payments", Action: "reboot", Target: deploy}, wantErr: "not in Remedy's catalog"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			review := func(_ context.Context, s authorizationv1.SubjectAccessReviewSpec) (bool, error) {
+				require.Equal(t, alice.Username, s.User)
+				require.Equal(t, alice.Groups, s.Groups)
+				a := s.ResourceAttributes
+				return contains(tc.grants, a.Verb+" "+a.Resource+" "+a.Namespace+" "+a.Name), nil
+			}
+			err := Authorize(context.Background(), review, mapper, tc.req)
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			var denied *Denied
+			require.ErrorAs(t, err, &denied)
+			assert.Contains(t, denied.Msg, tc.wantErr)
+		})
+	}
+}
