@@ -21,6 +21,7 @@ func untrustedEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflow(ExecutionWorkflow)
 	env.RegisterActivity(&activities.Execution{})
 	env.RegisterActivity(&activities.Validation{})
+	env.RegisterActivity(&activities.Jobs{})
 	env.RegisterActivity(&activities.Subjects{})
 	t.Cleanup(func() { env.AssertExpectations(t) })
 	return env
