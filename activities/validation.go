@@ -113,7 +113,11 @@ func (v *Validation) CheckRequester(ctx context.Context, in RequesterCheck) erro
 	err := authz.Authorize(ctx, authz.SARReview(v.Kube.AuthorizationV1().SubjectAccessReviews()), v.Mapper,
 		authz.Request{Requester: *in.Requester, Namespace: in.Namespace, Action: in.Action, Target: in.Target})
 	var denied *authz.Denied
-	if errors.As(err, &denied) {
+	var malformed *authz.Malformed
+	switch {
+	case errors.As(err, &malformed):
+		return permanent(ReasonInvalidParameters, err)
+	case errors.As(err, &denied):
 		return permanent(ReasonForbidden, err)
 	}
 	if err != nil {

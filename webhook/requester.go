@@ -58,6 +58,13 @@ func (h *Requester) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Allowed("")
 	}
 	var denied *authz.Denied
+	var malformed *authz.Malformed
+	if errors.As(err, &malformed) {
+		// Bad input: the CRD schema and CEL, which run after this webhook,
+		// refuse it with their own message. Nothing is stamped, so should
+		// they let it through, validation refuses the run for want of a requester.
+		return admission.Allowed("")
+	}
 	if errors.As(err, &denied) {
 		log.FromContext(ctx).Info("request refused", "user", req.UserInfo.Username, "kind", req.Kind.Kind,
 			"object", req.Namespace+"/"+req.Name, "reason", denied.Msg)

@@ -44,6 +44,14 @@ type Denied struct{ Msg string }
 
 func (d *Denied) Error() string { return d.Msg }
 
+// Malformed says the request cannot be authorized because it is bad input
+// (an unknown action or kind, a namespaced target without a namespace). The
+// admission webhook leaves it to the CRD schema and CEL, which run after
+// mutating webhooks and name the problem; validation fails it InvalidParameters.
+type Malformed struct{ Msg string }
+
+func (m *Malformed) Error() string { return m.Msg }
+
 // Authorize returns nil when the requester may run the action, a *Denied
 // naming what is missing when not, and other errors when it could not ask.
 //
@@ -54,7 +62,7 @@ func (d *Denied) Error() string { return d.Msg }
 func Authorize(ctx context.Context, review Review, mapper meta.RESTMapper, r Request) error {
 	a, ok := actions.Lookup(r.Action)
 	if !ok {
-		return &Denied{Msg: fmt.Sprintf("action %q is not in Remedy's catalog", r.Action)}
+		return &Malformed{Msg: fmt.Sprintf("action %q is not in Remedy's catalog", r.Action)}
 	}
 	gvr, namespaced, err := resourceOf(mapper, r.Target)
 	if err != nil {
@@ -63,6 +71,9 @@ func Authorize(ctx context.Context, review Review, mapper meta.RESTMapper, r Req
 	ns := ""
 	if namespaced {
 		ns = r.Target.Namespace
+		if ns == "" {
+			return &Malformed{Msg: fmt.Sprintf("target.namespace is required for kind %s", r.Target.Kind)}
+		}
 		if ns != r.Namespace {
 			return &Denied{Msg: fmt.Sprintf("target %s is in namespace %q, but Remedy acts only in the requesting object's own namespace %q: create the execution in %q",
 				r.Target.String(), ns, r.Namespace, ns)}
@@ -125,11 +136,11 @@ func sarSpec(u v1alpha1.Requester, attrs authorizationv1.ResourceAttributes) aut
 func resourceOf(mapper meta.RESTMapper, ref v1alpha1.ObjectRef) (schema.GroupVersionResource, bool, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return schema.GroupVersionResource{}, false, &Denied{Msg: fmt.Sprintf("target.apiVersion %q: %v", ref.APIVersion, err)}
+		return schema.GroupVersionResource{}, false, &Malformed{Msg: fmt.Sprintf("target.apiVersion %q: %v", ref.APIVersion, err)}
 	}
 	m, err := mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
 	if meta.IsNoMatchError(err) {
-		return schema.GroupVersionResource{}, false, &Denied{Msg: fmt.Sprintf("the API server does not serve %s %s", ref.APIVersion, ref.Kind)}
+		return schema.GroupVersionResource{}, false, &Malformed{Msg: fmt.Sprintf("the API server does not serve %s %s", ref.APIVersion, ref.Kind)}
 	} else if err != nil {
 		return schema.GroupVersionResource{}, false, fmt.Errorf("map %s %s: %w", ref.APIVersion, ref.Kind, err)
 	}

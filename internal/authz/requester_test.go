@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,6 +28,8 @@ func TestAuthorize(t *testing.T) {
 		req     Request
 		grants  []string
 		wantErr string
+		// malformed errors are bad input, left to the schema; the rest are refusals.
+		malformed bool
 	}{
 		{name: "execute grant", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: deploy},
 			grants: []string{"execute actions payments scale"}},
@@ -40,7 +43,11 @@ func TestAuthorize(t *testing.T) {
 			grants: []string{"execute actions tenant-a cordon"}, wantErr: "at cluster scope"},
 		{name: "cluster grant for a Node", req: Request{Requester: alice, Namespace: "tenant-a", Action: "cordon", Target: node},
 			grants: []string{"execute actions  cordon"}},
-		{name: "unknown action", req: Request{Requester: alice, Namespace: "payments", Action: "reboot", Target: deploy}, wantErr: "not in Remedy's catalog"},
+		{name: "unknown action", req: Request{Requester: alice, Namespace: "payments", Action: "reboot", Target: deploy}, wantErr: "not in Remedy's catalog", malformed: true},
+		{name: "no namespace", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}},
+			wantErr: "target.namespace is required", malformed: true},
+		{name: "unserved kind", req: Request{Requester: alice, Namespace: "payments", Action: "patch", Target: v1alpha1.ObjectRef{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "payments", Name: "w"}},
+			wantErr: "does not serve example.com/v1 Widget", malformed: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,9 +62,9 @@ func TestAuthorize(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var denied *Denied
-			require.ErrorAs(t, err, &denied)
-			assert.Contains(t, denied.Msg, tc.wantErr)
+			assert.Contains(t, err.Error(), tc.wantErr)
+			var malformed *Malformed
+			assert.Equal(t, tc.malformed, errors.As(err, &malformed), err.Error())
 		})
 	}
 }
