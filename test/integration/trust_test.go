@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -259,4 +260,15 @@ func TestNoPolicyMeansPolicyMissing(t *testing.T) {
 	assert.Equal(t, "PolicyMissing", k.Status.Reason)
 	assert.Contains(t, k.Status.Message, "install deploy/policies/safety.yaml")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
+}
+
+func TestActionsResourceIsServedButHoldsNothing(t *testing.T) {
+	// kubectl auth can-i resolves actions.remedy.dev through discovery, so the
+	// type is served; no object of it can exist.
+	m, err := harness.Kube().RESTMapper().RESTMapping(schema.GroupKind{Group: "remedy.dev", Kind: "Action"}, "v1alpha1")
+	require.NoError(t, err)
+	assert.Equal(t, "actions", m.Resource.Resource)
+	err = harness.Kube().Create(context.Background(), &v1alpha1.Action{ObjectMeta: metav1.ObjectMeta{Name: "restart", Namespace: "default"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no Action object can be created")
 }
