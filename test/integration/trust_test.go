@@ -78,6 +78,7 @@ func TestExecuteGrantRestartsOwnDeploymentAndBodyRequesterIsIgnored(t *testing.T
 		messages = append(messages, tr.Message)
 	}
 	assert.Contains(t, messages, "verifying the KubernetesExecution requested by oncall-alice", "the Validating transition and its Event name the requester")
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-trust-restart.json")
 
 	// Only restart and scale were granted: the same user may not set an image.
 	err := impersonating(t, "oncall-alice").Create(context.Background(), &v1alpha1.KubernetesExecution{
@@ -173,6 +174,9 @@ func TestForgedWorkflowStartDoesNothing(t *testing.T) {
 			require.NoError(t, run.Get(ctx, &res))
 			assert.Equal(t, v1alpha1.PhaseFailed, res.Status.Phase)
 			assert.Equal(t, "SubjectMismatch", res.Status.Reason, res.Status.Message)
+			if in.Name == "ghost" {
+				harness.ReplayHistory(t, run.GetID(), "execution-subject-mismatch.json")
+			}
 		})
 	}
 	assert.Equal(t, int32(2), replicasOf(t, ns, "web"), "the forged starts changed nothing")
@@ -193,6 +197,7 @@ func TestRemediationStepsCarryTheRequester(t *testing.T) {
 	assert.Nil(t, rr.Spec.Steps[0].Execution.Requester, "a step's own requester is dropped")
 
 	harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase == v1alpha1.PhaseCompleted })
+	harness.ReplayHistory(t, rr.Status.WorkflowID, "remediation-trust-completed.json")
 	for _, s := range []string{"scale", "restart"} {
 		var k v1alpha1.KubernetesExecution
 		require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "fix-" + s}, &k))
@@ -239,6 +244,7 @@ func TestRollbackAnnotationNeedsTheInverseGrant(t *testing.T) {
 	assert.Equal(t, "oncall-ollie", obj.Annotations[v1alpha1.RollbackRequesterAnnotation])
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
 	assert.Equal(t, "RolledBack", k.Status.Reason)
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-trust-rolled-back.json")
 	assert.Contains(t, k.Status.PhaseTransitions[len(k.Status.PhaseTransitions)-2].Message, "requested by oncall-ollie")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 }
