@@ -69,12 +69,12 @@ func Decide(req Request) Result {
 	return res
 }
 
-// decide walks the seed's admission flow. It returns the verdict, whether
+// decide walks kausality's admission flow. It returns the verdict, whether
 // the trace extends the parent's (else the change is a new origin) and the
 // extra label of the new hop.
 func (d *decider) decide() (res Result, extend bool, label map[string]string) {
 	p := d.req.Parent
-	extend = d.role == roleController
+	extend = extends(d.role, p)
 	if !d.spec {
 		// Metadata-only changes are never drift, not even under a freeze:
 		// controllers syncing labels and annotations must not be stuck.
@@ -87,6 +87,11 @@ func (d *decider) decide() (res Result, extend bool, label map[string]string) {
 		return allow(DecisionParentDeleting, "kausality: parent is being deleted"), extend, nil
 	}
 	d.loadApprovals()
+	// A freeze holds in every phase but deletion: an initializing parent
+	// is frozen too, whoever makes the change.
+	if msg, frozen := d.checkFreeze(); frozen {
+		return deny(http.StatusForbidden, DecisionFrozen, msg), extend, nil
+	}
 	ok, record := initialized(*p)
 	if record {
 		d.update.Phase = kv1.PhaseInitialized
@@ -94,20 +99,17 @@ func (d *decider) decide() (res Result, extend bool, label map[string]string) {
 	if !ok {
 		return allow(DecisionInitializing, "kausality: parent is initializing"), extend, nil
 	}
-	if msg, frozen := d.checkFreeze(); frozen {
-		return deny(http.StatusForbidden, DecisionFrozen, msg), extend, nil
-	}
 	switch d.role {
 	case roleUnknown:
-		return allow(DecisionUnknownController, "kausality: the parent's controller is not known yet; drift detection skipped"), false, nil
+		return allow(DecisionUnknownController, "kausality: the parent's controller is not known yet; drift detection skipped"), extend, nil
 	case roleOther:
-		return allow(DecisionNewOrigin, "kausality: change by someone other than the parent's controller: new causal origin"), false, nil
+		return allow(DecisionNewOrigin, "kausality: change by someone other than the parent's controller: new causal origin"), extend, nil
 	}
 	if expected(*p) {
-		return allow(DecisionExpected, "kausality: the parent's controller is reconciling a spec change"), true, nil
+		return allow(DecisionExpected, "kausality: the parent's controller is reconciling a spec change"), extend, nil
 	}
 	res, label = d.drift()
-	return res, true, label
+	return res, extend, label
 }
 
 // checkFreeze reads the parent's freeze. An unparseable freeze still

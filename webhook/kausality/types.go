@@ -149,8 +149,8 @@ type ParentUpdate struct {
 	Phase string
 	// ConsumeOnce is a once approval to remove from the parent's approvals.
 	ConsumeOnce *kv1.Approval
-	// PruneApprovals removes once/generation approvals whose generation !=
-	// parent.Generation.
+	// PruneApprovals removes once/generation approvals for a generation
+	// before parent.Generation (kv1.Approval.Stale).
 	PruneApprovals bool
 	// ObservedGeneration, when set, is recorded as the parent's
 	// kausality.io/observedGeneration: status updates of objects without
