@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -191,7 +192,8 @@ func (d *decider) drift() (Result, map[string]string) {
 		return res, map[string]string{"kausality.io/approval": string(a.Mode)}
 	}
 
-	dr.Snoozed = d.snoozed(parent)
+	dr.SnoozedUntil = d.snoozed(parent)
+	dr.Snoozed = !dr.SnoozedUntil.IsZero()
 	dr.Mode = d.mode()
 	msg := fmt.Sprintf("kausality: drift: %s changed %s while %s is unchanged (generation %d observed); approve in its %s",
 		d.req.User.Name, what, parent, p.Generation, kv1.AnnotationApprovals)
@@ -235,15 +237,19 @@ func consumed(a kv1.Approval, list []kv1.Approval) bool {
 	return false
 }
 
-// snoozed reads the parent's snooze; an unparseable one does not snooze,
-// so callbacks keep flowing.
-func (d *decider) snoozed(parent string) bool {
+// snoozed reads the parent's snooze and returns its expiry while it is
+// active, else the zero time; an unparseable one does not snooze, so
+// callbacks keep flowing.
+func (d *decider) snoozed(parent string) time.Time {
 	s, err := kv1.ParseSnooze(d.req.Parent.Annotations[kv1.AnnotationSnooze])
 	if err != nil {
 		d.warnings = append(d.warnings, fmt.Sprintf("kausality: snooze of %s ignored: %v", parent, err))
-		return false
+		return time.Time{}
 	}
-	return s != nil && s.Active(d.req.Now)
+	if s == nil || !s.Active(d.req.Now) {
+		return time.Time{}
+	}
+	return s.Expiry
 }
 
 // mode resolves the object's, then the namespace's, then the default mode.

@@ -3,6 +3,7 @@ package kausality
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -398,11 +399,15 @@ func TestSnooze(t *testing.T) {
 		return func(t *testing.T, res Result) {
 			require.NotNil(t, res.Drift)
 			assert.Equal(t, want, res.Drift.Snoozed)
+			assert.Equal(t, want, !res.Drift.SnoozedUntil.IsZero(), "the expiry travels with the drift")
 			assert.Len(t, res.Warnings, warnings+1, res.Warnings) // +1: the log-mode drift warning
 		}
 	}
 	runDecide(t, []decideCase{
-		{name: "active", req: snooze(`{"expiry":"2026-03-01T12:00:01Z"}`), allowed: true, decision: DecisionDriftLogged, check: snoozed(true, 0)},
+		{name: "active", req: snooze(`{"expiry":"2026-03-01T12:00:01Z"}`), allowed: true, decision: DecisionDriftLogged, check: func(t *testing.T, res Result) {
+			snoozed(true, 0)(t, res)
+			assert.Equal(t, time.Date(2026, 3, 1, 12, 0, 1, 0, time.UTC), res.Drift.SnoozedUntil.UTC())
+		}},
 		{name: "expired", req: snooze(`{"expiry":"2026-03-01T12:00:00Z"}`), allowed: true, decision: DecisionDriftLogged, check: snoozed(false, 0)},
 		{name: "legacy active", req: snooze("2026-03-02T00:00:00+01:00"), allowed: true, decision: DecisionDriftLogged, check: snoozed(true, 0)},
 		{name: "legacy expired", req: snooze("2026-02-28T00:00:00Z"), allowed: true, decision: DecisionDriftLogged, check: snoozed(false, 0)},

@@ -133,8 +133,11 @@ type Drift struct {
 	Rejected bool
 	// Snoozed suppresses callbacks (the drift signal), not the decision.
 	Snoozed bool
-	Denied  bool
-	Mode    kv1.Mode
+	// SnoozedUntil is when the snooze expires: a drift still open then is
+	// reported. Zero unless Snoozed.
+	SnoozedUntil time.Time
+	Denied       bool
+	Mode         kv1.Mode
 	// UserHash is the requester's hash.
 	UserHash string
 }
