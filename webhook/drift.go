@@ -172,6 +172,7 @@ func (d *Drift) signal(req admission.Request, child, parent *unstructured.Unstru
 		Operation: string(req.Operation), User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
 		OldObject: rawOrNil(req.OldObject), NewObject: rawOrNil(req.Object),
 		Mode: string(res.Drift.Mode), Denied: res.Drift.Denied, Approved: res.Drift.Approved, Snoozed: res.Drift.Snoozed,
+		SnoozedUntil: res.Drift.SnoozedUntil,
 		CallbackURLs: d.CallbackURLs, RequestApproval: d.RequestApproval && !res.Drift.Approved, DetectedAt: in.Now,
 	}
 }

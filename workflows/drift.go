@@ -141,7 +141,9 @@ func (r *driftRun) handle(ctx workflow.Context, s DriftSignal) {
 	if i := r.find(s.ID); i >= 0 {
 		if s.Approved {
 			r.resolve(ctx, i, activities.DriftApproved)
+			return
 		}
+		r.resnooze(ctx, i, s)
 		return
 	}
 	if s.Approved {
@@ -152,7 +154,7 @@ func (r *driftRun) handle(ctx workflow.Context, s DriftSignal) {
 	r.status.Open = append(r.status.Open, OpenDrift{Signal: s})
 	logger.Info("drift detected", "id", s.ID, "child", s.Child.Target(), "user", s.User, "operation", s.Operation,
 		"mode", s.Mode, "denied", s.Denied, "snoozed", s.Snoozed)
-	r.report(s, driftReportDetected)
+	r.report(r.status.Open[len(r.status.Open)-1], driftReportDetected)
 	if s.RequestApproval {
 		r.asks = append(r.asks, s.ID)
 	}
@@ -175,7 +177,23 @@ func (r *driftRun) resolve(ctx workflow.Context, i int, reason string) {
 	r.closed = append(r.closed, ResolvedDrift{ID: d.Signal.ID, Reason: reason})
 	r.dropAsk(d.Signal.ID)
 	workflow.GetLogger(ctx).Info("drift resolved", "id", d.Signal.ID, "child", d.Signal.Child.Target(), "reason", reason)
-	r.report(d.Signal, driftReportResolved)
+	r.report(d, driftReportResolved)
+}
+
+// resnooze takes what a repeat of the open drift at i says of its snooze:
+// a snooze extended since keeps it silent longer; one lifted or expired
+// ends its silence now.
+func (r *driftRun) resnooze(ctx workflow.Context, i int, s DriftSignal) {
+	d := &r.status.Open[i]
+	if !d.Signal.Snoozed || d.Unsnoozed {
+		return
+	}
+	if !s.Snoozed {
+		d.Signal.SnoozedUntil = workflow.Now(ctx)
+	} else if s.SnoozedUntil.After(d.Signal.SnoozedUntil) {
+		d.Signal.SnoozedUntil = s.SnoozedUntil
+	}
+	r.reportUnsnoozed(ctx)
 }
 
 // wait sleeps until a signal, an approval outcome or the poll timer, and
@@ -200,6 +218,7 @@ func (r *driftRun) wait(ctx workflow.Context) {
 	if fired {
 		r.tick = nil
 		r.poll(ctx)
+		r.reportUnsnoozed(ctx)
 	}
 }
 

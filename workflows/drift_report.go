@@ -18,13 +18,39 @@ type reportJob struct {
 	report kv1.DriftReport
 }
 
-// report queues a report unless the drift was snoozed when detected: a
-// snooze silences a drift's Resolved report as well as its Detected one.
-func (r *driftRun) report(s DriftSignal, phase kv1.DriftReportPhase) {
-	if s.Snoozed || len(s.CallbackURLs) == 0 {
+// report queues a report unless the drift is snoozed: a drift detected
+// under a snooze has neither report unless it outlives the snooze
+// (reportUnsnoozed).
+func (r *driftRun) report(d OpenDrift, phase kv1.DriftReportPhase) {
+	s := d.Signal
+	if (s.Snoozed && !d.Unsnoozed) || len(s.CallbackURLs) == 0 {
 		return
 	}
 	r.queue = append(r.queue, reportJob{urls: s.CallbackURLs, report: DriftReportOf(s, phase)})
+}
+
+// versionUnsnooze gates reporting drifts that outlive their snooze: runs
+// recorded before it never report a drift detected under a snooze.
+const versionUnsnooze = "drift-unsnooze"
+
+// reportUnsnoozed reports, once, each open drift detected under a snooze
+// that has expired by now (or that a later request saw without one): the
+// snooze silenced the drift only for its duration.
+func (r *driftRun) reportUnsnoozed(ctx workflow.Context) {
+	now := workflow.Now(ctx)
+	for i := range r.status.Open {
+		d := &r.status.Open[i]
+		s := d.Signal
+		if !s.Snoozed || d.Unsnoozed || s.SnoozedUntil.IsZero() || now.Before(s.SnoozedUntil) {
+			continue
+		}
+		if workflow.GetVersion(ctx, versionUnsnooze, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return
+		}
+		d.Unsnoozed = true
+		workflow.GetLogger(ctx).Info("snooze expired, drift still open", "id", s.ID, "child", s.Child.Target(), "snoozedUntil", s.SnoozedUntil)
+		r.report(*d, driftReportDetected)
+	}
 }
 
 // post sends queued reports one at a time, so a drift's Resolved report

@@ -159,8 +159,12 @@ func TestDriftDetectedThenResolved(t *testing.T) {
 func TestDriftSignals(t *testing.T) {
 	approved := driftSignal("a1")
 	approved.Approved = true
-	snoozed := driftSignal("s1")
-	snoozed.Snoozed = true
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	snoozedFor := func(d time.Duration) DriftSignal {
+		s := driftSignal("s1")
+		s.Snoozed, s.SnoozedUntil = true, start.Add(d)
+		return s
+	}
 	tests := []struct {
 		name       string
 		signals    map[time.Duration]DriftSignal
@@ -192,11 +196,36 @@ func TestDriftSignals(t *testing.T) {
 			wantChecks: 1,
 		},
 		{
-			name:       "a snoozed drift is followed but never reported",
-			signals:    map[time.Duration]DriftSignal{0: snoozed},
+			name:       "a drift resolved under its snooze is followed but never reported",
+			signals:    map[time.Duration]DriftSignal{0: snoozedFor(time.Hour)},
 			check:      resolveAt(2, activities.DriftParentChanged),
 			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
 			wantChecks: 2,
+		},
+		{
+			name:    "a drift that outlives its snooze is reported when it expires",
+			signals: map[time.Duration]DriftSignal{0: snoozedFor(7 * time.Second)},
+			check:   resolveAt(3, activities.DriftParentChanged),
+			wantPosts: []string{"s1/Detected",
+				"s1/Resolved"},
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			wantChecks: 3,
+		},
+		{
+			name:    "a repeat without the snooze ends its silence",
+			signals: map[time.Duration]DriftSignal{0: snoozedFor(time.Hour), time.Second: driftSignal("s1")},
+			check:   resolveAt(1, activities.DriftParentChanged),
+			wantPosts: []string{"s1/Detected",
+				"s1/Resolved"},
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			wantChecks: 1,
+		},
+		{
+			name:       "a repeat under a longer snooze keeps it silent",
+			signals:    map[time.Duration]DriftSignal{0: snoozedFor(7 * time.Second), time.Second: snoozedFor(time.Hour)},
+			check:      resolveAt(3, activities.DriftParentChanged),
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			wantChecks: 3,
 		},
 		{
 			name:    "an approved signal resolves the open drift at once",
@@ -216,6 +245,7 @@ func TestDriftSignals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newDriftEnv(t, tt.check)
+			env.SetStartTime(start)
 			for d, s := range tt.signals {
 				env.signalAt(d, s)
 			}
@@ -227,6 +257,22 @@ func TestDriftSignals(t *testing.T) {
 			assert.Len(t, env.checks, tt.wantChecks)
 		})
 	}
+}
+
+// TestDriftRunBeforeUnsnoozeStaysSilent: a run recorded before drifts
+// were reported after their snooze keeps silent on replay.
+func TestDriftRunBeforeUnsnoozeStaysSilent(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := driftSignal("s1")
+	s.Snoozed, s.SnoozedUntil = true, start.Add(7*time.Second)
+	env := newDriftEnv(t, resolveAt(3, activities.DriftParentChanged))
+	env.SetStartTime(start)
+	env.OnGetVersion(versionUnsnooze, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	env.signalAt(0, s)
+	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
+	res := env.result(t)
+	assert.Empty(t, env.phases(t))
+	assert.Equal(t, []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}}, res.Closed)
 }
 
 func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {

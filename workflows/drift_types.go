@@ -46,6 +46,9 @@ type DriftSignal struct {
 	Denied         bool            `json:"denied,omitempty"`
 	Approved       bool            `json:"approved,omitempty"`
 	Snoozed        bool            `json:"snoozed,omitempty"`
+	// SnoozedUntil is when the snooze that silenced the drift expires; a
+	// drift still open then is reported.
+	SnoozedUntil time.Time `json:"snoozedUntil,omitzero"`
 	// CallbackURLs receive the DriftReports, from the webhook's --drift-callback-url flags.
 	CallbackURLs []string `json:"callbackURLs,omitempty"`
 	// RequestApproval asks a person through a RemediationApprovalRequest (--drift-approval).
@@ -60,6 +63,9 @@ type OpenDrift struct {
 	ApprovalRequest string `json:"approvalRequest,omitempty"`
 	// Decision is Approved, Rejected or Expired once a person (or the timer) decided.
 	Decision string `json:"decision,omitempty"`
+	// Unsnoozed: the drift was snoozed when detected and its Detected report
+	// went out when the snooze expired; its Resolved report follows.
+	Unsnoozed bool `json:"unsnoozed,omitempty"`
 }
 
 // ResolvedDrift is one drift the run closed, and why.

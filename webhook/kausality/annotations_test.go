@@ -1,6 +1,7 @@
 package kausality
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,6 +86,14 @@ func parentWithStale() *Parent {
 	return p
 }
 
+// noControllers is a copy of p without recorded controllers (a late install).
+func noControllers(p *Parent) *Parent {
+	q := *p
+	q.Annotations = maps.Clone(p.Annotations)
+	delete(q.Annotations, kv1.AnnotationControllers)
+	return &q
+}
+
 // TestAnnotationProtection has one row per case of the seed's UPDATE
 // handling table, plus CREATE and the status update.
 func TestAnnotationProtection(t *testing.T) {
@@ -165,8 +174,17 @@ func TestAnnotationProtection(t *testing.T) {
 			trace: kv1.Trace{hop(alice, 2, withTicket("T-11"))},
 		},
 		{
-			name: "unknown controller + spec change: treated as a new origin",
-			req: Request{Operation: Update, User: User{Name: bob}, Parent: tp, Now: now,
+			name: "unknown controller, parent reconciling: the trace extends the parent's",
+			req: Request{Operation: Update, User: User{Name: bob}, Parent: noControllers(tp), Now: now,
+				OldObject: rs(1, merged(stored, map[string]string{kv1.AnnotationUpdaters: aliceHash + "," + bobHash})),
+				Object:    rs(2, stored)},
+			decision: DecisionUnknownController,
+			want:     merged(noTrace(stored), map[string]string{kv1.AnnotationUpdaters: aliceHash + "," + bobHash}),
+			trace:    append(parentChain, hop(bob, 2, withTicket("T-9"))),
+		},
+		{
+			name: "unknown controller, parent stable: a new origin",
+			req: Request{Operation: Update, User: User{Name: bob}, Parent: noControllers(parent()), Now: now,
 				OldObject: rs(1, merged(stored, map[string]string{kv1.AnnotationUpdaters: aliceHash + "," + bobHash})),
 				Object:    rs(2, stored)},
 			decision: DecisionUnknownController,
@@ -206,7 +224,7 @@ func TestAnnotationProtection(t *testing.T) {
 			trace:    kv1.Trace{hop(alice, 2, nil)},
 		},
 		{
-			name: "drift approved: the hop records the approval",
+			name: "drift approved: a new origin whose hop records the approval",
 			req: Request{Operation: Update, User: User{Name: dc}, Now: now, DefaultMode: kv1.ModeEnforce,
 				Parent: with(update(), func(r *Request) {
 					r.Parent.Annotations[kv1.AnnotationApprovals] = approvals(kv1.Approval{APIVersion: "*", Kind: "*", Name: "*", Mode: kv1.ApprovalAlways})
@@ -214,7 +232,7 @@ func TestAnnotationProtection(t *testing.T) {
 				OldObject: rs(1, stored), Object: rs(2, stored)},
 			decision: DecisionDriftApproved,
 			want:     noTrace(stored),
-			trace:    append(mustTrace(parentTrace), hop(dc, 2, map[string]string{"ticket": "T-9", "kausality.io/approval": "always"})),
+			trace:    kv1.Trace{hop(dc, 2, map[string]string{"ticket": "T-9", "kausality.io/approval": "always"})},
 		},
 		{
 			name: "parent without a trace: a hop describes the parent",
@@ -247,7 +265,19 @@ func TestAnnotationProtection(t *testing.T) {
 			},
 		},
 		{
-			name: "initializing parent: the controller still extends the trace",
+			name: "initializing parent not yet observed: the controller extends the trace",
+			req: Request{Operation: Create, User: User{Name: dc}, Now: now,
+				Parent: with(update(), func(r *Request) {
+					delete(r.Parent.Annotations, kv1.AnnotationPhase)
+					r.Parent.Conditions, r.Parent.ObservedGeneration = nil, nil
+				}).Parent,
+				Object: rs(1, map[string]string{kv1.AnnotationTrace: parentTrace})},
+			decision: DecisionInitializing,
+			want:     map[string]string{kv1.AnnotationUpdaters: dcHash},
+			trace:    append(mustTrace(parentTrace), hop(dc, 2, nil)),
+		},
+		{
+			name: "initializing parent already observed: a new origin",
 			req: Request{Operation: Create, User: User{Name: dc}, Now: now,
 				Parent: with(update(), func(r *Request) {
 					delete(r.Parent.Annotations, kv1.AnnotationPhase)
@@ -256,7 +286,7 @@ func TestAnnotationProtection(t *testing.T) {
 				Object: rs(1, map[string]string{kv1.AnnotationTrace: parentTrace})},
 			decision: DecisionInitializing,
 			want:     map[string]string{kv1.AnnotationUpdaters: dcHash},
-			trace:    append(mustTrace(parentTrace), hop(dc, 2, nil)),
+			trace:    kv1.Trace{hop(dc, 2, nil)},
 		},
 	})
 }

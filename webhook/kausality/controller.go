@@ -10,8 +10,9 @@ import (
 type role int
 
 const (
-	// roleUnknown: the controller cannot be determined (late install, or
-	// updaters and controllers share nobody); drift detection is skipped.
+	// roleUnknown: the controller cannot be determined (late install: the
+	// parent records no controllers and the child has other updaters);
+	// drift detection is skipped.
 	roleUnknown role = iota
 	// roleController: the parent's controller.
 	roleController
@@ -19,34 +20,44 @@ const (
 	roleOther
 )
 
-// identify finds the controller among the child's spec updaters (recorded
-// on the child) and the parent's status updaters (recorded on the parent):
-// a single updater is the controller; otherwise the controller is who is in
-// both lists. A CREATE has no updaters yet, and intersecting with nothing
-// would make creates never drift, so there the parent's controllers decide
-// alone.
+// identify decides whether the requester is the parent's controller, in
+// kausality's order. The parent's recorded controllers (status updaters)
+// decide first: a person who happens to be a child's only updater is not
+// its controller. Only without them does the child's own history count:
+// the requester is changing the spec, so they are one of its updaters, and
+// if nobody else ever was (a CREATE, or a child only they changed) they are
+// taken for the controller; anyone else on the list makes it unknowable.
 func identify(userHash string, updaters []string, parent *Parent) role {
 	if parent == nil {
 		return roleOther
 	}
-	var controllers []string
-	switch {
-	case len(updaters) == 1:
-		controllers = updaters
-	case len(updaters) == 0:
-		controllers = kv1.ParseUserHashes(parent.Annotations[kv1.AnnotationControllers])
-	default:
-		for _, h := range kv1.ParseUserHashes(parent.Annotations[kv1.AnnotationControllers]) {
-			if slices.Contains(updaters, h) {
-				controllers = append(controllers, h)
-			}
+	if controllers := kv1.ParseUserHashes(parent.Annotations[kv1.AnnotationControllers]); len(controllers) > 0 {
+		if slices.Contains(controllers, userHash) {
+			return roleController
+		}
+		return roleOther
+	}
+	for _, h := range updaters {
+		if h != userHash {
+			return roleUnknown
 		}
 	}
+	return roleController
+}
+
+// extends reports whether the child's new trace extends the parent's, in
+// kausality's terms: never for someone other than the controller; while the
+// parent reconciles a spec change, for the controller and for an
+// undetermined requester alike; when the parent reports no
+// observedGeneration, only for a confirmed controller. A stable parent's
+// controller changing a child starts a new origin: that change was not
+// caused by the parent.
+func extends(r role, p *Parent) bool {
 	switch {
-	case len(controllers) == 0:
-		return roleUnknown
-	case slices.Contains(controllers, userHash):
-		return roleController
+	case p == nil, r == roleOther:
+		return false
+	case p.ObservedGeneration == nil:
+		return r == roleController
 	}
-	return roleOther
+	return *p.ObservedGeneration < p.Generation
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -69,12 +70,12 @@ func Decide(req Request) Result {
 	return res
 }
 
-// decide walks the seed's admission flow. It returns the verdict, whether
+// decide walks kausality's admission flow. It returns the verdict, whether
 // the trace extends the parent's (else the change is a new origin) and the
 // extra label of the new hop.
 func (d *decider) decide() (res Result, extend bool, label map[string]string) {
 	p := d.req.Parent
-	extend = d.role == roleController
+	extend = extends(d.role, p)
 	if !d.spec {
 		// Metadata-only changes are never drift, not even under a freeze:
 		// controllers syncing labels and annotations must not be stuck.
@@ -87,6 +88,11 @@ func (d *decider) decide() (res Result, extend bool, label map[string]string) {
 		return allow(DecisionParentDeleting, "kausality: parent is being deleted"), extend, nil
 	}
 	d.loadApprovals()
+	// A freeze holds in every phase but deletion: an initializing parent
+	// is frozen too, whoever makes the change.
+	if msg, frozen := d.checkFreeze(); frozen {
+		return deny(http.StatusForbidden, DecisionFrozen, msg), extend, nil
+	}
 	ok, record := initialized(*p)
 	if record {
 		d.update.Phase = kv1.PhaseInitialized
@@ -94,20 +100,17 @@ func (d *decider) decide() (res Result, extend bool, label map[string]string) {
 	if !ok {
 		return allow(DecisionInitializing, "kausality: parent is initializing"), extend, nil
 	}
-	if msg, frozen := d.checkFreeze(); frozen {
-		return deny(http.StatusForbidden, DecisionFrozen, msg), extend, nil
-	}
 	switch d.role {
 	case roleUnknown:
-		return allow(DecisionUnknownController, "kausality: the parent's controller is not known yet; drift detection skipped"), false, nil
+		return allow(DecisionUnknownController, "kausality: the parent's controller is not known yet; drift detection skipped"), extend, nil
 	case roleOther:
-		return allow(DecisionNewOrigin, "kausality: change by someone other than the parent's controller: new causal origin"), false, nil
+		return allow(DecisionNewOrigin, "kausality: change by someone other than the parent's controller: new causal origin"), extend, nil
 	}
 	if expected(*p) {
-		return allow(DecisionExpected, "kausality: the parent's controller is reconciling a spec change"), true, nil
+		return allow(DecisionExpected, "kausality: the parent's controller is reconciling a spec change"), extend, nil
 	}
 	res, label = d.drift()
-	return res, true, label
+	return res, extend, label
 }
 
 // checkFreeze reads the parent's freeze. An unparseable freeze still
@@ -189,7 +192,8 @@ func (d *decider) drift() (Result, map[string]string) {
 		return res, map[string]string{"kausality.io/approval": string(a.Mode)}
 	}
 
-	dr.Snoozed = d.snoozed(parent)
+	dr.SnoozedUntil = d.snoozed(parent)
+	dr.Snoozed = !dr.SnoozedUntil.IsZero()
 	dr.Mode = d.mode()
 	msg := fmt.Sprintf("kausality: drift: %s changed %s while %s is unchanged (generation %d observed); approve in its %s",
 		d.req.User.Name, what, parent, p.Generation, kv1.AnnotationApprovals)
@@ -233,15 +237,19 @@ func consumed(a kv1.Approval, list []kv1.Approval) bool {
 	return false
 }
 
-// snoozed reads the parent's snooze; an unparseable one does not snooze,
-// so callbacks keep flowing.
-func (d *decider) snoozed(parent string) bool {
+// snoozed reads the parent's snooze and returns its expiry while it is
+// active, else the zero time; an unparseable one does not snooze, so
+// callbacks keep flowing.
+func (d *decider) snoozed(parent string) time.Time {
 	s, err := kv1.ParseSnooze(d.req.Parent.Annotations[kv1.AnnotationSnooze])
 	if err != nil {
 		d.warnings = append(d.warnings, fmt.Sprintf("kausality: snooze of %s ignored: %v", parent, err))
-		return false
+		return time.Time{}
 	}
-	return s != nil && s.Active(d.req.Now)
+	if s == nil || !s.Active(d.req.Now) {
+		return time.Time{}
+	}
+	return s.Expiry
 }
 
 // mode resolves the object's, then the namespace's, then the default mode.

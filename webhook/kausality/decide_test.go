@@ -3,6 +3,7 @@ package kausality
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -175,10 +176,11 @@ func TestFreeze(t *testing.T) {
 			r.Object = rs(1, childAnn())
 			r.Object.SetLabels(map[string]string{"team": "a"})
 		}), allowed: true, decision: DecisionMetadataOnly},
-		{name: "initializing parent is not frozen yet", req: with(with(update(), frozen("true")), func(r *Request) {
+		{name: "an initializing parent is frozen too", req: with(with(update(), frozen("true")), func(r *Request) {
 			delete(r.Parent.Annotations, kv1.AnnotationPhase)
 			r.Parent.Conditions = nil
-		}), allowed: true, decision: DecisionInitializing},
+		}), code: 403, decision: DecisionFrozen},
+		{name: "false is not frozen", req: with(update(), frozen("false")), allowed: true, decision: DecisionDriftLogged},
 	})
 }
 
@@ -197,24 +199,34 @@ func TestControllerIdentification(t *testing.T) {
 		{name: "single updater is the controller", req: with(update(), updaters(dcHash)), code: 403, decision: DecisionDriftDenied},
 		{name: "single updater, someone else", req: with(with(update(), updaters(dcHash)), func(r *Request) { r.User = User{Name: alice} }),
 			allowed: true, decision: DecisionNewOrigin},
-		{name: "single updater wins over parent controllers", req: with(with(update(), updaters(aliceHash)), func(r *Request) { r.User = User{Name: alice} }),
-			code: 403, decision: DecisionDriftDenied},
+		{name: "a person who is the only updater is not the controller", req: with(with(update(), updaters(aliceHash)), func(r *Request) { r.User = User{Name: alice} }),
+			allowed: true, decision: DecisionNewOrigin},
 		{name: "several updaters, intersection with controllers", req: with(update(), updaters(aliceHash, dcHash)), code: 403, decision: DecisionDriftDenied},
 		{name: "several updaters, requester outside the intersection", req: with(with(update(), updaters(aliceHash, dcHash)), func(r *Request) { r.User = User{Name: alice} }),
 			allowed: true, decision: DecisionNewOrigin},
 		{name: "several updaters, no parent controllers", req: with(with(update(), updaters(aliceHash, dcHash)), func(r *Request) {
 			delete(r.Parent.Annotations, kv1.AnnotationControllers)
 		}), allowed: true, decision: DecisionUnknownController},
-		{name: "several updaters, empty intersection", req: with(update(), updaters(aliceHash, bobHash)), allowed: true, decision: DecisionUnknownController},
+		{name: "several updaters, none a controller: the parent's controllers decide", req: with(update(), updaters(aliceHash, bobHash)), code: 403, decision: DecisionDriftDenied},
+		{name: "no parent controllers, the requester the only updater", req: with(with(update(), updaters(aliceHash)), func(r *Request) {
+			r.User = User{Name: alice}
+			delete(r.Parent.Annotations, kv1.AnnotationControllers)
+		}), code: 403, decision: DecisionDriftDenied},
 		{name: "no updaters (late install), parent controllers decide", req: with(update(), updaters()), code: 403, decision: DecisionDriftDenied},
 		{name: "create, parent controllers decide", req: with(create(), func(r *Request) { r.DefaultMode = kv1.ModeEnforce }),
 			code: 403, decision: DecisionDriftDenied},
-		{name: "create, no parent controllers", req: with(create(), func(r *Request) {
+		{name: "create, no parent controllers: the creator is taken for the controller", req: with(create(), func(r *Request) {
 			r.DefaultMode = kv1.ModeEnforce
 			delete(r.Parent.Annotations, kv1.AnnotationControllers)
-		}), allowed: true, decision: DecisionUnknownController},
-		{name: "user identified by UID when nameless", req: with(with(update(), updaters(kv1.UserHash("", "uid-7"))), func(r *Request) {
+		}), code: 403, decision: DecisionDriftDenied},
+		{name: "create, no parent controllers, parent reconciling", req: with(create(), func(r *Request) {
+			r.DefaultMode = kv1.ModeEnforce
+			r.Parent.Generation = 4
+			delete(r.Parent.Annotations, kv1.AnnotationControllers)
+		}), allowed: true, decision: DecisionExpected},
+		{name: "user identified by UID when nameless", req: with(with(update(), updaters(dcHash)), func(r *Request) {
 			r.User = User{UID: "uid-7"}
+			r.Parent.Annotations[kv1.AnnotationControllers] = kv1.UserHash("", "uid-7")
 		}), code: 403, decision: DecisionDriftDenied},
 	})
 }
@@ -387,11 +399,15 @@ func TestSnooze(t *testing.T) {
 		return func(t *testing.T, res Result) {
 			require.NotNil(t, res.Drift)
 			assert.Equal(t, want, res.Drift.Snoozed)
+			assert.Equal(t, want, !res.Drift.SnoozedUntil.IsZero(), "the expiry travels with the drift")
 			assert.Len(t, res.Warnings, warnings+1, res.Warnings) // +1: the log-mode drift warning
 		}
 	}
 	runDecide(t, []decideCase{
-		{name: "active", req: snooze(`{"expiry":"2026-03-01T12:00:01Z"}`), allowed: true, decision: DecisionDriftLogged, check: snoozed(true, 0)},
+		{name: "active", req: snooze(`{"expiry":"2026-03-01T12:00:01Z"}`), allowed: true, decision: DecisionDriftLogged, check: func(t *testing.T, res Result) {
+			snoozed(true, 0)(t, res)
+			assert.Equal(t, time.Date(2026, 3, 1, 12, 0, 1, 0, time.UTC), res.Drift.SnoozedUntil.UTC())
+		}},
 		{name: "expired", req: snooze(`{"expiry":"2026-03-01T12:00:00Z"}`), allowed: true, decision: DecisionDriftLogged, check: snoozed(false, 0)},
 		{name: "legacy active", req: snooze("2026-03-02T00:00:00+01:00"), allowed: true, decision: DecisionDriftLogged, check: snoozed(true, 0)},
 		{name: "legacy expired", req: snooze("2026-02-28T00:00:00Z"), allowed: true, decision: DecisionDriftLogged, check: snoozed(false, 0)},

@@ -133,8 +133,11 @@ type Drift struct {
 	Rejected bool
 	// Snoozed suppresses callbacks (the drift signal), not the decision.
 	Snoozed bool
-	Denied  bool
-	Mode    kv1.Mode
+	// SnoozedUntil is when the snooze expires: a drift still open then is
+	// reported. Zero unless Snoozed.
+	SnoozedUntil time.Time
+	Denied       bool
+	Mode         kv1.Mode
 	// UserHash is the requester's hash.
 	UserHash string
 }
@@ -149,8 +152,8 @@ type ParentUpdate struct {
 	Phase string
 	// ConsumeOnce is a once approval to remove from the parent's approvals.
 	ConsumeOnce *kv1.Approval
-	// PruneApprovals removes once/generation approvals whose generation !=
-	// parent.Generation.
+	// PruneApprovals removes once/generation approvals for a generation
+	// before parent.Generation (kv1.Approval.Stale).
 	PruneApprovals bool
 	// ObservedGeneration, when set, is recorded as the parent's
 	// kausality.io/observedGeneration: status updates of objects without

@@ -51,9 +51,12 @@ func (a Approval) Matches(child ChildRef, generation int64) bool {
 }
 
 // Stale reports whether a no longer applies because the parent moved past
-// the generation it names; stale approvals are pruned from the parent.
+// the generation it names; stale approvals are pruned from the parent. An
+// approval naming a later generation is kept, as kausality keeps it: it
+// may be written ahead of a spec change, and Deployments' metadata.generation
+// runs ahead of the spec-change generation the webhook compares with.
 func (a Approval) Stale(generation int64) bool {
-	return a.Mode != ApprovalAlways && a.Generation != 0 && a.Generation != generation
+	return a.Mode != ApprovalAlways && a.Generation != 0 && a.Generation < generation
 }
 
 func refMatches(apiVersion, kind, name string, child ChildRef) bool {

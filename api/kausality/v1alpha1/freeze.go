@@ -5,8 +5,12 @@ import (
 	"time"
 )
 
-// freezeLegacy is kausality's original freeze value, still accepted.
-const freezeLegacy = "true"
+// freezeLegacy is kausality's original freeze value, still accepted;
+// freezeOff is kausality's explicit "not frozen".
+const (
+	freezeLegacy = "true"
+	freezeOff    = "false"
+)
 
 // Freeze, in a parent's kausality.io/freeze, denies every change to its
 // children until it is removed (except while the parent is being deleted).
@@ -24,10 +28,10 @@ type freezeWire struct {
 }
 
 // ParseFreeze parses a kausality.io/freeze value: JSON {user, message, at}
-// or "true". It returns nil for "".
+// or "true". It returns nil (not frozen) for "" and "false".
 func ParseFreeze(s string) (*Freeze, error) {
 	switch {
-	case s == "":
+	case s == "", s == freezeOff:
 		return nil, nil
 	case s == freezeLegacy:
 		return &Freeze{}, nil
