@@ -182,7 +182,7 @@ func (d *Drift) parent(u *unstructured.Unstructured) *kausality.Parent {
 		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()),
 		Generation: d.Parents.SpecGeneration(u), Annotations: u.GetAnnotations(), Deleting: u.GetDeletionTimestamp() != nil,
 	}
-	if og, ok, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); ok {
+	if og, ok := kausality.ObservedGeneration(u); ok {
 		p.ObservedGeneration = &og
 	} else if og, err := strconv.ParseInt(p.Annotations[kv1.AnnotationObservedGeneration], 10, 64); err == nil {
 		p.ObservedGeneration = &og
