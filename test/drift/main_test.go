@@ -52,7 +52,7 @@ func (c *collector) find(child string, phase kv1.DriftReportPhase) []kv1.DriftRe
 func TestMain(m *testing.M) {
 	srv := httptest.NewServer(reports)
 	code := harness.Main(m, harness.Options{
-		ControllerManager: true, Remedy: true,
+		ControllerManager: true, Remedy: true, AuditLog: true, CRDs: []string{"test/testdata/crd"},
 		// log is the default; tests that enforce set kausality.io/mode on their namespace.
 		Drift: &devenv.DriftWebhookOptions{DefaultMode: kv1.ModeLog, CallbackURLs: []string{srv.URL}},
 	})
