@@ -120,9 +120,9 @@ func TestPersonIsNewOriginAndControllerRevertIsLoggedDrift(t *testing.T) {
 	require.Eventually(t, func() bool { return f.replicas(t) == 0 }, 30*time.Second, 50*time.Millisecond)
 
 	// The drift workflow reports it to the callback URL.
-	require.Eventually(t, func() bool { return len(reports.find(f.rs.Name, kv1.DriftReportDetected)) > 0 }, 30*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { return len(reports.find(f.rs, kv1.DriftReportDetected)) > 0 }, 30*time.Second, 100*time.Millisecond,
 		"no DriftReport for %s", f.rs.Name)
-	rep := reports.find(f.rs.Name, kv1.DriftReportDetected)[0]
+	rep := reports.find(f.rs, kv1.DriftReportDetected)[0]
 	assert.Equal(t, kv1.DriftReportKind, rep.Kind)
 	assert.Equal(t, "web", rep.Spec.Parent.Name)
 	assert.Equal(t, "UPDATE", rep.Spec.Request.Operation)

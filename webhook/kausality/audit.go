@@ -3,6 +3,8 @@ package kausality
 import (
 	"strconv"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 )
 
@@ -60,7 +62,8 @@ func Audit(req Request, res Result) map[string]string {
 		}
 	}
 	if mode == "" {
-		d := &decider{req: req, old: kausalityAnnotations(req.OldObject), cur: kausalityAnnotations(req.Object)}
+		// Only the mode annotations matter here: no copy of the rest.
+		d := &decider{req: req, old: modeAnnotation(req.OldObject), cur: modeAnnotation(req.Object)}
 		mode = d.mode()
 	}
 	a[AuditMode] = string(mode)
@@ -80,4 +83,14 @@ func LifecyclePhase(p Parent) string {
 		return kv1.LifecycleInitialized
 	}
 	return kv1.LifecycleInitializing
+}
+
+func modeAnnotation(obj *unstructured.Unstructured) map[string]string {
+	if obj == nil {
+		return nil
+	}
+	if v, ok, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", kv1.AnnotationMode); ok {
+		return map[string]string{kv1.AnnotationMode: v}
+	}
+	return nil
 }

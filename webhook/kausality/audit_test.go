@@ -116,3 +116,23 @@ func TestAudit(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkAudit times the audit annotations of BenchmarkDecide's request
+// (drift: the mode comes with it) and of a person's change (no drift: the
+// mode is resolved again).
+func BenchmarkAudit(b *testing.B) {
+	person := update()
+	person.User = User{Name: alice}
+	for _, bc := range []struct {
+		name string
+		req  Request
+	}{{"drift", update()}, {"new-origin", person}} {
+		b.Run(bc.name, func(b *testing.B) {
+			res := Decide(bc.req)
+			b.ReportAllocs()
+			for range b.N {
+				Audit(bc.req, res)
+			}
+		})
+	}
+}
