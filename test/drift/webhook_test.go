@@ -128,6 +128,14 @@ func TestPersonIsNewOriginAndControllerRevertIsLoggedDrift(t *testing.T) {
 	assert.Equal(t, "UPDATE", rep.Spec.Request.Operation)
 	assert.Contains(t, rep.Spec.Request.User, "deployment-controller")
 	assert.Len(t, rep.Spec.ID, 16)
+	// kausality's detection context travels with the report.
+	assert.Equal(t, kv1.LifecycleInitialized, rep.Spec.Parent.LifecyclePhase)
+	// generation is that of the parent's last spec change; observedGeneration
+	// is the Deployment's own, which annotation edits also bump.
+	assert.GreaterOrEqual(t, rep.Spec.Parent.ObservedGeneration, rep.Spec.Parent.Generation, "drift: the parent's controller had caught up")
+	assert.NotEmpty(t, rep.Spec.Request.UID)
+	assert.False(t, rep.Spec.Request.DryRun)
+	assert.Positive(t, rep.Spec.Child.Generation)
 }
 
 func TestEnforceDeniesRevertAndOnceApprovalLetsExactlyOneThrough(t *testing.T) {
