@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 )
@@ -19,9 +20,20 @@ type PostReportInput struct {
 	Report kv1.DriftReport `json:"report"`
 }
 
+// ReasonCallbackNotAcknowledged is the (retried) failure type of a receiver
+// that answered 2xx with a DriftReportResponse whose acknowledged is false.
+const ReasonCallbackNotAcknowledged = "CallbackNotAcknowledged"
+
+// maxResponseBody bounds what is read of a receiver's answer.
+const maxResponseBody = 4096
+
 // PostReport POSTs a DriftReport to one callback URL. Server errors,
 // timeouts, 408 and 429 are retried; any other 4xx says the receiver will
-// never take this report, so it fails for good.
+// never take this report, so it fails for good. A 2xx answer is read as
+// kausality's DriftReportResponse: acknowledged: false (the receiver had a
+// problem with the report) is retried with the receiver's error; a body that
+// is no DriftReportResponse (empty, not JSON) counts as acknowledged, as in
+// kausality.
 func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
 	body, err := json.Marshal(in.Report)
 	if err != nil {
@@ -38,10 +50,15 @@ func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
 	}
 	defer resp.Body.Close()
 	// Reading a little of the body lets the connection be reused and explains failures.
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
 	code := resp.StatusCode
 	switch {
 	case code >= 200 && code < 300:
+		var ack kv1.DriftReportResponse
+		if json.Unmarshal(msg, &ack) == nil && !ack.Acknowledged {
+			return temporal.NewApplicationError(fmt.Sprintf("drift report %s not acknowledged by %s: %s", in.Report.Spec.ID, in.URL, orNone(ack.Error)),
+				ReasonCallbackNotAcknowledged)
+		}
 		activity.GetLogger(ctx).Info("drift report sent", "url", in.URL, "id", in.Report.Spec.ID, "phase", in.Report.Spec.Phase)
 		return nil
 	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests:
@@ -49,4 +66,11 @@ func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
 	default:
 		return fmt.Errorf("post drift report to %s: %s: %s", in.URL, resp.Status, bytes.TrimSpace(msg))
 	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no error given"
+	}
+	return s
 }

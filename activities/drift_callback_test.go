@@ -25,23 +25,35 @@ func TestPostReport(t *testing.T) {
 		NewObject: json.RawMessage(`{"spec":{"replicas":1}}`),
 		Request:   kv1.DriftRequestContext{User: "u", Operation: "UPDATE"},
 	}}
+	const hi = "receiver says hi"
 	tests := []struct {
-		status        int
-		wantErr       bool
+		status int
+		// body is the receiver's answer, hi when empty.
+		body          string
+		wantErr       string
+		wantType      string
 		wantPermanent bool
 	}{
 		{status: http.StatusOK},
 		{status: http.StatusAccepted},
-		{status: http.StatusInternalServerError, wantErr: true},
-		{status: http.StatusServiceUnavailable, wantErr: true},
-		{status: http.StatusRequestTimeout, wantErr: true},
-		{status: http.StatusTooManyRequests, wantErr: true},
-		{status: http.StatusNotFound, wantErr: true, wantPermanent: true},
-		{status: http.StatusBadRequest, wantErr: true, wantPermanent: true},
-		{status: http.StatusUnauthorized, wantErr: true, wantPermanent: true},
+		{status: http.StatusOK, body: `{"acknowledged":true}`},
+		{status: http.StatusAccepted, body: `{"apiVersion":"kausality.io/v1alpha1","kind":"DriftReportResponse","acknowledged":true}`},
+		{status: http.StatusOK, body: " "},
+		{status: http.StatusOK, body: `{"acknowledged":false,"error":"slack is down"}`, wantErr: "slack is down", wantType: ReasonCallbackNotAcknowledged},
+		{status: http.StatusOK, body: `{}`, wantErr: "not acknowledged", wantType: ReasonCallbackNotAcknowledged},
+		{status: http.StatusInternalServerError, wantErr: hi},
+		{status: http.StatusServiceUnavailable, wantErr: hi},
+		{status: http.StatusRequestTimeout, wantErr: hi},
+		{status: http.StatusTooManyRequests, wantErr: hi},
+		{status: http.StatusNotFound, wantErr: hi, wantType: ReasonCallbackRejected, wantPermanent: true},
+		{status: http.StatusBadRequest, wantErr: hi, wantType: ReasonCallbackRejected, wantPermanent: true},
+		{status: http.StatusUnauthorized, wantErr: hi, wantType: ReasonCallbackRejected, wantPermanent: true},
 	}
 	for _, tt := range tests {
-		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+		if tt.body == "" {
+			tt.body = hi
+		}
+		t.Run(http.StatusText(tt.status)+" "+tt.body, func(t *testing.T) {
 			var got kv1.DriftReport
 			var contentType string
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,24 +61,24 @@ func TestPostReport(t *testing.T) {
 				b, _ := io.ReadAll(r.Body)
 				assert.NoError(t, json.Unmarshal(b, &got))
 				w.WriteHeader(tt.status)
-				_, _ = w.Write([]byte("receiver says hi"))
+				_, _ = w.Write([]byte(tt.body))
 			}))
 			defer srv.Close()
 
 			err := runPost(t, &Drift{HTTP: srv.Client()}, PostReportInput{URL: srv.URL + "/drift", Report: report})
 			assert.Equal(t, report, got, "the receiver gets the whole report")
 			assert.Equal(t, "application/json", contentType)
-			if !tt.wantErr {
+			if tt.wantErr == "" {
 				require.NoError(t, err)
 				return
 			}
 			require.Error(t, err)
-			assert.Contains(t, err.Error(), "receiver says hi")
+			assert.Contains(t, err.Error(), tt.wantErr)
 			var app *temporal.ApplicationError
 			require.True(t, errors.As(err, &app), "got %T", err)
 			assert.Equal(t, tt.wantPermanent, app.NonRetryable())
-			if tt.wantPermanent {
-				assert.Equal(t, ReasonCallbackRejected, app.Type())
+			if tt.wantType != "" {
+				assert.Equal(t, tt.wantType, app.Type())
 			}
 		})
 	}

@@ -104,18 +104,21 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 	logger := log.FromContext(ctx).WithValues("decision", res.Decision, "operation", req.Operation, "kind", req.Kind.Kind,
 		"object", req.Namespace+"/"+req.Name, "user", req.UserInfo.Username)
 	d.followUp(ctx, req, child, parent, in, res)
+	audit := kausality.Audit(in, res)
 
 	if !res.Allowed {
 		logger.Info("drift webhook denied", "code", res.Code, "reason", res.Reason)
 		resp := admission.Denied(res.Reason)
 		resp.Result.Code = res.Code
 		resp.Result.Reason = metav1.StatusReason(http.StatusText(int(res.Code)))
+		resp.AuditAnnotations = audit
 		return resp.WithWarnings(res.Warnings...)
 	}
 	if res.Drift != nil {
 		logger.Info("drift admitted", "approved", res.Drift.Approved, "mode", res.Drift.Mode)
 	}
 	resp := admission.Allowed(res.Reason)
+	resp.AuditAnnotations = audit
 	if obj != nil && len(res.Annotations) > 0 {
 		resp.Patches = annotationPatch(obj.GetAnnotations(), res.Annotations)
 		if len(resp.Patches) > 0 {
@@ -166,15 +169,41 @@ func (d *Drift) signal(req admission.Request, child, parent *unstructured.Unstru
 	if in.Object != nil {
 		newHash = kv1.SpecHash(in.Object.Object)
 	}
+	snoozed, snoozedUntil := res.Drift.Snoozed, res.Drift.SnoozedUntil
+	if res.Drift.Approved {
+		// The decision reads the snooze only for drift it reports; the
+		// Resolved report of an approved change is silenced all the same.
+		if s, err := kv1.ParseSnooze(in.Parent.Annotations[kv1.AnnotationSnooze]); err == nil && s != nil && s.Active(in.Now) {
+			snoozed, snoozedUntil = true, s.Expiry
+		}
+	}
+	var observed int64
+	if og := in.Parent.ObservedGeneration; og != nil {
+		observed = *og
+	}
 	return workflows.DriftSignal{
 		ID: reportID(p, c, string(req.Operation)+":"+oldHash+">"+newHash), Parent: p, Child: c,
 		ParentGeneration: in.Parent.Generation, ParentSpecHash: SpecHash(parent),
+		ParentObservedGeneration: observed, ParentLifecyclePhase: kausality.LifecyclePhase(*in.Parent), ChildGeneration: child.GetGeneration(),
 		Operation: string(req.Operation), User: req.UserInfo.Username, Groups: req.UserInfo.Groups,
+		RequestUID: string(req.UID), FieldManager: fieldManager(req), DryRun: isDryRun(req),
 		OldObject: rawOrNil(req.OldObject), NewObject: rawOrNil(req.Object),
-		Mode: string(res.Drift.Mode), Denied: res.Drift.Denied, Approved: res.Drift.Approved, Snoozed: res.Drift.Snoozed,
-		SnoozedUntil: res.Drift.SnoozedUntil,
+		Mode: string(res.Drift.Mode), Denied: res.Drift.Denied, Approved: res.Drift.Approved, Snoozed: snoozed,
+		SnoozedUntil: snoozedUntil,
 		CallbackURLs: d.CallbackURLs, RequestApproval: d.RequestApproval && !res.Drift.Approved, DetectedAt: in.Now,
 	}
+}
+
+// fieldManager is the request's fieldManager option; CREATE, UPDATE and
+// PATCH options carry one, DELETE options none.
+func fieldManager(req admission.Request) string {
+	var o struct {
+		FieldManager string `json:"fieldManager"`
+	}
+	if len(req.Options.Raw) == 0 || json.Unmarshal(req.Options.Raw, &o) != nil {
+		return ""
+	}
+	return o.FieldManager
 }
 
 // parent maps the cached parent to what the decision reads.
@@ -183,7 +212,7 @@ func (d *Drift) parent(u *unstructured.Unstructured) *kausality.Parent {
 		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()),
 		Generation: d.Parents.SpecGeneration(u), Annotations: u.GetAnnotations(), Deleting: u.GetDeletionTimestamp() != nil,
 	}
-	if og, ok, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); ok {
+	if og, ok := kausality.ObservedGeneration(u); ok {
 		p.ObservedGeneration = &og
 	} else if og, err := strconv.ParseInt(p.Annotations[kv1.AnnotationObservedGeneration], 10, 64); err == nil {
 		p.ObservedGeneration = &og

@@ -58,7 +58,8 @@ var driftCheckOptions = workflow.ActivityOptions{
 // The webhook's signal-with-start begins the next run after this one ends.
 func DriftWorkflow(ctx workflow.Context, in DriftInput) (DriftResult, error) {
 	r := &driftRun{in: in, sig: workflow.GetSignalChannel(ctx, SignalDrift)}
-	r.status = DriftStatus{Parent: in.Parent, Open: append([]OpenDrift{}, in.Open...), Resolved: in.Resolved}
+	r.status = DriftStatus{Parent: in.Parent, Open: append([]OpenDrift{}, in.Open...), Resolved: in.Resolved,
+		Undelivered: append([]UndeliveredReport(nil), in.Undelivered...)}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (DriftStatus, error) { return r.status, nil }); err != nil {
 		return DriftResult{}, err
 	}
@@ -83,7 +84,7 @@ func DriftWorkflow(ctx workflow.Context, in DriftInput) (DriftResult, error) {
 				return r.result(), err
 			}
 			r.drain(ctx)
-			next := DriftInput{Parent: in.Parent, Open: r.status.Open, Resolved: r.status.Resolved}
+			next := DriftInput{Parent: in.Parent, Open: r.status.Open, Resolved: r.status.Resolved, Undelivered: r.status.Undelivered}
 			workflow.GetLogger(ctx).Info("continuing as new", "open", len(next.Open), "signals", r.signals)
 			return r.result(), workflow.NewContinueAsNewError(ctx, DriftWorkflow, next)
 		}
@@ -147,8 +148,12 @@ func (r *driftRun) handle(ctx workflow.Context, s DriftSignal) {
 		return
 	}
 	if s.Approved {
-		// An approved change is no open drift: there is nothing to report.
+		// An approved change opens no drift, but receivers hear at once, as
+		// kausality tells them, that the drifting change went through.
 		logger.Info("drift let through by an approval", "id", s.ID, "child", s.Child.Target())
+		if workflow.GetVersion(ctx, "drift-approved-resolved-report", workflow.DefaultVersion, 1) >= 1 {
+			r.report(OpenDrift{Signal: s}, driftReportResolved)
+		}
 		return
 	}
 	r.status.Open = append(r.status.Open, OpenDrift{Signal: s})

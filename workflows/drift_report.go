@@ -1,6 +1,9 @@
 package workflows
 
 import (
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities"
@@ -72,10 +75,32 @@ func (r *driftRun) post(ctx workflow.Context) {
 			if err := f.Get(ctx, nil); err != nil {
 				workflow.GetLogger(ctx).Warn("drift report not delivered", "url", job.urls[i], "id", job.report.Spec.ID,
 					"phase", job.report.Spec.Phase, "error", err)
+				r.undelivered(UndeliveredReport{ID: job.report.Spec.ID, Phase: string(job.report.Spec.Phase), URL: job.urls[i], Error: cause(err)})
 			}
 		}
 		r.posting = false
 	}
+}
+
+// maxUndelivered bounds the undelivered reports the status keeps.
+const maxUndelivered = 20
+
+// undelivered records a report a receiver never took, keeping the latest.
+func (r *driftRun) undelivered(u UndeliveredReport) {
+	r.status.Undelivered = append(r.status.Undelivered, u)
+	if n := len(r.status.Undelivered); n > maxUndelivered {
+		r.status.Undelivered = r.status.Undelivered[n-maxUndelivered:]
+	}
+}
+
+// cause is the activity's own message (the receiver's error when it did not
+// acknowledge), without the activity error's wrapping.
+func cause(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return err.Error()
 }
 
 // DriftReportOf builds the report a signal describes, in the given phase.
@@ -87,12 +112,14 @@ func DriftReportOf(s DriftSignal, phase kv1.DriftReportPhase) kv1.DriftReport {
 			ID:    s.ID,
 			Phase: phase,
 			Parent: kv1.DriftObjectReference{APIVersion: s.Parent.APIVersion, Kind: s.Parent.Kind, Namespace: s.Parent.Namespace,
-				Name: s.Parent.Name, UID: s.Parent.UID, Generation: s.ParentGeneration},
+				Name: s.Parent.Name, UID: s.Parent.UID, Generation: s.ParentGeneration,
+				ObservedGeneration: s.ParentObservedGeneration, LifecyclePhase: s.ParentLifecyclePhase},
 			Child: kv1.DriftObjectReference{APIVersion: s.Child.APIVersion, Kind: s.Child.Kind, Namespace: s.Child.Namespace,
-				Name: s.Child.Name, UID: s.Child.UID},
+				Name: s.Child.Name, UID: s.Child.UID, Generation: s.ChildGeneration},
 			OldObject: s.OldObject,
 			NewObject: s.NewObject,
-			Request:   kv1.DriftRequestContext{User: s.User, Groups: s.Groups, Operation: s.Operation},
+			Request: kv1.DriftRequestContext{User: s.User, Groups: s.Groups, UID: s.RequestUID, FieldManager: s.FieldManager,
+				Operation: s.Operation, DryRun: s.DryRun},
 		},
 	}
 }

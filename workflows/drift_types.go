@@ -24,6 +24,8 @@ type DriftInput struct {
 	Open   []OpenDrift    `json:"open,omitempty"`
 	// Resolved counts the drifts earlier runs resolved.
 	Resolved int `json:"resolved,omitempty"`
+	// Undelivered carries the status's undelivered reports.
+	Undelivered []UndeliveredReport `json:"undelivered,omitempty"`
 }
 
 // DriftSignal is the payload of the drift signal the webhook sends.
@@ -35,17 +37,26 @@ type DriftSignal struct {
 	ParentGeneration int64 `json:"parentGeneration"`
 	// ParentSpecHash is kv1.SpecHash of the parent at detection; a different
 	// hash later means the parent changed, which resolves the drift.
-	ParentSpecHash string          `json:"parentSpecHash"`
-	Child          DriftObjectRef  `json:"child"`
-	Operation      string          `json:"operation"`
-	User           string          `json:"user"`
-	Groups         []string        `json:"groups,omitempty"`
-	OldObject      json.RawMessage `json:"oldObject,omitempty"`
-	NewObject      json.RawMessage `json:"newObject,omitempty"`
-	Mode           string          `json:"mode"`
-	Denied         bool            `json:"denied,omitempty"`
-	Approved       bool            `json:"approved,omitempty"`
-	Snoozed        bool            `json:"snoozed,omitempty"`
+	ParentSpecHash string `json:"parentSpecHash"`
+	// ParentObservedGeneration and ParentLifecyclePhase (Initializing,
+	// Initialized, Deleting) are the parent's state at detection.
+	ParentObservedGeneration int64          `json:"parentObservedGeneration,omitempty"`
+	ParentLifecyclePhase     string         `json:"parentLifecyclePhase,omitempty"`
+	Child                    DriftObjectRef `json:"child"`
+	ChildGeneration          int64          `json:"childGeneration,omitempty"`
+	Operation                string         `json:"operation"`
+	User                     string         `json:"user"`
+	Groups                   []string       `json:"groups,omitempty"`
+	// RequestUID, FieldManager and DryRun describe the admission request.
+	RequestUID   string          `json:"requestUID,omitempty"`
+	FieldManager string          `json:"fieldManager,omitempty"`
+	DryRun       bool            `json:"dryRun,omitempty"`
+	OldObject    json.RawMessage `json:"oldObject,omitempty"`
+	NewObject    json.RawMessage `json:"newObject,omitempty"`
+	Mode         string          `json:"mode"`
+	Denied       bool            `json:"denied,omitempty"`
+	Approved     bool            `json:"approved,omitempty"`
+	Snoozed      bool            `json:"snoozed,omitempty"`
 	// SnoozedUntil is when the snooze that silenced the drift expires; a
 	// drift still open then is reported.
 	SnoozedUntil time.Time `json:"snoozedUntil,omitzero"`
@@ -80,6 +91,20 @@ type DriftStatus struct {
 	Open   []OpenDrift    `json:"open"`
 	// Resolved counts every drift of this parent resolved so far, across runs.
 	Resolved int `json:"resolved"`
+	// Undelivered lists the latest reports a receiver never took.
+	Undelivered []UndeliveredReport `json:"undelivered,omitempty"`
+}
+
+// UndeliveredReport is a DriftReport that failed for good at one URL: the
+// receiver refused it, never acknowledged it, or could not be reached
+// while the activity retried.
+type UndeliveredReport struct {
+	ID    string `json:"id"`
+	Phase string `json:"phase"`
+	URL   string `json:"url"`
+	// Error is the last failure: the receiver's own error when it answered
+	// acknowledged: false.
+	Error string `json:"error"`
 }
 
 // DriftResult is the outcome of one run.

@@ -39,6 +39,10 @@ type Options struct {
 	OperatorWebhooks []string
 	// ControllerManager also runs kube-controller-manager with real built-in controllers.
 	ControllerManager bool
+	// AuditLog makes kube-apiserver write an audit log (Env.AuditLogPath).
+	AuditLog bool
+	// ExtraCRDs are more CRD files or directories to install (test fixtures).
+	ExtraCRDs []string
 	// TemporalHostPort binds the Temporal frontend; empty picks a free port.
 	TemporalHostPort string
 	// TemporalUIPort enables the Web UI on that port; empty runs headless.
@@ -58,6 +62,8 @@ type Env struct {
 	// to admission webhooks (WebhookClientCert, WebhookClientKey); Remedy's
 	// webhooks admit no other client.
 	WebhookClientCA, WebhookClientCert, WebhookClientKey string
+	// AuditLogPath is kube-apiserver's JSON audit log when Options.AuditLog is set.
+	AuditLogPath string
 
 	devServer *testsuite.DevServer
 	kcm       *exec.Cmd
@@ -102,7 +108,7 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 
 	env.Kube = &envtest.Environment{
 		BinaryAssetsDirectory: o.Assets,
-		CRDDirectoryPaths:     []string{o.CRDDir},
+		CRDDirectoryPaths:     append([]string{o.CRDDir}, o.ExtraCRDs...),
 		ErrorIfCRDPathMissing: true,
 		// Open watches (a `kubectl get -w` in another terminal) keep
 		// kube-apiserver from draining; after this it is killed.
@@ -110,6 +116,11 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	}
 	if err := env.configureWebhookClientCert(); err != nil {
 		return env, err
+	}
+	if o.AuditLog {
+		if err := env.configureAuditLog(); err != nil {
+			return env, err
+		}
 	}
 
 	type result struct {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -36,13 +38,15 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// find returns the reports about child in phase.
-func (c *collector) find(child string, phase kv1.DriftReportPhase) []kv1.DriftReport {
+// find returns the reports about child in phase. Every test's ReplicaSet
+// of Deployment "web" has the same name (the template's hash), so the
+// namespace tells them apart.
+func (c *collector) find(child metav1.Object, phase kv1.DriftReportPhase) []kv1.DriftReport {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []kv1.DriftReport
 	for _, r := range c.all {
-		if r.Spec.Child.Name == child && r.Spec.Phase == phase {
+		if r.Spec.Child.Namespace == child.GetNamespace() && r.Spec.Child.Name == child.GetName() && r.Spec.Phase == phase {
 			out = append(out, r)
 		}
 	}
@@ -52,7 +56,7 @@ func (c *collector) find(child string, phase kv1.DriftReportPhase) []kv1.DriftRe
 func TestMain(m *testing.M) {
 	srv := httptest.NewServer(reports)
 	code := harness.Main(m, harness.Options{
-		ControllerManager: true, Remedy: true,
+		ControllerManager: true, Remedy: true, AuditLog: true, CRDs: []string{"test/testdata/crd"},
 		// log is the default; tests that enforce set kausality.io/mode on their namespace.
 		Drift: &devenv.DriftWebhookOptions{DefaultMode: kv1.ModeLog, CallbackURLs: []string{srv.URL}},
 	})

@@ -58,7 +58,7 @@ func TestForgedReviewsNeedTheAPIServersCertificate(t *testing.T) {
 		}
 	}
 	assertStays(t, 3*time.Second, func() bool {
-		return !slices.Contains(kv1.ParseUserHashes(controllers()), mallory) && len(reports.find(f.rs.Name, kv1.DriftReportDetected)) == 0
+		return !slices.Contains(kv1.ParseUserHashes(controllers()), mallory) && len(reports.find(f.rs, kv1.DriftReportDetected)) == 0
 	}, "a refused review recorded a controller or started a drift workflow")
 
 	// The API server's certificate is answered, and the same reviews take
@@ -71,7 +71,7 @@ func TestForgedReviewsNeedTheAPIServersCertificate(t *testing.T) {
 		assert.Equal(t, r.Request.UID, resp.Response.UID)
 		assert.True(t, resp.Response.Allowed, "log mode admits: %+v", resp.Response.Result)
 	}
-	require.Eventually(t, func() bool { return len(reports.find(f.rs.Name, kv1.DriftReportDetected)) > 0 }, 30*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { return len(reports.find(f.rs, kv1.DriftReportDetected)) > 0 }, 30*time.Second, 100*time.Millisecond,
 		"the authenticated drift review started no drift workflow")
 	require.Eventually(t, func() bool { return slices.Contains(kv1.ParseUserHashes(controllers()), mallory) }, 10*time.Second, 100*time.Millisecond,
 		"the authenticated status review recorded no controller")

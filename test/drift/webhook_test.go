@@ -120,14 +120,22 @@ func TestPersonIsNewOriginAndControllerRevertIsLoggedDrift(t *testing.T) {
 	require.Eventually(t, func() bool { return f.replicas(t) == 0 }, 30*time.Second, 50*time.Millisecond)
 
 	// The drift workflow reports it to the callback URL.
-	require.Eventually(t, func() bool { return len(reports.find(f.rs.Name, kv1.DriftReportDetected)) > 0 }, 30*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { return len(reports.find(f.rs, kv1.DriftReportDetected)) > 0 }, 30*time.Second, 100*time.Millisecond,
 		"no DriftReport for %s", f.rs.Name)
-	rep := reports.find(f.rs.Name, kv1.DriftReportDetected)[0]
+	rep := reports.find(f.rs, kv1.DriftReportDetected)[0]
 	assert.Equal(t, kv1.DriftReportKind, rep.Kind)
 	assert.Equal(t, "web", rep.Spec.Parent.Name)
 	assert.Equal(t, "UPDATE", rep.Spec.Request.Operation)
 	assert.Contains(t, rep.Spec.Request.User, "deployment-controller")
 	assert.Len(t, rep.Spec.ID, 16)
+	// kausality's detection context travels with the report.
+	assert.Equal(t, kv1.LifecycleInitialized, rep.Spec.Parent.LifecyclePhase)
+	// generation is that of the parent's last spec change; observedGeneration
+	// is the Deployment's own, which annotation edits also bump.
+	assert.GreaterOrEqual(t, rep.Spec.Parent.ObservedGeneration, rep.Spec.Parent.Generation, "drift: the parent's controller had caught up")
+	assert.NotEmpty(t, rep.Spec.Request.UID)
+	assert.False(t, rep.Spec.Request.DryRun)
+	assert.Positive(t, rep.Spec.Child.Generation)
 }
 
 func TestEnforceDeniesRevertAndOnceApprovalLetsExactlyOneThrough(t *testing.T) {

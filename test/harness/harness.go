@@ -33,6 +33,10 @@ type Options struct {
 	// Drift, when set, runs the drift webhook and installs its configuration
 	// (Manifest defaults to deploy/webhook/drift.yaml).
 	Drift *devenv.DriftWebhookOptions
+	// AuditLog makes kube-apiserver write its audit log (AuditLogPath).
+	AuditLog bool
+	// CRDs are test fixture CRDs to install, relative to the repository root.
+	CRDs []string
 }
 
 var (
@@ -62,6 +66,10 @@ func Main(m *testing.M, o Options) int {
 		return 1
 	}
 	opts.ControllerManager = o.ControllerManager
+	opts.AuditLog = o.AuditLog
+	for _, c := range o.CRDs {
+		opts.ExtraCRDs = append(opts.ExtraCRDs, filepath.Join(Root, c))
+	}
 	opts.Log = logFile
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -125,6 +133,9 @@ func Config() *rest.Config { return env.Config }
 
 // Temporal is a client of the dev server.
 func Temporal() client.Client { return env.Temporal }
+
+// AuditLogPath is kube-apiserver's JSON audit log (Options.AuditLog).
+func AuditLogPath() string { return env.AuditLogPath }
 
 // TemporalAddress is the dev server's host:port, for the temporal CLI.
 func TemporalAddress() string { return env.TemporalAddress }

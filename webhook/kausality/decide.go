@@ -56,13 +56,19 @@ func Decide(req Request) Result {
 	d.role = identify(d.userHash, kv1.ParseUserHashes(d.old[kv1.AnnotationUpdaters]), req.Parent)
 
 	res, extend, label := d.decide()
-	if res.Allowed && req.Operation != Delete {
-		if want, err := d.annotations(extend, label); err != nil {
+	if res.Allowed {
+		want, err := d.annotations(extend, label)
+		switch {
+		case req.Operation == Delete:
+			// A deletion patches nothing; its trace goes to the audit log only.
+			res.Trace = want[kv1.AnnotationTrace]
+		case err != nil:
 			res = deny(http.StatusBadRequest, DecisionInvalidAnnotation, "kausality: "+err.Error())
 			// The request fails, so nothing it would have consumed is consumed.
 			d.update.ConsumeOnce = nil
-		} else {
+		default:
 			res.Annotations = changes(want, d.cur)
+			res.Trace = want[kv1.AnnotationTrace]
 		}
 	}
 	res.Warnings = append(d.warnings, res.Warnings...)

@@ -57,7 +57,7 @@ func asParent(obj *unstructured.Unstructured) Parent {
 		Name: obj.GetName(), UID: string(obj.GetUID()), Generation: obj.GetGeneration(),
 		Annotations: obj.GetAnnotations(), Deleting: obj.GetDeletionTimestamp() != nil,
 	}
-	if og, ok := statusObservedGeneration(obj); ok {
+	if og, ok := ObservedGeneration(obj); ok {
 		p.ObservedGeneration = &og
 	} else if s, ok := p.Annotations[kv1.AnnotationObservedGeneration]; ok {
 		if og, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -77,9 +77,34 @@ func asParent(obj *unstructured.Unstructured) Parent {
 	return p
 }
 
-func statusObservedGeneration(obj *unstructured.Unstructured) (int64, bool) {
-	og, ok, err := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
-	return og, ok && err == nil
+// ObservedGeneration reads an object's observedGeneration as kausality
+// does: status.observedGeneration, else that of the Synced condition, else
+// that of the Ready condition. Crossplane's managed resources report it only
+// on their conditions.
+func ObservedGeneration(obj *unstructured.Unstructured) (int64, bool) {
+	if og, ok, err := unstructured.NestedInt64(obj.Object, "status", "observedGeneration"); ok && err == nil {
+		return og, true
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	var ready int64
+	found := false
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		og, ok := m["observedGeneration"].(int64)
+		if !ok {
+			continue
+		}
+		switch m["type"] {
+		case "Synced":
+			return og, true
+		case "Ready":
+			ready, found = og, true
+		}
+	}
+	return ready, found
 }
 
 func childRef(obj *unstructured.Unstructured) kv1.ChildRef {

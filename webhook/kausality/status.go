@@ -37,7 +37,7 @@ func decideStatus(req Request) Result {
 			pu.Phase = kv1.PhaseInitialized
 		}
 	}
-	if _, has := statusObservedGeneration(req.Object); !has {
+	if _, has := ObservedGeneration(req.Object); !has {
 		if g := req.Object.GetGeneration(); g > 0 && old[kv1.AnnotationObservedGeneration] != strconv.FormatInt(g, 10) {
 			pu.ObservedGeneration = &g
 		}

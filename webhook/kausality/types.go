@@ -90,6 +90,9 @@ type Result struct {
 	// new value, nil value = remove. Only kausality.io/* keys. Empty on
 	// DELETE and on denial.
 	Annotations map[string]*string
+	// Trace is the object's kausality.io/trace after an allowed request
+	// (on DELETE the trace the deletion would have), for the audit log.
+	Trace string
 	// Decision is what happened, for metrics and logs.
 	Decision DecisionKind
 	// Drift is non-nil when the request is drift (allowed or not).

@@ -53,12 +53,40 @@ type DriftObjectReference struct {
 	Generation int64  `json:"generation,omitempty"`
 	// ObservedGeneration is set on the parent only.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LifecyclePhase is the parent's phase (Initializing, Initialized,
+	// Deleting); set on the parent only.
+	LifecyclePhase string `json:"lifecyclePhase,omitempty"`
 }
+
+// Parent lifecycle phases as kausality spells them in DriftReports and audit
+// annotations (the kausality.io/phase annotation stores them lower case).
+const (
+	LifecycleInitializing = "Initializing"
+	LifecycleInitialized  = "Initialized"
+	LifecycleDeleting     = "Deleting"
+)
 
 // DriftRequestContext is who made the drifting request, and how.
 type DriftRequestContext struct {
-	User      string   `json:"user"`
-	Groups    []string `json:"groups,omitempty"`
-	UID       string   `json:"uid,omitempty"`
-	Operation string   `json:"operation"`
+	User   string   `json:"user"`
+	Groups []string `json:"groups,omitempty"`
+	// UID is the admission request's UID.
+	UID string `json:"uid,omitempty"`
+	// FieldManager is the request's fieldManager option, "" when unset.
+	FieldManager string `json:"fieldManager,omitempty"`
+	Operation    string `json:"operation"`
+	// DryRun marks a dry-run request.
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// DriftReportResponse is what a receiver may answer a DriftReport with.
+// An answer that is not one (an empty or non-JSON body) counts as
+// acknowledged, as kausality counts it.
+type DriftReportResponse struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	// Acknowledged says the receiver took the report.
+	Acknowledged bool `json:"acknowledged"`
+	// Error is the receiver's problem with the report.
+	Error string `json:"error,omitempty"`
 }
