@@ -24,7 +24,9 @@ func policy(name string, mode kv1.Mode, mutate ...func(*kv1.KausalitySpec)) kv1.
 }
 
 func resources(group string, rs ...string) func(*kv1.KausalitySpec) {
-	return func(s *kv1.KausalitySpec) { s.Resources = []kv1.ResourceRule{{APIGroups: []string{group}, Resources: rs}} }
+	return func(s *kv1.KausalitySpec) {
+		s.Resources = []kv1.ResourceRule{{APIGroups: []string{group}, Resources: rs}}
+	}
 }
 
 func nsNames(names ...string) func(*kv1.KausalitySpec) {
@@ -104,7 +106,7 @@ func TestResolvePolicy(t *testing.T) {
 			target: PolicyTarget{Group: "apps", Resource: "statefulsets", Namespace: "payments-prod"}, want: kv1.ModeLog, policy: "platform-baseline"},
 		{name: "orders deployment by namespace selector", policies: []kv1.Kausality{platformBaseline, teamPayments, teamOrders},
 			target: PolicyTarget{Group: "apps", Resource: "deployments", Namespace: "orders-prod", NamespaceLabels: map[string]string{"team": "orders"}},
-			want: kv1.ModeEnforce, policy: "team-orders"},
+			want:   kv1.ModeEnforce, policy: "team-orders"},
 		{name: "random namespace: the baseline", policies: []kv1.Kausality{platformBaseline, teamPayments, teamOrders},
 			target: deployments("random-namespace"), want: kv1.ModeLog, policy: "platform-baseline"},
 		{name: "other group: no policy", policies: []kv1.Kausality{platformBaseline, teamPayments, teamOrders},
