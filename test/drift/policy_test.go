@@ -50,6 +50,10 @@ func applyPolicy(t *testing.T, p *kv1.Kausality) {
 	}, 30*time.Second, 50*time.Millisecond, "policy %s never became Ready", p.Name)
 }
 
+// policyFamily names the policy tests' Deployments: their drifts must not
+// count as reports about other tests' "web" ReplicaSets.
+const policyFamily = "policy"
+
 func replicaSetPolicy(name string, mode kv1.Mode, ns ...string) *kv1.Kausality {
 	p := &kv1.Kausality{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kv1.KausalitySpec{
 		Resources: []kv1.ResourceRule{{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}}}, Mode: mode,
@@ -84,11 +88,11 @@ func revert(t *testing.T, f family) (reverted bool) {
 // A policy naming the namespace is more specific than the default policy
 // (which leaves the mode to --default-mode=log): it enforces there only.
 func TestPolicyModeByNamespace(t *testing.T) {
-	strict := newFamily(t, "")
+	strict := newNamedFamily(t, "", policyFamily)
 	applyPolicy(t, replicaSetPolicy("ns-"+strict.ns, kv1.ModeEnforce, strict.ns))
 	assert.False(t, revert(t, strict), "the policy naming the namespace enforces")
 
-	other := newFamily(t, "")
+	other := newNamedFamily(t, "", policyFamily)
 	assert.True(t, revert(t, other), "elsewhere the default policy leaves it to --default-mode=log")
 }
 
@@ -99,7 +103,7 @@ func TestPolicyModeByObject(t *testing.T) {
 	p.Spec.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"strict": label}}
 	applyPolicy(t, p)
 
-	strict, plain := newFamily(t, ""), newFamily(t, "")
+	strict, plain := newNamedFamily(t, "", policyFamily), newNamedFamily(t, "", policyFamily)
 	patchLabels(t, strict.rs, map[string]any{"strict": label})
 	assert.False(t, revert(t, strict), "the labelled ReplicaSet is enforced")
 	assert.True(t, revert(t, plain), "an unlabelled one is not")
@@ -108,7 +112,7 @@ func TestPolicyModeByObject(t *testing.T) {
 // Two policies equally specific: the alphabetically first name wins,
 // whichever was created first.
 func TestPolicyTieBreakIsAlphabetical(t *testing.T) {
-	f := newFamily(t, "")
+	f := newNamedFamily(t, "", policyFamily)
 	applyPolicy(t, replicaSetPolicy(f.ns+"-b", kv1.ModeLog, f.ns))
 	applyPolicy(t, replicaSetPolicy(f.ns+"-a", kv1.ModeEnforce, f.ns))
 	assert.False(t, revert(t, f), "%s-a (enforce) wins the tie over %s-b (log)", f.ns, f.ns)
