@@ -36,8 +36,11 @@ type Drift struct {
 	Parents *ParentCache
 	Updates *ParentUpdater
 	Signals *SignalQueue
-	// DefaultMode applies when neither the object nor its namespace set one.
+	// DefaultMode applies when neither the object, its namespace nor a
+	// policy set one.
 	DefaultMode kv1.Mode
+	// Policies are the Kausality policies; nil: none.
+	Policies *Policies
 	// CallbackURLs receive DriftReports from the drift workflow.
 	CallbackURLs []string
 	// RequestApproval makes the drift workflow ask a person through a
@@ -76,6 +79,9 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 	}
 	if in.NamespaceMode, err = d.Parents.NamespaceMode(ctx, req.Namespace); err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read namespace mode: %w", err))
+	}
+	if in.DefaultMode, err = d.policyMode(ctx, req, child); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("resolve policy mode: %w", err))
 	}
 	ref := metav1.GetControllerOf(child)
 	var parent *unstructured.Unstructured
@@ -211,6 +217,7 @@ func (d *Drift) parent(u *unstructured.Unstructured) *kausality.Parent {
 	p := &kausality.Parent{
 		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()),
 		Generation: d.Parents.SpecGeneration(u), Annotations: u.GetAnnotations(), Deleting: u.GetDeletionTimestamp() != nil,
+		Init: d.Policies.Current().Initialization(u.GroupVersionKind().Group, u.GetKind()),
 	}
 	if og, ok := kausality.ObservedGeneration(u); ok {
 		p.ObservedGeneration = &og

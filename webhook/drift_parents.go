@@ -154,18 +154,36 @@ func SpecHash(p *unstructured.Unstructured) string {
 
 // NamespaceMode is the kausality.io/mode annotation of namespace, "" if none.
 func (c *ParentCache) NamespaceMode(ctx context.Context, namespace string) (string, error) {
+	ns, err := c.namespace(ctx, namespace)
+	if ns == nil {
+		return "", err
+	}
+	return ns.GetAnnotations()[kv1.AnnotationMode], nil
+}
+
+// NamespaceLabels are the labels of namespace, for policies' namespace selectors.
+func (c *ParentCache) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
+	ns, err := c.namespace(ctx, namespace)
+	if ns == nil {
+		return nil, err
+	}
+	return ns.GetLabels(), nil
+}
+
+// namespace is the cached namespace, nil if none (or for cluster scope).
+func (c *ParentCache) namespace(ctx context.Context, namespace string) (*unstructured.Unstructured, error) {
 	if namespace == "" {
-		return "", nil
+		return nil, nil
 	}
 	inf, err := c.informer(ctx, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	item, ok, err := inf.GetIndexer().GetByKey(namespace)
 	if err != nil || !ok {
-		return "", err
+		return nil, err
 	}
-	return item.(*unstructured.Unstructured).GetAnnotations()[kv1.AnnotationMode], nil
+	return item.(*unstructured.Unstructured), nil
 }
 
 // informer returns the synced informer of gvr, starting it on first use.

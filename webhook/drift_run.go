@@ -21,9 +21,11 @@ import (
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 )
 
-// The drift webhook reads parents of the default kinds from informers and
-// writes kausality annotations onto them; a site that adds kinds to the
-// webhook configuration grants the same verbs on those.
+// The drift webhook reads parents of the default policy's kinds from
+// informers and writes kausality annotations onto them; a policy that adds
+// parent kinds comes with a ClusterRole labelled
+// remedy.dev/aggregate-to-drift-webhook=true granting the same verbs on
+// them (deploy/rbac/drift-resources.yaml aggregates it).
 // +kubebuilder:rbac:groups=apps,resources=deployments;replicasets;statefulsets;daemonsets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -45,6 +47,9 @@ type DriftOptions struct {
 	RequestApproval bool
 	// QueueSize bounds the signal queue and the parent-write queue.
 	QueueSize int
+	// WebhookConfiguration is the MutatingWebhookConfiguration whose rules
+	// follow the Kausality policies; "" leaves its rules alone.
+	WebhookConfiguration string
 }
 
 // selfUser asks the API server who the webhook's credentials authenticate
@@ -87,11 +92,19 @@ func RunDrift(ctx context.Context, o DriftOptions) (done <-chan error, err error
 	if err != nil {
 		return nil, err
 	}
+	cs, err := kubernetes.NewForConfig(o.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("build clientset: %w", err)
+	}
+	policies := NewPolicies(dyn, cs, dc, o.WebhookConfiguration, ctrllog.Log.WithName("drift-policies"))
+	if err := policies.Run(ctx); err != nil {
+		return nil, err
+	}
 	d := &Drift{Self: self,
 		Parents:     NewParentCache(dyn, mapper, ctx.Done()),
 		Updates:     NewParentUpdater(dyn, mapper, o.QueueSize),
 		Signals:     NewSignalQueue(o.Temporal, o.QueueSize),
-		DefaultMode: o.DefaultMode, CallbackURLs: o.CallbackURLs, RequestApproval: o.RequestApproval, Now: time.Now,
+		DefaultMode: o.DefaultMode, Policies: policies, CallbackURLs: o.CallbackURLs, RequestApproval: o.RequestApproval, Now: time.Now,
 	}
 	if err := d.Parents.Warm(ctx, DefaultParentKinds...); err != nil {
 		return nil, fmt.Errorf("watch parents: %w", err)

@@ -38,11 +38,13 @@ func runWebhook(ctx context.Context, args []string) error {
 	cert := fs.String("tls-cert-file", "/tmp/k8s-webhook-server/serving-certs/tls.crt", "serving certificate (PEM)")
 	key := fs.String("tls-key-file", "/tmp/k8s-webhook-server/serving-certs/tls.key", "serving key (PEM)")
 	clients := clientAuthFlags(fs)
-	mode := fs.String("default-mode", "log", "drift mode when neither the object nor its namespace sets kausality.io/mode: log or enforce")
+	mode := fs.String("default-mode", "log", "drift mode when neither the object, its namespace nor a Kausality policy sets one: log or enforce")
 	fs.Var(&callbacks, "drift-callback-url", "URL that receives DriftReports (repeatable)")
 	approval := fs.Bool("drift-approval", false, "ask for a RemediationApprovalRequest on each drift; approve writes a once approval, reject a rejection")
 	queue := fs.Int("queue-size", 1024, "bound of the drift signal queue and of the parent-write queue")
 	metricsAddr := fs.String("metrics-addr", ":8082", "address of /metrics (0 disables)")
+	configuration := fs.String("webhook-configuration", webhook.DriftWebhookConfiguration,
+		"MutatingWebhookConfiguration whose rules follow the Kausality policies (empty: leave its rules alone)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,6 +67,7 @@ func runWebhook(ctx context.Context, args []string) error {
 	done, err := webhook.RunDrift(ctx, webhook.DriftOptions{
 		Kube: cfg, Temporal: tc, Port: *port, CertFile: *cert, KeyFile: *key, ClientAuth: *clients,
 		DefaultMode: m, CallbackURLs: callbacks, RequestApproval: *approval, QueueSize: *queue,
+		WebhookConfiguration: *configuration,
 	})
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,8 @@ import (
 
 // DriftWebhookOptions configure the drift webhook RunDriftWebhook starts.
 type DriftWebhookOptions struct {
-	// Manifest is deploy/webhook/drift.yaml.
+	// Manifest is deploy/webhook/drift.yaml; the default policy,
+	// drift-policy.yaml, is installed from the same directory.
 	Manifest        string
 	DefaultMode     kv1.Mode
 	CallbackURLs    []string
@@ -46,6 +48,7 @@ func (e *Env) RunDriftWebhook(ctx context.Context, o DriftWebhookOptions) (done 
 	done, err = webhook.RunDrift(ctx, webhook.DriftOptions{
 		Kube: cfg, Temporal: e.Temporal, Host: "127.0.0.1", Port: port, CertFile: certFile, KeyFile: keyFile, ClientAuth: e.webhookClientAuth(),
 		DefaultMode: o.DefaultMode, CallbackURLs: o.CallbackURLs, RequestApproval: o.RequestApproval, QueueSize: 1024,
+		WebhookConfiguration: webhook.DriftWebhookConfiguration,
 	})
 	if err != nil {
 		return nil, err
@@ -54,7 +57,37 @@ func (e *Env) RunDriftWebhook(ctx context.Context, o DriftWebhookOptions) (done 
 	if err := installDriftConfiguration(ctx, e, o.Manifest, url, caPEM); err != nil {
 		return nil, err
 	}
+	if err := Install(ctx, e.Config, filepath.Join(filepath.Dir(o.Manifest), "drift-policy.yaml")); err != nil {
+		return nil, fmt.Errorf("install the default drift policy: %w", err)
+	}
+	if err := waitDriftRules(ctx, e); err != nil {
+		return nil, err
+	}
 	return done, nil
+}
+
+// waitDriftRules waits until the webhook has written the policies' rules
+// into its configuration, so nothing created next goes unseen.
+func waitDriftRules(ctx context.Context, e *Env) error {
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return fmt.Errorf("build clientset: %w", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mwc, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, webhook.DriftWebhookConfiguration, metav1.GetOptions{})
+		if err == nil && len(mwc.Webhooks) > 0 && len(mwc.Webhooks[0].Rules) > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("drift webhook configuration has no rules after 30s (last error: %v)", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func installDriftConfiguration(ctx context.Context, e *Env, manifest, url string, caPEM []byte) error {

@@ -96,7 +96,9 @@ func BenchmarkDriftAdmissionRoundTrip(b *testing.B) {
 	cc := mwc.Webhooks[0].ClientConfig
 	pool := x509.NewCertPool()
 	require.True(b, pool.AppendCertsFromPEM(cc.CABundle))
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12,
+		// The webhook admits only the API server's client certificate.
+		Certificates: []tls.Certificate{harness.APIServerClientCert(b)}}}}
 
 	require.NoError(b, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(job), job))
 	job.TypeMeta = metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}

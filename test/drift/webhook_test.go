@@ -39,12 +39,20 @@ type family struct {
 // recorded on it and its ReplicaSet names that controller as its updater.
 func newFamily(t *testing.T, mode kv1.Mode) family {
 	t.Helper()
+	return newNamedFamily(t, mode, "web")
+}
+
+// newNamedFamily is newFamily with the Deployment called name: the
+// collector finds reports by child name, and ReplicaSets of equal
+// Deployments in other namespaces share it.
+func newNamedFamily(t *testing.T, mode kv1.Mode, name string) family {
+	t.Helper()
 	ctx := context.Background()
 	f := family{ns: harness.Namespace(t)}
 	if mode != "" {
 		patchAnnotations(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}, map[string]any{kv1.AnnotationMode: string(mode)})
 	}
-	f.dep = harness.Deployment(t, f.ns, "web", 0)
+	f.dep = harness.Deployment(t, f.ns, name, 0)
 	f.dep = harness.Eventually(t, f.dep, 30*time.Second, func(d *appsv1.Deployment) bool {
 		a := d.Annotations
 		return d.Status.ObservedGeneration == d.Generation && a[kv1.AnnotationControllers] != "" && a[kv1.AnnotationPhase] == kv1.PhaseInitialized

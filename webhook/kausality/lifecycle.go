@@ -4,7 +4,8 @@ import (
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 )
 
-// initialized applies the seed's detection order: the phase annotation (a
+// initialized applies the kind's initialization rule when a policy has
+// one, else the seed's detection order: the phase annotation (a
 // high-water mark), Initialized=True, Ready=True, then observedGeneration
 // caught up with Ready, Available or Initialized True (kausality's own code
 // accepts all three; Deployments report Available). It also says whether
@@ -12,6 +13,12 @@ import (
 func initialized(p Parent) (ok, record bool) {
 	if p.Annotations[kv1.AnnotationPhase] == kv1.PhaseInitialized {
 		return true, false
+	}
+	if r := p.Init; r != nil {
+		caughtUp := p.ObservedGeneration != nil && *p.ObservedGeneration >= p.Generation
+		ok = anyTrue(p.Conditions, r.Conditions) ||
+			caughtUp && (r.ObservedGeneration || anyTrue(p.Conditions, r.ObservedGenerationConditions))
+		return ok, ok
 	}
 	switch {
 	case hasTrue(p.Conditions, "Initialized"), hasTrue(p.Conditions, "Ready"):
@@ -21,6 +28,15 @@ func initialized(p Parent) (ok, record bool) {
 		return true, true
 	}
 	return false, false
+}
+
+func anyTrue(cs []Condition, types []string) bool {
+	for _, t := range types {
+		if hasTrue(cs, t) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasTrue(cs []Condition, typ string) bool {

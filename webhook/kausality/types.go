@@ -48,6 +48,20 @@ type Parent struct {
 	Annotations        map[string]string
 	Conditions         []Condition
 	Deleting           bool
+	// Init replaces the default initialization order for the parent's
+	// kind (a policy's initialization rule); nil: the default.
+	Init *InitRule
+}
+
+// InitRule says when parents of one kind count as initialized, after the
+// kausality.io/phase high-water mark.
+type InitRule struct {
+	// Conditions: any of them True.
+	Conditions []string
+	// ObservedGenerationConditions: observedGeneration caught up and any of them True.
+	ObservedGenerationConditions []string
+	// ObservedGeneration: observedGeneration caught up is enough.
+	ObservedGeneration bool
 }
 
 // Request is one admission request as Decide needs it.

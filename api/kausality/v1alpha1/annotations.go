@@ -47,6 +47,7 @@ func IsSystem(key string) bool {
 }
 
 // Mode is how drift without an approval is handled.
+// +kubebuilder:validation:Enum=log;enforce
 type Mode string
 
 // Modes: log allows drift with a warning, enforce denies it.

@@ -6,4 +6,9 @@
 // knows nothing of clients. Parsers return errors that name the annotation
 // and what is wrong, because the webhook hands them to people as 400
 // messages. An empty value always means "none" and is never an error.
+//
+// It also holds the cluster-scoped Kausality policy resource (group
+// kausality.io, as kausality's own), which says which kinds the drift
+// webhook watches, in which mode, and how their parents count as initialized.
+// +groupName=kausality.io
 package v1alpha1
