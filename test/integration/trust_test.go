@@ -217,7 +217,7 @@ func TestRollbackAnnotationNeedsTheInverseGrant(t *testing.T) {
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
 	spec := scaleSpec(ns, "web", 3)
-	spec.RollbackWindow = &metav1.Duration{Duration: time.Minute}
+	spec.RollbackWindow = v1alpha1.DurationOf(time.Minute)
 	k := waitPhase(t, createExecution(t, ns, "scale", spec), v1alpha1.PhaseRollbackReady)
 
 	// May annotate executions, but not scale: the rollback is refused.
