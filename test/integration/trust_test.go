@@ -221,8 +221,7 @@ func TestRollbackAnnotationNeedsTheInverseGrant(t *testing.T) {
 	k := waitPhase(t, createExecution(t, ns, "scale", spec), v1alpha1.PhaseRollbackReady)
 
 	// May annotate executions, but not scale: the rollback is refused.
-	// (Merge patches, as kubectl annotate sends: a typed Update would re-render
-	// the defaulted durations, "5m" as "5m0s", and trip the immutable spec.)
+	// (Merge patches, as kubectl annotate sends.)
 	grantRules(t, ns, "viewer-vic", createExecutions)
 	annotate := func(user string, ann map[string]string) (*v1alpha1.KubernetesExecution, error) {
 		obj := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: k.Name, Namespace: ns}}
