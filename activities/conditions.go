@@ -32,10 +32,7 @@ type ConditionRequest struct {
 // target and its pods until it holds or the condition's timeout ends,
 // heartbeating in between. Not holding is a result, not an error.
 func (v *Validation) EvaluateCondition(ctx context.Context, in ConditionRequest) (v1alpha1.ConditionResult, error) {
-	timeout := 30 * time.Second
-	if in.Condition.Timeout != nil {
-		timeout = in.Condition.Timeout.Duration
-	}
+	timeout := in.Condition.Timeout.Or(30 * time.Second)
 	res := v1alpha1.ConditionResult{Name: in.Condition.Name, Required: in.Condition.Required}
 	deadline := time.Now().Add(timeout)
 	for {

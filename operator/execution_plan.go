@@ -67,6 +67,9 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 		return executionPlan{status: next, requeueAfter: freshPoll}
 	}
 	if cur.WorkflowID == "" {
+		if invalid := kexec.Spec.ValidateDurations(); invalid != nil {
+			return refuseExecution(kexec, invalid, now)
+		}
 		next := cur.DeepCopy()
 		next.WorkflowID = workflowID
 		next.Phase = v1alpha1.PhasePending
@@ -125,6 +128,22 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 		p.rollback = &workflows.RollbackRequest{Requester: who, Reason: reason}
 	}
 	return p
+}
+
+// refuseExecution fails a run whose spec the schema should have refused
+// (stored before it checked durations) without starting its workflow; once
+// the status says so, there is nothing more to do.
+func refuseExecution(kexec *v1alpha1.KubernetesExecution, invalid error, now time.Time) executionPlan {
+	cur := kexec.Status
+	if cur.Phase == v1alpha1.PhaseFailed && cur.Reason == ReasonInvalidSpec {
+		return executionPlan{}
+	}
+	msg := invalidSpecMessage(invalid)
+	next := cur.DeepCopy()
+	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhaseFailed, ReasonInvalidSpec, msg, kexec.Generation
+	next.PhaseTransitions = append(next.PhaseTransitions, v1alpha1.PhaseTransition{Phase: v1alpha1.PhaseFailed, Reason: ReasonInvalidSpec, Message: msg, Time: metav1.NewTime(now)})
+	setReady(next, kexec.Generation, now)
+	return executionPlan{status: next, events: []event{{corev1.EventTypeWarning, string(v1alpha1.PhaseFailed), joinReason(ReasonInvalidSpec, msg)}}}
 }
 
 // isStep reports whether a RemediationRequest controls the execution.

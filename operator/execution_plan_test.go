@@ -108,3 +108,32 @@ func TestPlanExecutionPollsFastOnceApprovalIsDecided(t *testing.T) {
 	assert.Equal(t, waitingPoll, planExecution(k, "id", obs, false, now).requeueAfter)
 	assert.Equal(t, freshPoll, planExecution(k, "id", obs, true, now).requeueAfter)
 }
+
+// A spec stored before the schema checked durations fails without a
+// workflow, naming the field, and is quiet once its status says so.
+func TestPlanRefusesInvalidDurations(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	bad := v1alpha1.Duration("5 m")
+	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	k.Spec.PostConditions = []v1alpha1.Condition{{Name: "up", Timeout: &bad}}
+	p := planExecution(k, "id", nil, false, now)
+	assert.False(t, p.start)
+	require.NotNil(t, p.status)
+	assert.Equal(t, v1alpha1.PhaseFailed, p.status.Phase)
+	assert.Equal(t, ReasonInvalidSpec, p.status.Reason)
+	assert.Contains(t, p.status.Message, `spec.postConditions[0].timeout: "5 m" is not a duration`)
+	require.Len(t, p.events, 1)
+	assert.Equal(t, corev1.EventTypeWarning, p.events[0].eventType)
+	k.Status = *p.status
+	assert.Equal(t, executionPlan{}, planExecution(k, "id", nil, false, now.Add(time.Second)))
+
+	rr := &v1alpha1.RemediationRequest{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	rr.Spec.Steps = []v1alpha1.RemediationStep{{Name: "a"}, {Name: "b", Execution: v1alpha1.KubernetesExecutionSpec{RollbackWindow: &bad}}}
+	q := planRemediation(rr, "id", nil, now)
+	assert.False(t, q.start)
+	require.NotNil(t, q.status)
+	assert.Equal(t, v1alpha1.PhaseFailed, q.status.Phase)
+	assert.Contains(t, q.status.Message, `spec.steps[1].execution.rollbackWindow: "5 m" is not a duration`)
+	rr.Status = *q.status
+	assert.Nil(t, planRemediation(rr, "id", nil, now).status)
+}

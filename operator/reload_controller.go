@@ -62,6 +62,10 @@ func (r *ReloadReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.setPending(req.NamespacedName, 0)
 		return reconcile.Result{}, err
 	}
+	if refused, err := r.refuseInvalid(ctx, &p); refused || err != nil {
+		r.setPending(req.NamespacedName, 0)
+		return reconcile.Result{}, err
+	}
 	cms, wls, objs, err := r.observe(ctx, &p)
 	if err != nil {
 		if status := invalidSelectorStatus(&p, err, r.Clock.Now()); status != nil {
@@ -132,6 +136,29 @@ func (r *ReloadReconciler) refuseProtected(ctx context.Context, p *v1alpha1.Conf
 	return true, nil
 }
 
+// refuseInvalid stops a policy whose durations do not parse (stored before
+// the schema checked them): Ready=False with reason InvalidSpec naming the
+// field, and a Warning Event when the status first says so. Other policies
+// are unaffected: each is parsed on its own here, not when listed.
+func (r *ReloadReconciler) refuseInvalid(ctx context.Context, p *v1alpha1.ConfigReloadPolicy) (bool, error) {
+	invalid := p.Spec.ValidateDurations()
+	if invalid == nil {
+		return false, nil
+	}
+	log.FromContext(ctx).Info("policy has an invalid spec: nothing is reloaded", "error", invalid.Error())
+	status := invalidSpecStatus(p, invalid, r.Clock.Now())
+	if status == nil {
+		return true, nil
+	}
+	p.Status = *status
+	if err := r.writeStatus(ctx, p); err != nil {
+		return true, err
+	}
+	r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Reconcile", "%s",
+		meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady).Message)
+	return true, nil
+}
+
 func (r *ReloadReconciler) writeStatus(ctx context.Context, p *v1alpha1.ConfigReloadPolicy) error {
 	if err := r.Status().Update(ctx, p); err != nil {
 		// A conflict means a newer object is queued; the next reconcile plans again.
@@ -197,20 +224,12 @@ func (r *ReloadReconciler) signal(ctx context.Context, p *v1alpha1.ConfigReloadP
 	in := workflows.ReloadInput{Namespace: p.Namespace, Kind: s.Kind, Name: s.Name, Scope: s.Scope, Policy: p.Name}
 	if a := p.Spec.Approval; a != nil && a.Required {
 		in.Approval = &workflows.ReloadApproval{}
-		if a.Timeout != nil {
-			in.Approval.Timeout = a.Timeout.Duration
-		}
+		in.Approval.Timeout = a.Timeout.Or(0)
 	}
-	if p.Spec.Debounce != nil {
-		in.Debounce = p.Spec.Debounce.Duration
-	}
+	// Reconcile refused the policy if any of these did not parse; 0 takes the workflow's default.
+	in.Debounce = p.Spec.Debounce.Or(0)
 	if rt := p.Spec.Retry; rt != nil {
-		if rt.InitialInterval != nil {
-			in.RetryInitial = rt.InitialInterval.Duration
-		}
-		if rt.MaxInterval != nil {
-			in.RetryMax = rt.MaxInterval.Duration
-		}
+		in.RetryInitial, in.RetryMax = rt.InitialInterval.Or(0), rt.MaxInterval.Or(0)
 	}
 	_, err := r.Temporal.SignalWithStartWorkflow(ctx, id, workflows.SignalConfigChanged, s.Change, client.StartWorkflowOptions{
 		ID:                       id,

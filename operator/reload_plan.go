@@ -21,6 +21,12 @@ import (
 const (
 	ReasonWatching        = "Watching"
 	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonInvalidSpec is a spec the schema should have refused, e.g. a
+	// duration stored before the schema checked it.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNothingToReload is the Warning Event of a policy that matches
+	// no workload to any ConfigMap; the Ready message says why.
+	ReasonNothingToReload = "NothingToReload"
 	defaultScopeLabel     = "env"
 )
 
@@ -189,6 +195,13 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 	if gated {
 		ready.Message += "; each restart waits for an approved RemediationApprovalRequest"
 	}
+	hint := reloadHint(p.Namespace, scopeLabel(p), cms, wls)
+	if hint != "" {
+		ready.Message += "; " + hint
+		if old := meta.FindStatusCondition(cur.Conditions, v1alpha1.ConditionReady); old == nil || old.Message != ready.Message {
+			out.events = append(out.events, event{corev1.EventTypeWarning, ReasonNothingToReload, hint})
+		}
+	}
 	meta.SetStatusCondition(&next.Conditions, ready)
 	if !equality.Semantic.DeepEqual(&cur, &next) {
 		out.status = &next
@@ -196,9 +209,51 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 	return out
 }
 
+// reloadHint says why a policy restarts nothing, in the order a person
+// would check: ConfigMaps selected, scoped, then workloads selected, then
+// scoped alike; "" when some workload uses some ConfigMap.
+func reloadHint(namespace, scope string, cms []reloadConfigMap, wls []reloadWorkload) string {
+	const kinds = "Deployment/StatefulSet/DaemonSet"
+	values := map[string]bool{}
+	for _, cm := range cms {
+		if cm.Scope != "" {
+			values[cm.Scope] = true
+		}
+	}
+	switch {
+	case len(cms) == 0:
+		return fmt.Sprintf("no ConfigMap in %s matches configMapSelector", namespace)
+	case len(values) == 0:
+		return fmt.Sprintf("no selected ConfigMap has label %s (scopeLabel), so none applies to a workload", scope)
+	case len(wls) == 0:
+		return fmt.Sprintf("no %s in %s matches workloadSelector", kinds, namespace)
+	}
+	for _, w := range wls {
+		if values[w.Scope] {
+			return ""
+		}
+	}
+	labels := make([]string, 0, len(values))
+	for _, v := range sortedKeys(values) {
+		labels = append(labels, scope+"="+v)
+	}
+	return fmt.Sprintf("no %s in %s matching workloadSelector has label %s (scopeLabel, as on the selected ConfigMaps)",
+		kinds, namespace, strings.Join(labels, " or "))
+}
+
 // invalidSelectorStatus reports a selector that cannot be parsed.
 func invalidSelectorStatus(p *v1alpha1.ConfigReloadPolicy, err error, now time.Time) *v1alpha1.ConfigReloadPolicyStatus {
 	return notReadyStatus(p, ReasonInvalidSelector, err.Error(), now)
+}
+
+// invalidSpecStatus reports a spec that cannot be used as stored.
+func invalidSpecStatus(p *v1alpha1.ConfigReloadPolicy, err error, now time.Time) *v1alpha1.ConfigReloadPolicyStatus {
+	return notReadyStatus(p, ReasonInvalidSpec, invalidSpecMessage(err), now)
+}
+
+// invalidSpecMessage joins the field errors on one line.
+func invalidSpecMessage(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ") + "; nothing runs until the spec is fixed"
 }
 
 // protectedStatus reports a policy in a protected namespace, which restarts nothing.

@@ -54,6 +54,8 @@ func TestPlanReload(t *testing.T) {
 		wantBaselines []reloadBaseline
 		wantDeclined  []reloadDeclinedUpdate
 		wantPending   int
+		// unmatched: the workload uses no ConfigMap, so status and a Warning Event say why.
+		unmatched bool
 	}{
 		{
 			name:          "first sight records a baseline without a rollout",
@@ -83,12 +85,14 @@ func TestPlanReload(t *testing.T) {
 			wantPending: 1,
 		},
 		{
-			name:     "workload without the scope label matches nothing",
-			workload: reloadWorkload{Kind: "Deployment", Name: "web", Meta: map[string]string{key("app"): "old"}},
+			name:      "workload without the scope label matches nothing",
+			workload:  reloadWorkload{Kind: "Deployment", Name: "web", Meta: map[string]string{key("app"): "old"}},
+			unmatched: true,
 		},
 		{
-			name:     "workload in another scope is untouched",
-			workload: reloadWorkload{Kind: "Deployment", Name: "web", Scope: "staging", Meta: map[string]string{key("app"): "old"}},
+			name:      "workload in another scope is untouched",
+			workload:  reloadWorkload{Kind: "Deployment", Name: "web", Scope: "staging", Meta: map[string]string{key("app"): "old"}},
+			unmatched: true,
 		},
 		{
 			name:        "approval required: signalled like any change, the workflow asks",
@@ -134,7 +138,14 @@ func TestPlanReload(t *testing.T) {
 			assert.Equal(t, metav1.ConditionTrue, ready.Status, "approval needs no warning: it works")
 			assert.Equal(t, ReasonWatching, ready.Reason)
 			assert.Equal(t, tt.gated, strings.Contains(ready.Message, "waits for an approved"), ready.Message)
-			assert.Empty(t, p.events)
+			const hint = "no Deployment/StatefulSet/DaemonSet in shop matching workloadSelector has label env=prod or env=test"
+			assert.Equal(t, tt.unmatched, strings.Contains(ready.Message, hint), ready.Message)
+			if tt.unmatched {
+				require.Len(t, p.events, 1)
+				assert.Equal(t, event{corev1.EventTypeWarning, ReasonNothingToReload, hint + " (scopeLabel, as on the selected ConfigMaps)"}, p.events[0])
+			} else {
+				assert.Empty(t, p.events)
+			}
 		})
 	}
 }
@@ -182,4 +193,48 @@ func TestProtectedStatus(t *testing.T) {
 
 	p.Status = *st
 	assert.Nil(t, protectedStatus(p, now.Add(time.Minute)), "an unchanged refusal writes no status, so no second Event")
+}
+
+func TestReloadHintSaysWhyNothingMatches(t *testing.T) {
+	prod := []reloadConfigMap{{Name: "app", Scope: "prod"}}
+	tests := []struct {
+		name string
+		cms  []reloadConfigMap
+		wls  []reloadWorkload
+		want string
+	}{
+		{"no ConfigMap selected", nil, []reloadWorkload{{Kind: "Deployment", Name: "web", Scope: "prod"}},
+			"no ConfigMap in shop matches configMapSelector"},
+		{"ConfigMaps lack the scope label", []reloadConfigMap{{Name: "app"}}, nil,
+			"no selected ConfigMap has label tier (scopeLabel), so none applies to a workload"},
+		{"no workload selected", prod, nil,
+			"no Deployment/StatefulSet/DaemonSet in shop matches workloadSelector"},
+		{"workloads lack the scope label", prod, []reloadWorkload{{Kind: "Deployment", Name: "web"}},
+			"no Deployment/StatefulSet/DaemonSet in shop matching workloadSelector has label tier=prod (scopeLabel, as on the selected ConfigMaps)"},
+		{"one workload matches", prod, []reloadWorkload{{Kind: "Deployment", Name: "web"}, {Kind: "DaemonSet", Name: "agent", Scope: "prod"}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, reloadHint("shop", "tier", tt.cms, tt.wls))
+		})
+	}
+}
+
+func TestInvalidSpecStatusNamesTheField(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := crp(false)
+	bad := v1alpha1.Duration("5 s")
+	p.Spec.Debounce = &bad
+	invalid := p.Spec.ValidateDurations()
+	require.Error(t, invalid)
+	st := invalidSpecStatus(p, invalid, now)
+	require.NotNil(t, st)
+	ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, ReasonInvalidSpec, ready.Reason)
+	assert.Contains(t, ready.Message, `spec.debounce: "5 s" is not a duration`)
+
+	p.Status = *st
+	assert.Nil(t, invalidSpecStatus(p, invalid, now.Add(time.Minute)), "an unchanged refusal writes no status, so no second Event")
 }

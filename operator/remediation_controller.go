@@ -95,6 +95,9 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // status query (nil when not queried). It takes no client.
 func planRemediation(rr *v1alpha1.RemediationRequest, workflowID string, observed *v1alpha1.RemediationRequestStatus, now time.Time) plan[v1alpha1.RemediationRequestStatus] {
 	cur := rr.Status
+	if invalid := rr.Spec.ValidateDurations(); invalid != nil && cur.WorkflowID == "" {
+		return refuseRemediation(rr, invalid, now)
+	}
 	if cur.WorkflowID == "" {
 		next := cur.DeepCopy()
 		next.WorkflowID, next.Phase, next.ObservedGeneration = workflowID, v1alpha1.PhasePending, rr.Generation
@@ -120,6 +123,20 @@ func planRemediation(rr *v1alpha1.RemediationRequest, workflowID string, observe
 		p.status = next
 	}
 	return p
+}
+
+// refuseRemediation fails a request whose spec the schema should have
+// refused without starting its workflow, as refuseExecution does.
+func refuseRemediation(rr *v1alpha1.RemediationRequest, invalid error, now time.Time) plan[v1alpha1.RemediationRequestStatus] {
+	cur := rr.Status
+	if cur.Phase == v1alpha1.PhaseFailed && cur.Reason == ReasonInvalidSpec {
+		return plan[v1alpha1.RemediationRequestStatus]{}
+	}
+	next := cur.DeepCopy()
+	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhaseFailed, ReasonInvalidSpec, invalidSpecMessage(invalid), rr.Generation
+	setCondition(&next.Conditions, next.Phase, next.Reason, next.Message, rr.Generation, now)
+	return plan[v1alpha1.RemediationRequestStatus]{status: next,
+		events: []event{{corev1.EventTypeWarning, string(next.Phase), joinReason(next.Reason, next.Message)}}}
 }
 
 // SetupWithManager registers the reconciler; step executions wake their request.

@@ -27,8 +27,10 @@ func ApprovalRequestName(execution string) string { return execution + "-approva
 // approvalTimeout applies the first two levels of the hierarchy, which need
 // no I/O: spec, then policy; 0 means "ask the namespace".
 func approvalTimeout(spec v1alpha1.KubernetesExecutionSpec, policyTimeout string) time.Duration {
-	if spec.Approval != nil && spec.Approval.Timeout != nil && spec.Approval.Timeout.Duration > 0 {
-		return spec.Approval.Timeout.Duration
+	if spec.Approval != nil {
+		if d := spec.Approval.Timeout.Or(0); d > 0 {
+			return d
+		}
 	}
 	if d, err := time.ParseDuration(policyTimeout); err == nil && d > 0 {
 		return d

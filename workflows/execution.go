@@ -151,10 +151,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 		r.awaitParent(ctx, req, before.Rollback)
 		return
 	}
-	window := defaultRollbackWindow
-	if spec.RollbackWindow != nil {
-		window = spec.RollbackWindow.Duration
-	}
+	window := spec.RollbackWindow.Or(defaultRollbackWindow)
 	if !before.Rollback.Available || window <= 0 {
 		r.finish(ctx, actions.Impact(affected))
 		return

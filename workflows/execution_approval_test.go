@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -19,7 +18,7 @@ func approvalInput(timeout time.Duration) ExecutionInput {
 	in := scaleInput(0, false)
 	in.Spec.Approval = &v1alpha1.ApprovalSpec{Required: true}
 	if timeout > 0 {
-		in.Spec.Approval.Timeout = &metav1.Duration{Duration: timeout}
+		in.Spec.Approval.Timeout = v1alpha1.DurationOf(timeout)
 	}
 	return in
 }
@@ -206,7 +205,7 @@ func TestDecideUpdate(t *testing.T) {
 	// The run now waits in RollbackReady; a second decision is refused.
 	env.RegisterDelayedCallback(update(DecideRequest{Approved: false, Approver: "bob"}, false), 3*time.Minute)
 	in := approvalInput(time.Hour)
-	in.Spec.RollbackWindow = &metav1.Duration{Duration: time.Hour}
+	in.Spec.RollbackWindow = v1alpha1.DurationOf(time.Hour)
 	env.ExecuteWorkflow(ExecutionWorkflow, in)
 	s := result(t, env)
 

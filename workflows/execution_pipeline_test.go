@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"
@@ -21,7 +20,7 @@ func withConditions(in ExecutionInput, pre, post []v1alpha1.Condition) Execution
 }
 
 func cond(name string, required bool) v1alpha1.Condition {
-	return v1alpha1.Condition{Name: name, Rego: "package c\npass := true", Required: required, Timeout: &metav1.Duration{Duration: time.Second}}
+	return v1alpha1.Condition{Name: name, Rego: "package c\npass := true", Required: required, Timeout: v1alpha1.DurationOf(time.Second)}
 }
 
 func onCondition(env *testsuite.TestWorkflowEnvironment, name string, required, passed bool) {

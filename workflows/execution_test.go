@@ -16,8 +16,6 @@ import (
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func scaleInput(window time.Duration, dryRun bool) ExecutionInput {
@@ -26,7 +24,7 @@ func scaleInput(window time.Duration, dryRun bool) ExecutionInput {
 		Target:         v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 		Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To[int32](5)},
 		DryRun:         dryRun,
-		RollbackWindow: &metav1.Duration{Duration: window},
+		RollbackWindow: v1alpha1.DurationOf(window),
 	}}
 }
 

@@ -26,6 +26,7 @@ var quickOptions = workflow.ActivityOptions{
 const (
 	defaultExecutionTimeout = 5 * time.Minute
 	defaultRollbackWindow   = time.Hour
+	defaultConditionTimeout = 30 * time.Second
 )
 
 // executeOptions bound the executing step by spec.timeout and spec.maxRetries.
@@ -45,8 +46,8 @@ func executeOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOpti
 }
 
 func executionTimeout(spec v1alpha1.KubernetesExecutionSpec) time.Duration {
-	if spec.Timeout != nil && spec.Timeout.Duration > 0 {
-		return spec.Timeout.Duration
+	if d := spec.Timeout.Or(0); d > 0 {
+		return d
 	}
 	return defaultExecutionTimeout
 }
@@ -77,10 +78,7 @@ func jobOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOptions 
 
 // conditionOptions give a condition its own timeout plus room for the last evaluation.
 func conditionOptions(c v1alpha1.Condition) workflow.ActivityOptions {
-	timeout := 30 * time.Second
-	if c.Timeout != nil {
-		timeout = c.Timeout.Duration
-	}
+	timeout := c.Timeout.Or(defaultConditionTimeout)
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: timeout + 30*time.Second,
 		HeartbeatTimeout:    10 * time.Second,

@@ -1,9 +1,5 @@
 package v1alpha1
 
-import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
-
 // ConditionReady is the condition every Remedy resource reports.
 const ConditionReady = "Ready"
 
@@ -44,7 +40,7 @@ type ApprovalSpec struct {
 	// Timeout after which an undecided approval expires. When unset, the policy's
 	// approval_timeout, then the namespace ConfigMap remedy-config key approvalTimeout, then 15m apply.
 	// +optional
-	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	Timeout *Duration `json:"timeout,omitempty"`
 }
 
 // Requester is the authenticated user a change is made for. The operator's

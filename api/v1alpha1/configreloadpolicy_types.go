@@ -4,15 +4,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// The matches() guard leaves values that are not durations to Duration's own
+// rule: this one then holds instead of failing with a runtime error, which
+// would refuse even status writes to a bad object stored before the check.
+
 // RetrySpec bounds the backoff between restart attempts.
-// +kubebuilder:validation:XValidation:rule="!has(self.initialInterval) || !has(self.maxInterval) || duration(self.initialInterval) <= duration(self.maxInterval)",message="retry.initialInterval must not exceed retry.maxInterval"
+// +kubebuilder:validation:XValidation:rule="!has(self.initialInterval) || !has(self.maxInterval) || !(self.initialInterval.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && self.maxInterval.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')) || duration(self.initialInterval) <= duration(self.maxInterval)",message="retry.initialInterval must not exceed retry.maxInterval"
 type RetrySpec struct {
+	// InitialInterval is the wait before the second restart attempt.
 	// +optional
 	// +kubebuilder:default="1s"
-	InitialInterval *metav1.Duration `json:"initialInterval,omitempty"`
+	InitialInterval *Duration `json:"initialInterval,omitempty"`
+	// MaxInterval caps the doubling wait between attempts.
 	// +optional
 	// +kubebuilder:default="30s"
-	MaxInterval *metav1.Duration `json:"maxInterval,omitempty"`
+	MaxInterval *Duration `json:"maxInterval,omitempty"`
 }
 
 // ConfigReloadPolicySpec selects ConfigMaps and the workloads they restart.
@@ -30,7 +36,7 @@ type ConfigReloadPolicySpec struct {
 	// Debounce coalesces changes that arrive within this window into one restart.
 	// +optional
 	// +kubebuilder:default="5s"
-	Debounce *metav1.Duration `json:"debounce,omitempty"`
+	Debounce *Duration `json:"debounce,omitempty"`
 	// +optional
 	// +kubebuilder:default={initialInterval:"1s",maxInterval:"30s"}
 	Retry *RetrySpec `json:"retry,omitempty"`

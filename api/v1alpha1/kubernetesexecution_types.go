@@ -83,7 +83,7 @@ type Condition struct {
 	// Timeout for the condition to hold, retried until then.
 	// +optional
 	// +kubebuilder:default="30s"
-	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	Timeout *Duration `json:"timeout,omitempty"`
 }
 
 // KubernetesExecutionSpec describes one action on one object.
@@ -132,7 +132,7 @@ type KubernetesExecutionSpec struct {
 	// Timeout bounds the execution step.
 	// +optional
 	// +kubebuilder:default="5m"
-	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	Timeout *Duration `json:"timeout,omitempty"`
 	// MaxRetries of the execution step.
 	// +optional
 	// +kubebuilder:default=2
@@ -142,7 +142,7 @@ type KubernetesExecutionSpec struct {
 	// RollbackWindow is how long a finished run stays RollbackReady, accepting the rollback signal.
 	// +optional
 	// +kubebuilder:default="1h"
-	RollbackWindow *metav1.Duration `json:"rollbackWindow,omitempty"`
+	RollbackWindow *Duration `json:"rollbackWindow,omitempty"`
 	// RemediationRequestRef is set on steps of a RemediationRequest.
 	// +optional
 	RemediationRequestRef *LocalRef `json:"remediationRequestRef,omitempty"`

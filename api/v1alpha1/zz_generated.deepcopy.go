@@ -134,7 +134,7 @@ func (in *ApprovalSpec) DeepCopyInto(out *ApprovalSpec) {
 	*out = *in
 	if in.Timeout != nil {
 		in, out := &in.Timeout, &out.Timeout
-		*out = new(v1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 }
@@ -154,7 +154,7 @@ func (in *Condition) DeepCopyInto(out *Condition) {
 	*out = *in
 	if in.Timeout != nil {
 		in, out := &in.Timeout, &out.Timeout
-		*out = new(v1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 }
@@ -254,7 +254,7 @@ func (in *ConfigReloadPolicySpec) DeepCopyInto(out *ConfigReloadPolicySpec) {
 	in.WorkloadSelector.DeepCopyInto(&out.WorkloadSelector)
 	if in.Debounce != nil {
 		in, out := &in.Debounce, &out.Debounce
-		*out = new(v1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 	if in.Retry != nil {
@@ -450,7 +450,7 @@ func (in *KubernetesExecutionSpec) DeepCopyInto(out *KubernetesExecutionSpec) {
 	}
 	if in.Timeout != nil {
 		in, out := &in.Timeout, &out.Timeout
-		*out = new(v1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 	if in.MaxRetries != nil {
@@ -460,7 +460,7 @@ func (in *KubernetesExecutionSpec) DeepCopyInto(out *KubernetesExecutionSpec) {
 	}
 	if in.RollbackWindow != nil {
 		in, out := &in.RollbackWindow, &out.RollbackWindow
-		*out = new(v1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 	if in.RemediationRequestRef != nil {
@@ -910,12 +910,12 @@ func (in *RetrySpec) DeepCopyInto(out *RetrySpec) {
 	*out = *in
 	if in.InitialInterval != nil {
 		in, out := &in.InitialInterval, &out.InitialInterval
-		*out = new(v1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 	if in.MaxInterval != nil {
 		in, out := &in.MaxInterval, &out.MaxInterval
-		*out = new(v1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 }

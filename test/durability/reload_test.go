@@ -57,7 +57,7 @@ func setup(t *testing.T) fixture {
 		Spec: v1alpha1.ConfigReloadPolicySpec{
 			ConfigMapSelector: metav1.LabelSelector{MatchLabels: map[string]string{"reload": "true"}},
 			WorkloadSelector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Debounce:          &metav1.Duration{Duration: debounce},
+			Debounce:          v1alpha1.DurationOf(debounce),
 		},
 	}))
 	f.cm = &corev1.ConfigMap{

@@ -33,8 +33,8 @@ func waitingExecutions(b *testing.B, ns, prefix string, n int, timeout time.Dura
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i), Namespace: ns},
 			Spec: v1alpha1.KubernetesExecutionSpec{
 				Action: "scale", Target: target(ns, "web"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To(int32(i%5 + 2))},
-				Approval:       &v1alpha1.ApprovalSpec{Required: true, Timeout: &metav1.Duration{Duration: timeout}},
-				RollbackWindow: &metav1.Duration{},
+				Approval:       &v1alpha1.ApprovalSpec{Required: true, Timeout: v1alpha1.DurationOf(timeout)},
+				RollbackWindow: v1alpha1.DurationOf(0),
 			},
 		}
 		require.NoError(b, harness.Kube().Create(context.Background(), ks[i]))

@@ -32,8 +32,8 @@ func awaitingApproval(t *testing.T, ns, name string, timeout, window time.Durati
 	harness.Deployment(t, ns, "web", 1)
 	k := createExecution(t, ns, name, v1alpha1.KubernetesExecutionSpec{
 		Action: "scale", Target: target(ns, "web"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)},
-		Approval:       &v1alpha1.ApprovalSpec{Required: true, Timeout: &metav1.Duration{Duration: timeout}},
-		RollbackWindow: &metav1.Duration{Duration: window},
+		Approval:       &v1alpha1.ApprovalSpec{Required: true, Timeout: v1alpha1.DurationOf(timeout)},
+		RollbackWindow: v1alpha1.DurationOf(window),
 	})
 	k = waitPhase(t, k, v1alpha1.PhaseWaitingApproval)
 	require.Equal(t, &v1alpha1.LocalRef{Name: workflows.ApprovalRequestName(name)}, k.Status.ApprovalRequestRef)

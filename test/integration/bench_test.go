@@ -44,7 +44,7 @@ func BenchmarkExecutionToCompleted(b *testing.B) {
 			Spec: v1alpha1.KubernetesExecutionSpec{
 				Action: "scale", Target: target(ns, "web"),
 				Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To(int32(i%5 + 2))},
-				RollbackWindow: &metav1.Duration{},
+				RollbackWindow: v1alpha1.DurationOf(0),
 			},
 		}
 		require.NoError(b, harness.Kube().Create(ctx, k))

@@ -48,7 +48,7 @@ func TestScaleCompletesWithRollbackWindow(t *testing.T) {
 		Action: "scale", Target: target(ns, "web"),
 		Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)},
 		DryRun:         true,
-		RollbackWindow: &metav1.Duration{Duration: 2 * time.Second},
+		RollbackWindow: v1alpha1.DurationOf(2 * time.Second),
 	})
 
 	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady)
@@ -113,7 +113,7 @@ spec:
 	require.NoError(t, harness.Kube().Create(ctx, manifest))
 	k := waitPhase(t, &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: "restart-api", Namespace: ns}}, v1alpha1.PhaseCompleted)
 	assert.Equal(t, "5m", manifest.Object["spec"].(map[string]any)["timeout"], "CRD default applied")
-	assert.Equal(t, &metav1.Duration{Duration: time.Hour}, k.Spec.RollbackWindow)
+	assert.Equal(t, ptr.To(v1alpha1.Duration("1h")), k.Spec.RollbackWindow)
 	require.NotNil(t, k.Status.RollbackInformation)
 	assert.False(t, k.Status.RollbackInformation.Available)
 
@@ -182,7 +182,7 @@ func TestRollbackSignalRestoresReplicas(t *testing.T) {
 	k := createExecution(t, ns, "scale-cart", v1alpha1.KubernetesExecutionSpec{
 		Action: "scale", Target: target(ns, "cart"),
 		Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To[int32](5)},
-		RollbackWindow: &metav1.Duration{Duration: time.Hour},
+		RollbackWindow: v1alpha1.DurationOf(time.Hour),
 	})
 	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady)
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, k.Status.WorkflowID, "", workflows.SignalRollback,
@@ -205,7 +205,7 @@ func TestDeletingARunningExecutionCancelsItsWorkflow(t *testing.T) {
 	harness.Deployment(t, ns, "web", 1)
 	k := createExecution(t, ns, "scale-then-delete", v1alpha1.KubernetesExecutionSpec{
 		Action: "scale", Target: target(ns, "web"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)},
-		RollbackWindow: &metav1.Duration{Duration: time.Hour},
+		RollbackWindow: v1alpha1.DurationOf(time.Hour),
 	})
 	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady)
 	id := k.Status.WorkflowID

@@ -43,7 +43,7 @@ func scaleSpec(ns, name string, replicas int32) v1alpha1.KubernetesExecutionSpec
 	return v1alpha1.KubernetesExecutionSpec{
 		Action: "scale", Target: target(ns, name),
 		Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To(replicas)},
-		RollbackWindow: &metav1.Duration{},
+		RollbackWindow: v1alpha1.DurationOf(0),
 	}
 }
 
@@ -117,7 +117,7 @@ func TestRequiredPreconditionBlocksExecution(t *testing.T) {
 		Name:     "enough-available",
 		Rego:     "package pre\n\npass if input.target.status.availableReplicas >= 1\n\nmessage := sprintf(\"%v pods available\", [object.get(input.target.status, \"availableReplicas\", 0)])\n",
 		Required: true,
-		Timeout:  &metav1.Duration{Duration: 2 * time.Second},
+		Timeout:  v1alpha1.DurationOf(2 * time.Second),
 	}}
 	k := waitPhase(t, createExecution(t, ns, "pre-blocked", spec), v1alpha1.PhaseFailed)
 	assert.Equal(t, workflows.ReasonPreconditionFailed, k.Status.Reason)
@@ -135,10 +135,10 @@ func TestPostconditions(t *testing.T) {
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
 	spec := scaleSpec(ns, "web", 2)
-	spec.RollbackWindow = &metav1.Duration{Duration: time.Second}
+	spec.RollbackWindow = v1alpha1.DurationOf(time.Second)
 	spec.PostConditions = []v1alpha1.Condition{
-		{Name: "scaled", Rego: "package post.scaled\n\npass if input.target.spec.replicas == 2\n", Required: true, Timeout: &metav1.Duration{Duration: 2 * time.Second}},
-		{Name: "nice-to-have", Rego: "package post.nice\n\npass if count(input.related) > 100\n", Required: false, Timeout: &metav1.Duration{Duration: time.Second}},
+		{Name: "scaled", Rego: "package post.scaled\n\npass if input.target.spec.replicas == 2\n", Required: true, Timeout: v1alpha1.DurationOf(2 * time.Second)},
+		{Name: "nice-to-have", Rego: "package post.nice\n\npass if count(input.related) > 100\n", Required: false, Timeout: v1alpha1.DurationOf(time.Second)},
 	}
 	k := waitPhase(t, createExecution(t, ns, "post-ok", spec), v1alpha1.PhaseCompleted)
 	assert.Contains(t, k.Status.Message, "warnings: optional condition nice-to-have did not hold")
@@ -146,7 +146,7 @@ func TestPostconditions(t *testing.T) {
 	assert.True(t, k.Status.ValidationResults.PostConditionResults[0].Passed)
 
 	spec.PostConditions = []v1alpha1.Condition{
-		{Name: "impossible", Rego: "package post.impossible\n\npass if input.target.spec.replicas == 99\n", Required: true, Timeout: &metav1.Duration{Duration: 2 * time.Second}},
+		{Name: "impossible", Rego: "package post.impossible\n\npass if input.target.spec.replicas == 99\n", Required: true, Timeout: v1alpha1.DurationOf(2 * time.Second)},
 	}
 	spec.Parameters.Replicas = ptr.To[int32](3)
 	k = waitPhase(t, createExecution(t, ns, "post-fails", spec), v1alpha1.PhaseRollbackReady)
@@ -178,7 +178,7 @@ func TestRollbackAnnotation(t *testing.T) {
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
 	spec := scaleSpec(ns, "web", 4)
-	spec.RollbackWindow = &metav1.Duration{Duration: time.Hour}
+	spec.RollbackWindow = v1alpha1.DurationOf(time.Hour)
 	k := waitPhase(t, createExecution(t, ns, "undo-me", spec), v1alpha1.PhaseRollbackReady)
 	patch := []byte(`{"metadata":{"annotations":{"remedy.dev/rollback":"error rate doubled"}}}`)
 	require.NoError(t, harness.Kube().Patch(ctx, k, ctrlclient.RawPatch("application/merge-patch+json", patch)))

@@ -34,8 +34,8 @@ func gatedReload(t *testing.T) (ns, env string, web *appsv1.Deployment, cm *core
 		Spec: v1alpha1.ConfigReloadPolicySpec{
 			ConfigMapSelector: metav1.LabelSelector{MatchLabels: map[string]string{"reload": "true"}},
 			WorkloadSelector:  metav1.LabelSelector{MatchLabels: map[string]string{"reload": "true"}},
-			Debounce:          &metav1.Duration{Duration: time.Second},
-			Approval:          &v1alpha1.ApprovalSpec{Required: true, Timeout: &metav1.Duration{Duration: time.Hour}},
+			Debounce:          v1alpha1.DurationOf(time.Second),
+			Approval:          &v1alpha1.ApprovalSpec{Required: true, Timeout: v1alpha1.DurationOf(time.Hour)},
 		},
 	}
 	require.NoError(t, harness.Kube().Create(context.Background(), p))

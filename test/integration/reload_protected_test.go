@@ -33,18 +33,24 @@ func protect(t *testing.T, ns string) {
 // warningEvent waits for a Warning Event with reason ProtectedNamespace about the named object.
 func warningEvent(t *testing.T, ns, kind, name string) eventsv1.Event {
 	t.Helper()
+	return warningEventWith(t, ns, kind, name, workflows.ReasonProtectedNamespace)
+}
+
+// warningEventWith waits for a Warning Event with reason about the named object.
+func warningEventWith(t *testing.T, ns, kind, name, reason string) eventsv1.Event {
+	t.Helper()
 	var found eventsv1.Event
 	require.Eventually(t, func() bool {
 		var list eventsv1.EventList
 		require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(ns)))
 		for _, e := range list.Items {
-			if e.Type == corev1.EventTypeWarning && e.Reason == workflows.ReasonProtectedNamespace && e.Regarding.Kind == kind && e.Regarding.Name == name {
+			if e.Type == corev1.EventTypeWarning && e.Reason == reason && e.Regarding.Kind == kind && e.Regarding.Name == name {
 				found = e
 				return true
 			}
 		}
 		return false
-	}, reloadTimeout, 100*time.Millisecond, "no ProtectedNamespace Warning Event on %s %s/%s", kind, ns, name)
+	}, reloadTimeout, 100*time.Millisecond, "no %s Warning Event on %s %s/%s", reason, kind, ns, name)
 	return found
 }
 

@@ -41,8 +41,8 @@ func reloadPolicy(t testing.TB, ns string, debounce time.Duration) *v1alpha1.Con
 		Spec: v1alpha1.ConfigReloadPolicySpec{
 			ConfigMapSelector: metav1.LabelSelector{MatchLabels: map[string]string{"reload": "true"}},
 			WorkloadSelector:  metav1.LabelSelector{MatchLabels: map[string]string{"reload": "true"}},
-			Debounce:          &metav1.Duration{Duration: debounce},
-			Retry:             &v1alpha1.RetrySpec{InitialInterval: &metav1.Duration{Duration: time.Second}, MaxInterval: &metav1.Duration{Duration: 4 * time.Second}},
+			Debounce:          v1alpha1.DurationOf(debounce),
+			Retry:             &v1alpha1.RetrySpec{InitialInterval: v1alpha1.DurationOf(time.Second), MaxInterval: v1alpha1.DurationOf(4 * time.Second)},
 		},
 	}
 	require.NoError(t, harness.Kube().Create(context.Background(), p))

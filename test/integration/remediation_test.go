@@ -69,7 +69,7 @@ func TestRemediationRollsBackInReverseOrder(t *testing.T) {
 	third := scaleSpec(ns, "api", 3)
 	third.PostConditions = []v1alpha1.Condition{{
 		Name: "never", Rego: "package post.never\n\npass if input.target.spec.replicas == 42\n", Required: true,
-		Timeout: &metav1.Duration{Duration: time.Second},
+		Timeout: v1alpha1.DurationOf(time.Second),
 	}}
 	rr := createRemediation(t, ns, "risky",
 		v1alpha1.RemediationStep{Name: "scale-web", Execution: scaleSpec(ns, "web", 2)},

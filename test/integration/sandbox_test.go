@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/activities/policy/sandboxtest"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -62,7 +61,7 @@ deny contains msg if {
 func TestConditionLoopHitsTimeout(t *testing.T) {
 	start := time.Now()
 	ns, k := precondition(t, "rego-loop", v1alpha1.Condition{
-		Name: "loop", Rego: sandboxtest.Loop("pre.loop"), Timeout: &metav1.Duration{Duration: 20 * time.Second},
+		Name: "loop", Rego: sandboxtest.Loop("pre.loop"), Timeout: v1alpha1.DurationOf(20 * time.Second),
 	})
 	assert.Less(t, time.Since(start), 15*time.Second, "well before the condition's own 20s timeout")
 	assert.Equal(t, workflows.ReasonPreconditionFailed, k.Status.Reason)

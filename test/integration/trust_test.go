@@ -217,12 +217,11 @@ func TestRollbackAnnotationNeedsTheInverseGrant(t *testing.T) {
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
 	spec := scaleSpec(ns, "web", 3)
-	spec.RollbackWindow = &metav1.Duration{Duration: time.Minute}
+	spec.RollbackWindow = v1alpha1.DurationOf(time.Minute)
 	k := waitPhase(t, createExecution(t, ns, "scale", spec), v1alpha1.PhaseRollbackReady)
 
 	// May annotate executions, but not scale: the rollback is refused.
-	// (Merge patches, as kubectl annotate sends: a typed Update would re-render
-	// the defaulted durations, "5m" as "5m0s", and trip the immutable spec.)
+	// (Merge patches, as kubectl annotate sends.)
 	grantRules(t, ns, "viewer-vic", createExecutions)
 	annotate := func(user string, ann map[string]string) (*v1alpha1.KubernetesExecution, error) {
 		obj := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: k.Name, Namespace: ns}}
