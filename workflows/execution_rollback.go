@@ -80,7 +80,7 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 		back.Params = *info.RollbackParameters
 	}
 	workflow.GetLogger(ctx).Info("rollback requested", "requester", rb.Requester, "reason", rb.Reason)
-	r.setPhase(ctx, v1alpha1.PhaseExecuting, "RollingBack", "rolling back as requested by "+orUnknown(rb.Requester))
+	r.setPhase(ctx, v1alpha1.PhaseExecuting, ReasonRollingBack, "rolling back as requested by "+orUnknown(rb.Requester))
 	if r.pipeline {
 		if err := r.validateRollback(ctx, back); err != nil {
 			r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, "rollback refused: "+reasonOf(err, "")+": "+messageOf(err))
