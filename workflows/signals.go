@@ -47,7 +47,8 @@ func (i *unknownSignalsInbound) HandleSignal(ctx workflow.Context, in *intercept
 	if known, ok := knownSignals[typ]; ok && !slices.Contains(known, in.SignalName) {
 		workflow.GetLogger(ctx).Warn("unknown signal: this workflow reads no signal of that name, so it does nothing",
 			"signal", in.SignalName, "workflowType", typ, "knownSignals", strings.Join(known, ", "))
-		workflow.GetMetricsHandler(ctx).Counter(MetricUnknownSignals).Inc(1)
+		// Tagged here too, so the label does not depend on the SDK's own tags.
+		workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"workflow_type": typ}).Counter(MetricUnknownSignals).Inc(1)
 	}
 	return i.Next.HandleSignal(ctx, in)
 }

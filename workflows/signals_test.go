@@ -41,7 +41,11 @@ func TestUnknownSignalIsLoggedAndCounted(t *testing.T) {
 	require.NoError(t, err)
 	for _, f := range families {
 		if f.GetName() == MetricUnknownSignals {
-			assert.Equal(t, 2.0, f.GetMetric()[0].GetCounter().GetValue(), "approved and roll-back; approve is known")
+			m := f.GetMetric()[0]
+			assert.Equal(t, 2.0, m.GetCounter().GetValue(), "approved and roll-back; approve is known")
+			require.Len(t, m.GetLabel(), 1)
+			assert.Equal(t, "workflow_type", m.GetLabel()[0].GetName())
+			assert.Equal(t, "ExecutionWorkflow", m.GetLabel()[0].GetValue())
 		}
 	}
 	assert.NotContains(t, logs.warnings(), "signal approve ")
