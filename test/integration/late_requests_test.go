@@ -55,10 +55,11 @@ func TestLateRollbackAnnotationLeavesAnEvent(t *testing.T) {
 
 // The issue's typo: `approve` for `approved` used to record a rejection.
 // Through the real temporal CLI and server, it is refused with the field's
-// name and leaves no trace; so is a decide without `approved`.
+// name and leaves no trace; so is a decide without `approved`. A signal with
+// a misspelled field cannot be refused, and is ignored.
 func TestMisspelledDecideIsRefused(t *testing.T) {
 	ns := harness.Namespace(t)
-	k, _ := awaitingApproval(t, ns, "scale-typo", time.Hour, 0)
+	k, rar := awaitingApproval(t, ns, "scale-typo", time.Hour, 0)
 	id := k.Status.WorkflowID
 	before := historyLength(t, id)
 
@@ -71,10 +72,17 @@ func TestMisspelledDecideIsRefused(t *testing.T) {
 	assert.Equal(t, before, historyLength(t, id), "refused updates leave no trace in history")
 	assert.Equal(t, v1alpha1.PhaseWaitingApproval, queryPhase(t, id))
 
+	// Without "request" spelled right this would approve whichever request is open.
+	out, err = temporalCLI(t, "workflow", "signal", "--workflow-id", id, "--name", "approve", "--input", `{"approver":"mallory","requst":"other"}`)
+	require.NoError(t, err, out)
 	out, err = temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approved":true,"approver":"alice"}`)
 	require.NoError(t, err, out)
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
 	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
+	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(rar), rar))
+	assert.Equal(t, "alice", rar.Status.DecidedBy, "the malformed signal was ignored")
+	assert.Equal(t, v1alpha1.DecidedViaUpdate, rar.Status.DecidedVia)
+	harness.ReplayHistory(t, id, "execution-approval-malformed-signal.json")
 }
 
 // A request the operator closed (its subject ended: Canceled) refuses a
