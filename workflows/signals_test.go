@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
@@ -49,4 +50,23 @@ func TestUnknownSignalIsLoggedAndCounted(t *testing.T) {
 		}
 	}
 	assert.NotContains(t, logs.warnings(), "signal approve ")
+}
+
+// names records the workflow names RegisterAll registers.
+type names []string
+
+func (n *names) RegisterWorkflowWithOptions(_ any, o workflow.RegisterOptions) {
+	*n = append(*n, o.Name)
+}
+
+// Every registered workflow type says which signals it reads; one missing
+// from knownSignals would be checked by nobody.
+func TestEveryWorkflowTypeListsItsSignals(t *testing.T) {
+	var registered names
+	RegisterAll(&registered)
+	require.NotEmpty(t, registered)
+	for _, name := range registered {
+		assert.NotEmpty(t, knownSignals[name], "knownSignals has no entry for %s", name)
+	}
+	assert.Len(t, knownSignals, len(registered), "knownSignals lists a workflow type that is not registered")
 }
