@@ -223,6 +223,7 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 		// The validator refused anything but a strict payload; updates accepted
 		// before it was strict replay with what they named.
 		var req DecideRequest
+		//workflowcheck:ignore
 		if err := json.Unmarshal(raw, &req); err != nil {
 			return "", fmt.Errorf("decode decide: %w", err)
 		}

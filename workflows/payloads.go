@@ -20,6 +20,9 @@ const versionStrictSignals = "strict-signal-payloads"
 // Signal and update handlers receive their payload raw (json.RawMessage) so
 // that a typo is refused or logged instead of decoding to a default: with a
 // typed argument the SDK drops unknown fields before any of our code runs.
+// Decoding JSON is deterministic (the SDK does the same for typed arguments);
+// workflowcheck flags encoding/json only because it follows reflect into the
+// runtime's garbage collector, hence the //workflowcheck:ignore lines.
 
 // decodeStrict decodes a JSON object into v, refusing fields v does not
 // declare and anything after the object. The error names the fields v has.
@@ -27,11 +30,14 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return fmt.Errorf("the payload is empty; send a JSON object with %s", fieldsOf(v))
 	}
+	//workflowcheck:ignore
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
+	//workflowcheck:ignore
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%s; the payload is a JSON object with %s", strings.TrimPrefix(err.Error(), "json: "), fieldsOf(v))
 	}
+	//workflowcheck:ignore
 	if dec.More() {
 		return errors.New("the payload holds more than one JSON value; send one JSON object")
 	}
@@ -64,6 +70,7 @@ func decodeDecide(raw json.RawMessage) (DecideRequest, error) {
 	if err := decodeStrict(raw, &req.DecideRequest); err != nil {
 		return DecideRequest{}, fmt.Errorf("decide: %w", err)
 	}
+	//workflowcheck:ignore
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return DecideRequest{}, fmt.Errorf("decide: %w", err)
 	}
@@ -94,6 +101,7 @@ func receiveSignal(ctx workflow.Context, ch workflow.ReceiveChannel, v any, stri
 		// No payload at all decodes to the zero value, as it always did.
 		return true
 	}
+	//workflowcheck:ignore
 	if err := json.Unmarshal(raw, v); err != nil {
 		workflow.GetLogger(ctx).Warn("ignoring signal that does not decode", "signal", ch.Name(), "error", err.Error())
 		return false
