@@ -109,7 +109,14 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 	if p.rollback != nil {
-		if err := r.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalRollback, *p.rollback); err != nil {
+		err := r.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalRollback, *p.rollback)
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			// The window closed since the last query: mirror the ended run, whose
+			// plan then answers the annotation (planLateRollback).
+			return ctrl.Result{RequeueAfter: freshPoll}, nil
+		}
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("signal rollback to %s: %w", id, err)
 		}
 		r.Recorder.Eventf(&kexec, nil, corev1.EventTypeNormal, "RollbackRequested", "Rollback", "annotation %s=%q sent the rollback signal", RollbackAnnotation, p.rollback.Reason)

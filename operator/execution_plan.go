@@ -83,6 +83,9 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 		}
 	}
 	if observed == nil {
+		if p := planLateRollback(kexec, now); p != nil {
+			return *p
+		}
 		return executionPlan{}
 	}
 

@@ -75,7 +75,9 @@ func (a *Approval) Handle(ctx context.Context, req admission.Request) admission.
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode object: %w", err))
 	}
 	if old.Status.RequestedDecision == nil {
-		log.FromContext(ctx).Info("approval decision requested", "decision", cur.Status.RequestedDecision.Decision, "approver", c.User, "via", v1alpha1.DecidedViaKubectl,
+		// Tentative: the API server still validates the object (schema, CEL)
+		// after this webhook; the operator logs "approval decision relayed" once it is stored.
+		log.FromContext(ctx).Info("approval decision passed the webhook (tentative until stored)", "decision", cur.Status.RequestedDecision.Decision, "approver", c.User, "via", v1alpha1.DecidedViaKubectl,
 			"workflowID", cur.Spec.WorkflowID, "approvalRequest", cur.Namespace+"/"+cur.Name)
 	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)

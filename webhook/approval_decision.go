@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -96,6 +97,10 @@ func decideStatusChange(c StatusChange) Verdict {
 	if c.Trusted {
 		return Verdict{Allowed: true}
 	}
+	if closed := closedBy(old); closed != nil {
+		return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s/%s is closed (%s: %s): it accepts no decision",
+			c.Namespace, c.Name, closed.Reason, closed.Message)}
+	}
 	if next.Decision == v1alpha1.DecisionExpired {
 		return Verdict{Code: http.StatusUnprocessableEntity, Message: "only the timer expires a request; decide Approved or Rejected"}
 	}
@@ -111,6 +116,16 @@ func decideStatusChange(c StatusChange) Verdict {
 	out.RequestedDecision = &v1alpha1.RequestedDecision{Decision: next.Decision, RequestedBy: c.User, RequestedAt: metav1.NewTime(c.Now), Message: next.DecisionMessage}
 	out.Decision, out.DecisionMessage, out.DecidedBy, out.DecidedVia, out.DecidedAt = "", "", "", "", nil
 	return Verdict{Allowed: true, Status: out}
+}
+
+// closedBy returns the Ready=False condition of a request the operator closed
+// without a decision (its subject ended, or it names another workflow);
+// nothing waits for a decision on it any more.
+func closedBy(s v1alpha1.RemediationApprovalRequestStatus) *metav1.Condition {
+	if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
+		return c
+	}
+	return nil
 }
 
 func sameRequest(a, b *v1alpha1.RequestedDecision) bool {

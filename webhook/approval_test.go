@@ -18,6 +18,15 @@ func TestDecideStatusChange(t *testing.T) {
 	requiredBy := now.Add(time.Minute)
 	carolApproved := &v1alpha1.RequestedDecision{Decision: v1alpha1.DecisionApproved, RequestedBy: "carol", RequestedAt: metav1.NewTime(now.Add(-time.Second))}
 	requested := v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: carolApproved}
+	closed := func(reason string) v1alpha1.RemediationApprovalRequestStatus {
+		return v1alpha1.RemediationApprovalRequestStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: reason, Message: "subject scale-web ended before a decision; nothing will be executed"}}}
+	}
+	canceled, mismatched := closed("Canceled"), closed("WorkflowMismatch")
+	withDecision := func(s v1alpha1.RemediationApprovalRequestStatus, d v1alpha1.Decision) v1alpha1.RemediationApprovalRequestStatus {
+		s.Decision = d
+		return s
+	}
 	for _, tc := range []struct {
 		name       string
 		change     StatusChange
@@ -50,6 +59,22 @@ func TestDecideStatusChange(t *testing.T) {
 			name:     "no kubectl decision at requiredBy",
 			change:   StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionApproved}, User: "carol", Authorized: true, RequiredBy: now, Now: now},
 			wantCode: http.StatusConflict,
+		},
+		{
+			name: "a canceled request takes no decision",
+			change: StatusChange{Old: canceled, New: withDecision(canceled, v1alpha1.DecisionApproved), User: "carol", Authorized: true,
+				RequiredBy: requiredBy, Now: now},
+			wantCode: http.StatusConflict,
+		},
+		{
+			name: "nor does one naming another workflow",
+			change: StatusChange{Old: mismatched, New: withDecision(mismatched, v1alpha1.DecisionRejected), User: "carol", Authorized: true,
+				RequiredBy: requiredBy, Now: now},
+			wantCode: http.StatusConflict,
+		},
+		{
+			name:   "the operator may still write a closed request's status",
+			change: StatusChange{Old: canceled, New: canceled, User: "operator", RequiredBy: requiredBy, Now: now},
 		},
 		{
 			name: "nor after it",

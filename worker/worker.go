@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -48,7 +49,9 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build discovery client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
+		Interceptors: []interceptor.WorkerInterceptor{&workflows.UnknownSignals{}},
+	})
 	workflows.RegisterAll(w)
 	w.RegisterActivity(&activities.Execution{Config: o.Kube, ActionNamespace: o.ActionNamespace, Mapper: mapper})
 	cs, err := kubernetes.NewForConfig(o.Kube)

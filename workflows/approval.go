@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -218,14 +219,27 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 		return
 	}
 	g.listening = true
-	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, req DecideRequest) (string, error) {
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, raw json.RawMessage) (string, error) {
+		// The validator refused anything but a strict payload; updates accepted
+		// before it was strict replay with what they named.
+		var req DecideRequest
+		//workflowcheck:ignore
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return "", fmt.Errorf("decode decide: %w", err)
+		}
 		d := activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: req.Approver, Via: v1alpha1.DecidedViaUpdate, At: workflow.Now(ctx), Message: req.Reason}
 		if req.Approved {
 			d.Decision = v1alpha1.DecisionApproved
 		}
 		g.offer(ctx, req.Namespace, req.Request, d)
 		return string(d.Decision), nil
-	}, workflow.UpdateHandlerOptions{Validator: g.validate})
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error {
+		req, err := decodeDecide(raw)
+		if err != nil {
+			return err
+		}
+		return g.validate(ctx, req)
+	}})
 	if err != nil {
 		workflow.GetLogger(ctx).Error("register decide update", "error", err)
 	}
@@ -238,7 +252,9 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			for {
 				var s ApprovalSignal
-				ch.Receive(ctx, &s)
+				if !receiveSignal(ctx, ch, &s, strictSignals(ctx)) {
+					continue
+				}
 				via := v1alpha1.DecidedViaSignal
 				if s.Via == string(v1alpha1.DecidedViaKubectl) {
 					via = v1alpha1.DecidedViaKubectl

@@ -17,6 +17,7 @@ import (
 const (
 	ReasonSucceeded           = "Succeeded"
 	ReasonRollbackAvailable   = "RollbackAvailable"
+	ReasonRollingBack         = "RollingBack"
 	ReasonRolledBack          = "RolledBack"
 	ReasonRollbackFailed      = "RollbackFailed"
 	ReasonCanceled            = "Canceled"

@@ -26,7 +26,13 @@ func approvalInput(timeout time.Duration) ExecutionInput {
 // approvalEnv mocks validation and execution and records the approval
 // request the workflow creates and the decision it records.
 func approvalEnv(t *testing.T, pol activities.PolicyResult) (*testsuite.TestWorkflowEnvironment, *activities.ApprovalRequestInput, *activities.Decision) {
-	env := newEnv(t)
+	return approvalEnvOf(t, &testsuite.WorkflowTestSuite{}, pol)
+}
+
+func approvalEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite, pol activities.PolicyResult) (
+	*testsuite.TestWorkflowEnvironment, *activities.ApprovalRequestInput, *activities.Decision,
+) {
+	env := newEnvOf(t, s)
 	env.RegisterActivity(&activities.Approvals{})
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(nil)

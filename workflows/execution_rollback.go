@@ -21,7 +21,9 @@ func (r *executionRun) awaitRollback(ctx workflow.Context, req actions.Request, 
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(workflow.NewTimer(timerCtx, window), func(workflow.Future) {})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRollback), func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, &rb)
+		// A rollback signal rolls back whatever its payload says: its fields
+		// only describe the request. A malformed one is logged as a Warning.
+		receiveSignal(ctx, c, &rb, lenient)
 		signalled = true
 	})
 	sel.Select(ctx)
@@ -54,7 +56,7 @@ func (r *executionRun) awaitParent(ctx workflow.Context, req actions.Request, rb
 	var req2 RollbackRequest
 	finalize := false
 	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRollback), func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &req2) })
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRollback), func(c workflow.ReceiveChannel, _ bool) { receiveSignal(ctx, c, &req2, lenient) })
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalFinalize), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
 		finalize = true
@@ -78,7 +80,7 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 		back.Params = *info.RollbackParameters
 	}
 	workflow.GetLogger(ctx).Info("rollback requested", "requester", rb.Requester, "reason", rb.Reason)
-	r.setPhase(ctx, v1alpha1.PhaseExecuting, "RollingBack", "rolling back as requested by "+orUnknown(rb.Requester))
+	r.setPhase(ctx, v1alpha1.PhaseExecuting, ReasonRollingBack, "rolling back as requested by "+orUnknown(rb.Requester))
 	if r.pipeline {
 		if err := r.validateRollback(ctx, back); err != nil {
 			r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, "rollback refused: "+reasonOf(err, "")+": "+messageOf(err))

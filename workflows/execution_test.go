@@ -35,7 +35,11 @@ var scalePlan = actions.Plan{
 }
 
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
-	env := untrustedEnv(t)
+	return newEnvOf(t, &testsuite.WorkflowTestSuite{})
+}
+
+func newEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite) *testsuite.TestWorkflowEnvironment {
+	env := untrustedEnvOf(t, s)
 	trustAll(env)
 	return env
 }

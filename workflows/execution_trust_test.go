@@ -16,7 +16,11 @@ import (
 // untrustedEnv registers the activities without trustAll, so each case says
 // how the subject and requester checks answer.
 func untrustedEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
-	var s testsuite.WorkflowTestSuite
+	return untrustedEnvOf(t, &testsuite.WorkflowTestSuite{})
+}
+
+// untrustedEnvOf is untrustedEnv in a suite the caller configured (a logger, say).
+func untrustedEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(ExecutionWorkflow)
 	env.RegisterActivity(&activities.Execution{})

@@ -130,7 +130,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	signal := SignalFinalize
 	if rollBack {
 		signal = SignalRollback
-		setPhase(v1alpha1.PhaseExecuting, "RollingBack", failure+"; rolling back completed steps in reverse order")
+		setPhase(v1alpha1.PhaseExecuting, ReasonRollingBack, failure+"; rolling back completed steps in reverse order")
 	}
 	// Steps are released newest first, one at a time, so rollbacks apply in reverse order.
 	for i := len(runs) - 1; i >= 0; i-- {

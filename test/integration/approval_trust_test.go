@@ -94,13 +94,17 @@ func TestApprovalRelayFromAnotherNamespace(t *testing.T) {
 	assert.True(t, apierrors.IsForbidden(err), "want 403, got %v", err)
 
 	require.NoError(t, asWorker(t).Create(ctx, forged))
-	require.NoError(t, impersonating(t, "mallory").Status().Patch(ctx, forged, decisionPatch("Approved", "trust me", "")))
-	require.NotNil(t, forged.Status.RequestedDecision, "mallory may decide requests of her own namespace")
 	forged = harness.Eventually(t, forged, runTimeout, func(r *v1alpha1.RemediationApprovalRequest) bool {
 		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionReady)
 		return c != nil && c.Reason == "WorkflowMismatch"
 	})
 	assertEvents(t, tenant, forged.Name, "WorkflowMismatch")
+	// Closed by the mismatch, the request refuses the decision outright (the
+	// relay would not have signalled it either: TestPlanApproval).
+	err = impersonating(t, "mallory").Status().Patch(ctx, forged.DeepCopy(), decisionPatch("Approved", "trust me", ""))
+	require.Error(t, err)
+	assert.True(t, apierrors.IsConflict(err), "want 409, got %v", err)
+	assert.Contains(t, err.Error(), "is closed (WorkflowMismatch: spec.workflowID "+id)
 	var evs eventsv1.EventList
 	require.NoError(t, harness.Kube().List(ctx, &evs, ctrlclient.InNamespace(tenant)))
 	for _, e := range evs.Items {

@@ -1,0 +1,121 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// versionStrictSignals drops approve and reject signals whose payload does
+// not decode strictly. It is asked only when such a signal arrives, so
+// histories without one carry no marker; runs that took one before it keep
+// the lenient decoding they replay with.
+const versionStrictSignals = "strict-signal-payloads"
+
+// Signal and update handlers receive their payload raw (json.RawMessage) so
+// that a typo is refused or logged instead of decoding to a default: with a
+// typed argument the SDK drops unknown fields before any of our code runs.
+// Decoding JSON is deterministic (the SDK does the same for typed arguments);
+// workflowcheck flags encoding/json only because it follows reflect into the
+// runtime's garbage collector, hence the //workflowcheck:ignore lines.
+
+// decodeStrict decodes a JSON object into v, refusing fields v does not
+// declare and anything after the object. The error names the fields v has.
+func decodeStrict(raw json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return fmt.Errorf("the payload is empty; send a JSON object with %s", fieldsOf(v))
+	}
+	//workflowcheck:ignore
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	//workflowcheck:ignore
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s; the payload is a JSON object with %s", strings.TrimPrefix(err.Error(), "json: "), fieldsOf(v))
+	}
+	//workflowcheck:ignore
+	if dec.More() {
+		return errors.New("the payload holds more than one JSON value; send one JSON object")
+	}
+	return nil
+}
+
+// fieldsOf lists the JSON names of a struct's fields, for error messages.
+func fieldsOf(v any) string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var names []string
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, `"`+name+`"`)
+		}
+	}
+	return "the fields " + strings.Join(names, ", ")
+}
+
+// decodeDecide is the strict reading of a decide update: the known fields
+// only, and "approved" present, since its absence would mean "reject".
+func decodeDecide(raw json.RawMessage) (DecideRequest, error) {
+	var req struct {
+		DecideRequest
+		// Shadows DecideRequest.Approved so a missing field is nil, not false.
+		Approved *bool `json:"approved"`
+	}
+	if err := decodeStrict(raw, &req.DecideRequest); err != nil {
+		return DecideRequest{}, fmt.Errorf("decide: %w", err)
+	}
+	//workflowcheck:ignore
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return DecideRequest{}, fmt.Errorf("decide: %w", err)
+	}
+	if req.Approved == nil {
+		return DecideRequest{}, errors.New(`decide: "approved" is required: true approves, false rejects`)
+	}
+	req.DecideRequest.Approved = *req.Approved
+	return req.DecideRequest, nil
+}
+
+// receiveSignal reads one signal payload from ch into v. A payload that does
+// not decode strictly is logged as a Warning; it is still used (leniently
+// decoded) unless strict, in which case receiveSignal reports false and the
+// caller drops the signal.
+func receiveSignal(ctx workflow.Context, ch workflow.ReceiveChannel, v any, strict func() bool) bool {
+	var raw json.RawMessage
+	ch.Receive(ctx, &raw)
+	err := decodeStrict(raw, v)
+	if err == nil {
+		return true
+	}
+	if strict() {
+		workflow.GetLogger(ctx).Warn("ignoring signal with a malformed payload", "signal", ch.Name(), "error", err.Error(), "payload", string(raw))
+		return false
+	}
+	workflow.GetLogger(ctx).Warn("signal payload is malformed; using the fields it names", "signal", ch.Name(), "error", err.Error(), "payload", string(raw))
+	if len(bytes.TrimSpace(raw)) == 0 {
+		// No payload at all decodes to the zero value, as it always did.
+		return true
+	}
+	//workflowcheck:ignore
+	if err := json.Unmarshal(raw, v); err != nil {
+		workflow.GetLogger(ctx).Warn("ignoring signal that does not decode", "signal", ch.Name(), "error", err.Error())
+		return false
+	}
+	return true
+}
+
+// strictSignals is receiveSignal's strict for approval decisions.
+func strictSignals(ctx workflow.Context) func() bool {
+	return func() bool {
+		return workflow.GetVersion(ctx, versionStrictSignals, workflow.DefaultVersion, 1) >= 1
+	}
+}
+
+// lenient is receiveSignal's strict for signals that are used whatever their
+// payload says, such as rollback, whose fields only describe the request.
+func lenient() bool { return false }

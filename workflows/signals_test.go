@@ -1,0 +1,72 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/internal/metrics"
+)
+
+// A signal no handler reads ("approved" for "approve") is accepted by
+// Temporal and would do nothing silently; the interceptor warns and counts it
+// when it arrives, and leaves known signals alone.
+func TestUnknownSignalIsLoggedAndCounted(t *testing.T) {
+	s, logs := loggedSuite()
+	reg := prometheus.NewRegistry()
+	s.SetMetricsHandler(metrics.NewTemporalHandler(reg))
+	env, _, recorded := approvalEnvOf(t, s, allowed)
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&UnknownSignals{}}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow("approved", ApprovalSignal{Approver: "alice"}) }, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow("roll-back", RollbackRequest{Requester: "alice"}) }, 2*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		assert.Contains(t, logs.warnings(), "unknown signal: this workflow reads no signal of that name, so it does nothing signal approved workflowType ExecutionWorkflow knownSignals approve, reject, rollback, finalize")
+		assert.Contains(t, logs.warnings(), "signal roll-back")
+		env.SignalWorkflow(SignalApprove, ApprovalSignal{Approver: "alice"})
+	}, 3*time.Minute)
+	env.ExecuteWorkflow(ExecutionWorkflow, approvalInput(time.Hour))
+	result(t, env)
+
+	assert.Equal(t, "alice", recorded.DecidedBy)
+	n, err := testutil.GatherAndCount(reg, MetricUnknownSignals)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "one series, by workflow type")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == MetricUnknownSignals {
+			m := f.GetMetric()[0]
+			assert.Equal(t, 2.0, m.GetCounter().GetValue(), "approved and roll-back; approve is known")
+			require.Len(t, m.GetLabel(), 1)
+			assert.Equal(t, "workflow_type", m.GetLabel()[0].GetName())
+			assert.Equal(t, "ExecutionWorkflow", m.GetLabel()[0].GetValue())
+		}
+	}
+	assert.NotContains(t, logs.warnings(), "signal approve ")
+}
+
+// names records the workflow names RegisterAll registers.
+type names []string
+
+func (n *names) RegisterWorkflowWithOptions(_ any, o workflow.RegisterOptions) {
+	*n = append(*n, o.Name)
+}
+
+// Every registered workflow type says which signals it reads; one missing
+// from knownSignals would be checked by nobody.
+func TestEveryWorkflowTypeListsItsSignals(t *testing.T) {
+	var registered names
+	RegisterAll(&registered)
+	require.NotEmpty(t, registered)
+	for _, name := range registered {
+		assert.NotEmpty(t, knownSignals[name], "knownSignals has no entry for %s", name)
+	}
+	assert.Len(t, knownSignals, len(registered), "knownSignals lists a workflow type that is not registered")
+}
