@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -66,7 +65,7 @@ func TestDecideUpdateRefusesMalformedPayloads(t *testing.T) {
 	env.RegisterDelayedCallback(update(map[string]any{"approver": "alice"}), 2*time.Minute)
 	env.RegisterDelayedCallback(update(map[string]any{"approved": true, "approver": "alice", "reason": "go"}), 3*time.Minute)
 	in := approvalInput(time.Hour)
-	in.Spec.RollbackWindow = &metav1.Duration{Duration: time.Second}
+	in.Spec.RollbackWindow = v1alpha1.DurationOf(time.Second)
 	env.ExecuteWorkflow(ExecutionWorkflow, in)
 	s := result(t, env)
 

@@ -29,7 +29,7 @@ func TestLateRollbackAnnotationLeavesAnEvent(t *testing.T) {
 	harness.Deployment(t, ns, "web", 1)
 	k := createExecution(t, ns, "scale-late", v1alpha1.KubernetesExecutionSpec{
 		Action: "scale", Target: target(ns, "web"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)},
-		RollbackWindow: &metav1.Duration{Duration: time.Second},
+		RollbackWindow: v1alpha1.DurationOf(time.Second),
 	})
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
 	harness.WaitClosed(t, k.Status.WorkflowID, runTimeout)
