@@ -77,6 +77,19 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer metrics.stop()
+	// Every temporary file (etcd's data, certificates, Temporal's database)
+	// goes below devDir, so the next start clears what a killed one left.
+	tmp := filepath.Join(devDir, "tmp")
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("clear %s: %w", tmp, err)
+	}
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		return fmt.Errorf("set TMPDIR: %w", err)
+	}
 	logFile, err := os.Create(filepath.Join(devDir, "dev.log"))
 	if err != nil {
 		return fmt.Errorf("create log file: %w", err)
