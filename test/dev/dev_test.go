@@ -1,6 +1,7 @@
 package dev
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,7 +17,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -193,4 +196,44 @@ func get(c *assert.CollectT, url string) string {
 	assert.NoError(c, err)
 	assert.Equal(c, http.StatusOK, resp.StatusCode, strconv.Quote(string(body)))
 	return string(body)
+}
+
+// TestDevStops: Ctrl-C with a watch open (a `kubectl get -w` in another
+// terminal) stops every part quickly, without envtest's kill after its
+// timeout, and removes what the instance wrote.
+func TestDevStops(t *testing.T) {
+	in := startDev(t, newRepo(t), freePorts(t))
+	t.Cleanup(func() { in.stop(t) })
+	in.waitReady(t, 3*time.Minute)
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(in.devDir(), "kubeconfig"))
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	w, err := cs.AppsV1().Deployments("").Watch(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	defer w.Stop()
+	procs := descendants(in.cmd.Process.Pid)
+	require.NotEmpty(t, procs)
+
+	start := time.Now()
+	require.NoError(t, in.cmd.Process.Signal(os.Interrupt))
+	select {
+	case <-in.exited:
+	case <-time.After(time.Minute):
+		t.Fatalf("remedy dev did not stop within a minute:\n%s", in.out.String())
+	}
+	took := time.Since(start)
+	t.Logf("stopped in %.1fs", took.Seconds())
+	assert.Equal(t, 0, exitCode(in.err), in.out.String())
+	assert.NotContains(t, in.out.String(), "timeout waiting")
+	// envtest kills a kube-apiserver that has not stopped after 5s.
+	assert.Less(t, took, 5*time.Second)
+	for _, pr := range procs {
+		if pr.alive() {
+			t.Errorf("%s (pid %d) outlived remedy dev", pr.comm, pr.pid)
+			pr.kill()
+		}
+	}
+	assert.Equal(t, []string{"dev.log", "lock"}, keys(snapshot(t, in.devDir())), "kubeconfig and env removed")
+	assert.NoDirExists(t, filepath.Join(in.devDir(), "tmp"))
 }
