@@ -52,16 +52,13 @@ func runDev(ctx context.Context, args []string) error {
 	if devDir == "" {
 		devDir = filepath.Join(root, ".dev")
 	}
-	if err := os.MkdirAll(devDir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", devDir, err)
-	}
-	// Nothing in devDir is written before the lock is held, and nothing is
+	// Nothing in devDir is written before it is claimed, and nothing is
 	// started before every fixed port is known to be free.
-	lock, err := lockDevDir(devDir)
+	release, err := claimDevDir(devDir)
 	if err != nil {
 		return err
 	}
-	defer lock.release()
+	defer release()
 	if err := checkPortsFree([]fixedPort{
 		{"Temporal frontend", "127.0.0.1:" + *port, "temporal-port"},
 		{"Temporal Web UI", "127.0.0.1:" + *uiPort, "ui-port"},
@@ -77,19 +74,6 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer metrics.stop()
-	// Every temporary file (etcd's data, certificates, Temporal's database)
-	// goes below devDir, so the next start clears what a killed one left.
-	tmp := filepath.Join(devDir, "tmp")
-	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("clear %s: %w", tmp, err)
-	}
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Setenv("TMPDIR", tmp); err != nil {
-		return fmt.Errorf("set TMPDIR: %w", err)
-	}
 	logFile, err := os.Create(filepath.Join(devDir, "dev.log"))
 	if err != nil {
 		return fmt.Errorf("create log file: %w", err)

@@ -16,6 +16,34 @@ import (
 // crashed instance never leaves a stale lock.
 type devLock struct{ f *os.File }
 
+// claimDevDir creates dir, takes its lock and points TMPDIR at dir/tmp, so
+// that every temporary file (etcd's data, certificates, Temporal's
+// database) is below dir and the next start clears what a killed one left.
+// release removes dir/tmp and drops the lock.
+func claimDevDir(dir string) (release func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	lock, err := lockDevDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.RemoveAll(tmp); err != nil {
+		lock.release()
+		return nil, fmt.Errorf("clear %s: %w", tmp, err)
+	}
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		lock.release()
+		return nil, fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		lock.release()
+		return nil, fmt.Errorf("set TMPDIR: %w", err)
+	}
+	return func() { _ = os.RemoveAll(tmp); lock.release() }, nil
+}
+
 // lockDevDir takes dir's lock without waiting, and refuses with the
 // holder's pid if another instance has it. It writes nothing until it holds
 // the lock, so a refused instance leaves dir as it found it.
