@@ -13,9 +13,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
+	remedymetrics "github.com/remedy-dev/remedy/internal/metrics"
 )
 
 func runDev(ctx context.Context, args []string) error {
@@ -23,6 +25,10 @@ func runDev(ctx context.Context, args []string) error {
 	port := fs.String("temporal-port", "7233", "Temporal frontend port on 127.0.0.1")
 	uiPort := fs.String("ui-port", "8233", "Temporal Web UI port on 127.0.0.1")
 	repo := fs.String("repo", ".", "repository root (holds deploy/ and receives .dev/)")
+	devDirFlag := fs.String("dev-dir", "", "directory of the lock, kubeconfig, env file and log (default <repo>/.dev)")
+	operatorMetrics := fs.String("operator-metrics-addr", "127.0.0.1:8080", "address of the operator's /metrics (0 disables)")
+	webhookMetrics := fs.String("webhook-metrics-addr", "127.0.0.1:8082", "address of the drift webhook's /metrics (0 disables)")
+	workerMetrics := fs.String("worker-metrics-addr", "127.0.0.1:8083", "address of the worker's /metrics (0 disables)")
 	driftMode := fs.String("drift-mode", "enforce", "default mode of the drift webhook: log or enforce")
 	var callbacks listFlag
 	fs.Var(&callbacks, "drift-callback-url", "URL that receives DriftReports (repeatable)")
@@ -42,10 +48,32 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	devDir := filepath.Join(root, ".dev")
-	if err := os.MkdirAll(devDir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", devDir, err)
+	devDir := *devDirFlag
+	if devDir == "" {
+		devDir = filepath.Join(root, ".dev")
 	}
+	// Nothing in devDir is written before it is claimed, and nothing is
+	// started before every fixed port is known to be free.
+	release, err := claimDevDir(devDir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := checkPortsFree([]fixedPort{
+		{"Temporal frontend", "127.0.0.1:" + *port, "temporal-port"},
+		{"Temporal Web UI", "127.0.0.1:" + *uiPort, "ui-port"},
+	}); err != nil {
+		return err
+	}
+	metrics, err := serveDevMetrics([]fixedPort{
+		{"operator metrics", *operatorMetrics, "operator-metrics-addr"},
+		{"drift webhook metrics", *webhookMetrics, "webhook-metrics-addr"},
+		{"worker metrics", *workerMetrics, "worker-metrics-addr"},
+	})
+	if err != nil {
+		return err
+	}
+	defer metrics.stop()
 	logFile, err := os.Create(filepath.Join(devDir, "dev.log"))
 	if err != nil {
 		return fmt.Errorf("create log file: %w", err)
@@ -58,6 +86,8 @@ func runDev(ctx context.Context, args []string) error {
 	opts.TemporalHostPort = "127.0.0.1:" + *port
 	opts.TemporalUIPort = *uiPort
 	opts.Log = logFile
+	opts.DieWithParent = true
+	opts.TemporalMetrics = remedymetrics.NewTemporalHandler(ctrlmetrics.Registry)
 
 	step := func(msg string) func() {
 		start := time.Now()
@@ -73,7 +103,6 @@ func runDev(ctx context.Context, args []string) error {
 	kubeconfig := filepath.Join(devDir, "kubeconfig")
 	envFile := filepath.Join(devDir, "env")
 	defer func() {
-		fmt.Println("remedy dev: stopping")
 		_ = os.Remove(kubeconfig)
 		_ = os.Remove(envFile)
 		if err := env.Stop(); err != nil {
@@ -81,7 +110,7 @@ func runDev(ctx context.Context, args []string) error {
 		}
 	}()
 
-	done = step("installing CRDs, RBAC and per-action ServiceAccounts into namespace " + devenv.Namespace)
+	done = step("installing CRDs, RBAC, the example roles of deploy/rbac/*-example.yaml and per-action ServiceAccounts into namespace " + devenv.Namespace)
 	if err := env.InstallRemedy(ctx, root); err != nil {
 		return err
 	}
@@ -115,10 +144,11 @@ func runDev(ctx context.Context, args []string) error {
 
 	kubectl := filepath.Join(opts.Assets, "kubectl")
 	fmt.Printf(`
-  kubeconfig:      %s   (or: source .dev/env)
+  kubeconfig:      %s   (or: source %s)
   Temporal:        %s
   Temporal Web UI: http://127.0.0.1:%s/namespaces/default/workflows
   logs:            %s
+  metrics:         %s
   kubectl, temporal: %s, %s
 
   Try it:
@@ -129,14 +159,17 @@ func runDev(ctx context.Context, args []string) error {
   Drift (docs/drift.md): scale demo/drift-demo's ReplicaSet by hand, watch the
   Deployment controller's revert be judged, and find RemedyKind='Drift' in the Web UI.
 
-`, kubeconfig, env.TemporalAddress, *uiPort, logFile.Name(), kubectl, opts.TemporalCLI, kubeconfig,
+`, kubeconfig, envFile, env.TemporalAddress, *uiPort, logFile.Name(), metrics.banner(), kubectl, opts.TemporalCLI, kubeconfig,
 		kubectl, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), kubectl)
 	fmt.Println("remedy dev: ready")
 
 	select {
 	case <-ctx.Done():
+		fmt.Println("remedy dev: stopping")
+		start := time.Now()
 		<-stopped
 		<-webhookStopped
+		fmt.Fprintf(logFile, "remedy dev: stopped the operator, the worker and the drift webhook in %.1fs\n", time.Since(start).Seconds())
 		return nil
 	case err := <-stopped:
 		if err == nil {

@@ -4,10 +4,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/remedy-dev/remedy/internal/devenv"
 )
 
 const usage = `usage: remedy <command> [flags]
@@ -24,6 +28,8 @@ Run 'remedy <command> -h' for the flags of a command.
 `
 
 func main() {
+	// `remedy dev` starts its child processes through this binary.
+	devenv.ExecIfWrapped()
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
@@ -48,6 +54,10 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "remedy: unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
+	}
+	// The flag package has printed the command's usage.
+	if errors.Is(err, flag.ErrHelp) {
+		return
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "remedy:", err)

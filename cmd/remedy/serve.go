@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -61,7 +62,11 @@ func runWorker(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	defer serveMetrics(*metricsAddr)()
+	stopMetrics, err := serveMetrics(*metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	tc, cfg, err := tf.connect()
 	if err != nil {
 		return err
@@ -80,18 +85,24 @@ func runWorker(ctx context.Context, args []string) error {
 }
 
 // serveMetrics serves the process's Prometheus registry on addr ("0": not
-// at all) and returns the function that stops it.
-func serveMetrics(addr string) (stop func()) {
+// at all) and returns the function that stops it. A port in use fails at once.
+func serveMetrics(addr string) (stop func(), err error) {
 	if addr == "0" {
-		return func() {}
+		return func() {}, nil
 	}
-	srv := &http.Server{Addr: addr, Handler: promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("serve metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			ctrl.Log.Error(err, "serve metrics", "addr", addr)
 		}
 	}()
-	return func() { _ = srv.Close() }
+	return func() { _ = srv.Close() }, nil
 }
 
 func envOr(key, def string) string {

@@ -63,7 +63,11 @@ func runWebhook(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
-	defer serveMetrics(*metricsAddr)()
+	stopMetrics, err := serveMetrics(*metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	done, err := webhook.RunDrift(ctx, webhook.DriftOptions{
 		Kube: cfg, Temporal: tc, Port: *port, CertFile: *cert, KeyFile: *key, ClientAuth: *clients,
 		DefaultMode: m, CallbackURLs: callbacks, RequestApproval: *approval, QueueSize: *queue,

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -49,6 +50,12 @@ type Options struct {
 	TemporalUIPort string
 	// Log receives the child processes' output; nil discards it.
 	Log io.Writer
+	// DieWithParent ties etcd, kube-apiserver, kube-controller-manager and
+	// temporal to this process's life on Linux: they get SIGKILL when it
+	// dies, even by SIGKILL. main must call ExecIfWrapped first.
+	DieWithParent bool
+	// TemporalMetrics receives the Temporal client's SDK metrics; nil drops them.
+	TemporalMetrics client.MetricsHandler
 }
 
 // Env is a running set of real parts.
@@ -69,6 +76,7 @@ type Env struct {
 	kcm       *exec.Cmd
 	kcmExited chan struct{}
 	tmpDir    string
+	log       io.Writer
 }
 
 // OptionsFromEnv fills the binary paths from KUBEBUILDER_ASSETS and TEMPORAL_CLI.
@@ -95,7 +103,10 @@ func OptionsFromEnv(repoRoot string) (Options, error) {
 
 // Start brings everything up; on error it stops what it started.
 func Start(ctx context.Context, o Options) (env *Env, err error) {
-	env = &Env{}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	env = &Env{log: o.Log}
 	defer func() {
 		if err != nil {
 			_ = env.Stop()
@@ -110,8 +121,7 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		BinaryAssetsDirectory: o.Assets,
 		CRDDirectoryPaths:     append([]string{o.CRDDir}, o.ExtraCRDs...),
 		ErrorIfCRDPathMissing: true,
-		// Open watches (a `kubectl get -w` in another terminal) keep
-		// kube-apiserver from draining; after this it is killed.
+		// A stuck kube-apiserver is killed after this.
 		ControlPlaneStopTimeout: 5 * time.Second,
 	}
 	if err := env.configureWebhookClientCert(); err != nil {
@@ -119,6 +129,15 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	}
 	if o.AuditLog {
 		if err := env.configureAuditLog(); err != nil {
+			return env, err
+		}
+	}
+	// Without a watch grace period kube-apiserver waits for open watches (a
+	// `kubectl get -w` in another terminal) until envtest kills it after
+	// ControlPlaneStopTimeout; with one it ends them and stops in about a second.
+	env.Kube.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "200ms")
+	if o.DieWithParent && canWrap {
+		if err := env.wrapBinaries(&o); err != nil {
 			return env, err
 		}
 	}
@@ -158,11 +177,25 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	return env, nil
 }
 
+// wrapBinaries starts etcd, kube-apiserver and temporal through links that
+// tie them to this process (see ExecIfWrapped).
+func (e *Env) wrapBinaries(o *Options) error {
+	w := wrapper{dir: filepath.Join(e.tmpDir, "bin")}
+	var err error
+	if o.TemporalCLI, err = w.wrap(o.TemporalCLI); err != nil {
+		return err
+	}
+	api := e.Kube.ControlPlane.GetAPIServer()
+	if api.Path, err = w.wrap(filepath.Join(o.Assets, "kube-apiserver")); err != nil {
+		return err
+	}
+	e.Kube.ControlPlane.Etcd = &envtest.Etcd{}
+	e.Kube.ControlPlane.Etcd.Path, err = w.wrap(filepath.Join(o.Assets, "etcd"))
+	return err
+}
+
 func startTemporal(ctx context.Context, o Options, dir string) (*testsuite.DevServer, error) {
 	out := o.Log
-	if out == nil {
-		out = io.Discard
-	}
 	args := []string{"--dynamic-config-value", "system.forceSearchAttributesCacheRefreshOnRead=true"}
 	for _, name := range workflows.SearchAttributeNames {
 		args = append(args, "--search-attribute", name+"=Keyword")
@@ -170,9 +203,10 @@ func startTemporal(ctx context.Context, o Options, dir string) (*testsuite.DevSe
 	return testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath: o.TemporalCLI,
 		ClientOptions: &client.Options{
-			HostPort:  o.TemporalHostPort,
-			Namespace: "default",
-			Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+			HostPort:       o.TemporalHostPort,
+			Namespace:      "default",
+			MetricsHandler: o.TemporalMetrics,
+			Logger:         sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 		},
 		EnableUI:   o.TemporalUIPort != "",
 		UIPort:     o.TemporalUIPort,
@@ -210,6 +244,9 @@ func (e *Env) startControllerManager(o Options) error {
 		"--controllers=deployment-controller,replicaset-controller,job-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller",
 	)
 	e.kcm.Stdout, e.kcm.Stderr = o.Log, o.Log
+	if o.DieWithParent {
+		e.kcm.SysProcAttr = childSysProcAttr()
+	}
 	if err := e.kcm.Start(); err != nil {
 		return fmt.Errorf("start kube-controller-manager: %w", err)
 	}
@@ -218,28 +255,44 @@ func (e *Env) startControllerManager(o Options) error {
 	return nil
 }
 
-// Stop ends every process Start began and removes its files.
+// Stop ends every process Start began and removes its files. It logs how
+// long each part took to stop.
 func (e *Env) Stop() error {
-	var errs []error
-	if e.kcm != nil && e.kcm.Process != nil {
-		_ = e.kcm.Process.Signal(os.Interrupt)
-		select {
-		case <-e.kcmExited:
-		case <-time.After(10 * time.Second):
-			_ = e.kcm.Process.Kill()
-			<-e.kcmExited
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	timed := func(part string, stop func() error) {
+		start := time.Now()
+		err := stop()
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(e.log, "devenv: stopped %s in %.1fs\n", part, time.Since(start).Seconds())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", part, err))
 		}
 	}
+	if e.kcm != nil && e.kcm.Process != nil {
+		timed("kube-controller-manager", func() error {
+			_ = e.kcm.Process.Signal(os.Interrupt)
+			select {
+			case <-e.kcmExited:
+			case <-time.After(10 * time.Second):
+				_ = e.kcm.Process.Kill()
+				<-e.kcmExited
+			}
+			return nil
+		})
+	}
+	// Temporal and the control plane do not depend on each other.
+	var wg sync.WaitGroup
 	if e.devServer != nil {
-		if err := e.devServer.Stop(); err != nil {
-			errs = append(errs, fmt.Errorf("stop temporal: %w", err))
-		}
+		wg.Go(func() { timed("temporal", e.devServer.Stop) })
 	}
 	if e.Kube != nil {
-		if err := e.Kube.Stop(); err != nil {
-			errs = append(errs, fmt.Errorf("stop control plane: %w", err))
-		}
+		wg.Go(func() { timed("kube-apiserver and etcd", e.Kube.Stop) })
 	}
+	wg.Wait()
 	if e.tmpDir != "" {
 		errs = append(errs, os.RemoveAll(e.tmpDir))
 	}

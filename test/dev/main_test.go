@@ -1,0 +1,177 @@
+// Package dev tests `remedy dev` as a person runs it: the built binary as a
+// subprocess, starting the real parts.
+package dev
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	// bin is the remedy binary built from this tree.
+	bin string
+	// root is the repository root.
+	root = repoRoot()
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv("TEMPORAL_CLI") == "" {
+		fmt.Fprintln(os.Stderr, "dev: KUBEBUILDER_ASSETS and TEMPORAL_CLI must be set (make test sets them)")
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "remedy-dev-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dev:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin = filepath.Join(dir, "remedy")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/remedy")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "dev: build remedy: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// instance is one `remedy dev` subprocess with a checkout of its own: a
+// directory whose deploy/ is the repository's, so its .dev/ is private.
+type instance struct {
+	cmd    *exec.Cmd
+	repo   string
+	out    *syncBuffer
+	exited chan struct{}
+	err    error
+}
+
+// ports are the fixed ports of one instance: Temporal, Web UI, then the
+// operator's, webhook's and worker's metrics.
+type ports struct{ temporal, ui, operator, webhook, worker int }
+
+func freePorts(t *testing.T) ports {
+	var p [5]int
+	for i := range p {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		defer l.Close()
+		p[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports{p[0], p[1], p[2], p[3], p[4]}
+}
+
+func (p ports) args() []string {
+	addr := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+	return []string{
+		"-temporal-port", strconv.Itoa(p.temporal), "-ui-port", strconv.Itoa(p.ui),
+		"-operator-metrics-addr", addr(p.operator), "-webhook-metrics-addr", addr(p.webhook), "-worker-metrics-addr", addr(p.worker),
+	}
+}
+
+// newRepo makes a checkout for one instance.
+func newRepo(t *testing.T) string {
+	repo := t.TempDir()
+	if err := os.Symlink(filepath.Join(root, "deploy"), filepath.Join(repo, "deploy")); err != nil {
+		t.Fatalf("link deploy: %v", err)
+	}
+	return repo
+}
+
+// startDev runs `remedy dev` in repo with p's ports and returns at once.
+func startDev(t *testing.T, repo string, p ports) *instance {
+	in := &instance{repo: repo, out: &syncBuffer{}, exited: make(chan struct{})}
+	in.cmd = exec.Command(bin, append([]string{"dev", "-repo", repo}, p.args()...)...)
+	in.cmd.Stdout, in.cmd.Stderr = in.out, in.out
+	if err := in.cmd.Start(); err != nil {
+		t.Fatalf("start remedy dev: %v", err)
+	}
+	go func() { in.err = in.cmd.Wait(); close(in.exited) }()
+	return in
+}
+
+// waitReady waits for the ready line, failing if the instance exits first.
+func (in *instance) waitReady(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for !bytes.Contains(in.out.Bytes(), []byte("remedy dev: ready")) {
+		select {
+		case <-in.exited:
+			t.Fatalf("remedy dev exited before ready (%v):\n%s", in.err, in.out.String())
+		case <-deadline:
+			t.Fatalf("remedy dev not ready after %s:\n%s", timeout, in.out.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stop interrupts the instance as Ctrl-C would and waits for it.
+func (in *instance) stop(t *testing.T) {
+	select {
+	case <-in.exited:
+		return
+	default:
+	}
+	_ = in.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-in.exited:
+	case <-time.After(time.Minute):
+		_ = in.cmd.Process.Kill()
+		<-in.exited
+		t.Errorf("remedy dev did not stop within a minute of SIGINT")
+	}
+}
+
+func (in *instance) devDir() string { return filepath.Join(in.repo, ".dev") }
+
+// syncBuffer collects a subprocess's output while tests read it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+func (s *syncBuffer) String() string { return string(s.Bytes()) }
+
+// exitCode is the exit status of a finished command, -1 if a signal ended it.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return -1
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
