@@ -62,6 +62,8 @@ func TestMissingLines(t *testing.T) {
 		{"placeholders match any field", []string{"scale-web <action> Validating 0s"}, nil},
 		{"a row never printed", []string{"scale-web scale Executing 0s"}, []string{"scale-web scale Executing 0s"}},
 		{"order counts", []string{"scale-web scale Completed 1s", "scale-web scale Validating 0s"}, []string{"scale-web scale Validating 0s"}},
+		{"placeholders inside a field", []string{"<name>-web scale Completed 1s"}, nil},
+		{"... matches the rest", []string{"scale-web scale ..."}, nil},
 		{"fields, not substrings", []string{"scale-web scale"}, []string{"scale-web scale"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 )
 
 // blockTimeout bounds every block; a watch ends sooner.
-const blockTimeout = 90 * time.Second
+const blockTimeout = 4 * time.Minute
 
 // workDir stands in for the repository root a person types in: the
 // repository's entries, and its own .dev/ like `make dev` writes.
@@ -98,6 +98,7 @@ func TestDocs(t *testing.T) {
 				start := time.Now()
 				out, err := runBlock(b, env)
 				progress("%s done in %.1fs", b, time.Since(start).Seconds())
+				t.Logf("%s output:\n%s", b, out)
 				if msg := check(b, out, err); msg != "" {
 					t.Fatalf("%s: %s\n--- block:\n%s--- output:\n%s", b, msg, b.Script, out)
 				}
