@@ -1,6 +1,8 @@
 package docs
 
 import (
+	"errors"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -68,6 +70,30 @@ func TestMissingLines(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.missing, MissingLines(tc.want, got))
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	exitErr := exec.Command("false").Run()
+	require.Error(t, exitErr)
+	timeout := errors.New("still running after 4m0s")
+	for _, tc := range []struct {
+		name string
+		b    Block
+		out  string
+		err  error
+		ok   bool
+	}{
+		{"a command that fails", Block{Mode: Run}, "", exitErr, false},
+		{"a refusal the doc shows", Block{Mode: Fails, Want: []string{"is invalid"}}, "is invalid", exitErr, true},
+		{"a refusal that did not happen", Block{Mode: Fails}, "", nil, false},
+		{"a refusal that hangs", Block{Mode: Fails}, "", timeout, false},
+		{"output the doc promises", Block{Mode: Run, Want: []string{"yes"}}, "Warning: x\nyes\n", nil, true},
+		{"output the doc promises, missing", Block{Mode: Run, Want: []string{"yes"}}, "no\n", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.ok, check(tc.b, tc.out, tc.err) == "", check(tc.b, tc.out, tc.err))
 		})
 	}
 }

@@ -3,6 +3,7 @@ package docs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -128,10 +129,11 @@ func progress(format string, args ...any) {
 
 // check says what is wrong with a block's run, or "".
 func check(b Block, out string, err error) string {
+	var exit *exec.ExitError
 	switch {
 	case b.Mode == Fails && err == nil:
 		return "exited 0, the doc says it is refused"
-	case b.Mode == Fails:
+	case b.Mode == Fails && errors.As(err, &exit):
 	case err != nil:
 		return err.Error()
 	}
