@@ -179,21 +179,35 @@ func writeKubeconfig(path string) error {
 	return nil
 }
 
-// runBlock runs one block in its own process group, so a watch's kubectl
-// ends with it, and returns its combined output.
+// runBlock runs one block in its own process group and returns its
+// combined output. Stopping it is a Ctrl-C: SIGINT to the group, so a watch's
+// kubectl and anything the block started can clean up; SIGKILL if they have
+// not exited 10s later.
 func runBlock(b Block, env []string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), blockTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-euo", "pipefail", "-c", b.Script)
 	cmd.Dir, cmd.Env = workDir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
+	waited := make(chan struct{})
+	cmd.Cancel = func() error {
+		pgid := cmd.Process.Pid
+		go func() {
+			select {
+			case <-waited: // the group may be gone and its id reused
+			case <-time.After(10 * time.Second):
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+		}()
+		return syscall.Kill(-pgid, syscall.SIGINT)
+	}
+	cmd.WaitDelay = 15 * time.Second
 	out := &watchBuffer{until: b.Until, seen: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start bash: %w", err)
 	}
+	defer close(waited)
 	if b.Mode != Watch {
 		err := cmd.Wait()
 		if ctx.Err() != nil {
