@@ -37,11 +37,18 @@ type Options struct {
 	AuditLog bool
 	// CRDs are test fixture CRDs to install, relative to the repository root.
 	CRDs []string
+	// Manifests are directories applied after the drift webhook and before
+	// the operator and worker, as `remedy dev` applies the demo workloads.
+	Manifests []string
+	// LogPath receives the parts' logs; empty picks a file in the temp dir,
+	// removed when every test passed.
+	LogPath string
 }
 
 var (
-	env  *devenv.Env
-	kube ctrlclient.Client
+	env     *devenv.Env
+	kube    ctrlclient.Client
+	logPath string
 	// Root is the repository root.
 	Root = repoRoot()
 )
@@ -49,7 +56,10 @@ var (
 // Main starts the parts, runs the package's tests and stops everything.
 // A missing part fails the package; it is never skipped.
 func Main(m *testing.M, o Options) int {
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("remedy-test-%d.log", os.Getpid()))
+	logPath = o.LogPath
+	if logPath == "" {
+		logPath = filepath.Join(os.TempDir(), fmt.Sprintf("remedy-test-%d.log", os.Getpid()))
+	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
@@ -94,19 +104,24 @@ func Main(m *testing.M, o Options) int {
 		fmt.Fprintln(os.Stderr, "harness: client:", err)
 		return 1
 	}
-	var stopped <-chan error
-	if o.Remedy {
-		if stopped, err = env.RunRemedy(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "harness: run remedy:", err)
-			return 1
-		}
-	}
+	// The drift webhook comes before the manifests, so their workloads get traces.
 	if o.Drift != nil {
 		if o.Drift.Manifest == "" {
 			o.Drift.Manifest = filepath.Join(Root, "deploy", "webhook", "drift.yaml")
 		}
 		if _, err := env.RunDriftWebhook(ctx, *o.Drift); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: drift webhook:", err)
+			return 1
+		}
+	}
+	if err := devenv.Install(ctx, env.Config, o.Manifests...); err != nil {
+		fmt.Fprintln(os.Stderr, "harness: install manifests:", err)
+		return 1
+	}
+	var stopped <-chan error
+	if o.Remedy {
+		if stopped, err = env.RunRemedy(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "harness: run remedy:", err)
 			return 1
 		}
 	}
@@ -119,7 +134,7 @@ func Main(m *testing.M, o Options) int {
 			fmt.Fprintln(os.Stderr, "harness: operator/worker:", err)
 		}
 	}
-	if code == 0 {
+	if code == 0 && o.LogPath == "" {
 		_ = os.Remove(logPath)
 	}
 	return code
@@ -136,6 +151,8 @@ func Temporal() client.Client { return env.Temporal }
 
 // AuditLogPath is kube-apiserver's JSON audit log (Options.AuditLog).
 func AuditLogPath() string { return env.AuditLogPath }
+// LogPath is the file that receives the parts' logs.
+func LogPath() string { return logPath }
 
 // TemporalAddress is the dev server's host:port, for the temporal CLI.
 func TemporalAddress() string { return env.TemporalAddress }
