@@ -71,6 +71,7 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build client: %w", err)
 	}
 	w.RegisterActivity(&activities.Remediation{Client: kc})
+	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
 	w.RegisterActivity(&activities.Subjects{Client: kc})
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	reloadCfg := activities.AsServiceAccount(o.Kube, o.ActionNamespace, activities.ReloadServiceAccount)

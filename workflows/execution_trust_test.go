@@ -23,6 +23,8 @@ func untrustedEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.RegisterActivity(&activities.Validation{})
 	env.RegisterActivity(&activities.Jobs{})
 	env.RegisterActivity(&activities.Subjects{})
+	env.RegisterActivity(&activities.Statuses{})
+	recordPushes(env)
 	t.Cleanup(func() { env.AssertExpectations(t) })
 	return env
 }
