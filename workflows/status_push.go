@@ -16,11 +16,11 @@ const versionStatusPush = "status-push"
 
 var statuses *activities.Statuses
 
-// pushOptions: a status write is two short API calls, so it runs as a local
+// PushOptions: a status write is two short API calls, so it runs as a local
 // activity in the workflow task that changed the phase (one marker event, no
 // round trip through the task queue). Retries ride out a conflict or a briefly
 // unavailable API server; past the bound the next phase change writes again.
-var pushOptions = workflow.LocalActivityOptions{
+var PushOptions = workflow.LocalActivityOptions{
 	ScheduleToCloseTimeout: time.Minute,
 	StartToCloseTimeout:    10 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
@@ -34,7 +34,7 @@ var pushOptions = workflow.LocalActivityOptions{
 // phase order. A canceled run still writes its last phase.
 func pushStatus(ctx workflow.Context, writer, in any) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	dctx = workflow.WithLocalActivityOptions(dctx, pushOptions)
+	dctx = workflow.WithLocalActivityOptions(dctx, PushOptions)
 	if err := workflow.ExecuteLocalActivity(dctx, writer, in).Get(dctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("status push failed; the next phase change writes again", "error", err)
 	}
