@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -35,7 +36,15 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Webhook serves the approval admission webhook over TLS; nil serves none.
 	Webhook *WebhookOptions
+	// MaxConcurrentReconciles is each controller's number of reconcile
+	// workers (0: DefaultMaxConcurrentReconciles).
+	MaxConcurrentReconciles int
 }
+
+// DefaultMaxConcurrentReconciles lets a slow reconcile (a Temporal start or
+// signal) not hold up the others; workflows write status themselves, so
+// reconciles are few.
+const DefaultMaxConcurrentReconciles = 4
 
 // WebhookOptions say where the admission webhooks listen and whose decisions they trust.
 type WebhookOptions struct {
@@ -75,7 +84,11 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		}
 		hooks = webhook.NewServer(webhook.Options{Host: o.Webhook.Host, Port: o.Webhook.Port, CertDir: o.Webhook.CertDir, TLSOpts: tlsOpts})
 	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.MaxConcurrentReconciles},
 		WebhookServer:           hooks,
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},

@@ -36,6 +36,12 @@ type Options struct {
 	ActionNamespace string
 	// ExecImage runs `remedy exec` in the job executor's pods (default DefaultExecImage).
 	ExecImage string
+	// MaxConcurrentActivities, MaxConcurrentLocalActivities and
+	// MaxConcurrentWorkflowTasks bound what the worker runs at once (0: the
+	// Temporal SDK's default, 1000 each).
+	MaxConcurrentActivities      int
+	MaxConcurrentLocalActivities int
+	MaxConcurrentWorkflowTasks   int
 }
 
 // DefaultExecImage is the released image of this binary.
@@ -48,7 +54,11 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build discovery client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
+		MaxConcurrentActivityExecutionSize:      o.MaxConcurrentActivities,
+		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentLocalActivities,
+		MaxConcurrentWorkflowTaskExecutionSize:  o.MaxConcurrentWorkflowTasks,
+	})
 	workflows.RegisterAll(w)
 	w.RegisterActivity(&activities.Execution{Config: o.Kube, ActionNamespace: o.ActionNamespace, Mapper: mapper})
 	cs, err := kubernetes.NewForConfig(o.Kube)

@@ -168,8 +168,9 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 			// Someone else writes the object first: the forwarded PUT carries a stale resourceVersion.
 			var cur v1alpha1.KubernetesExecution
 			if injected = harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), &cur); injected == nil {
+				before := cur.DeepCopy()
 				cur.Labels = map[string]string{"touched": "yes"}
-				injected = harness.Kube().Update(ctx, &cur)
+				injected = harness.Kube().Patch(ctx, &cur, ctrlclient.MergeFrom(before))
 			}
 		}
 		proxy.mu.Unlock()
@@ -215,4 +216,3 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 		assert.Equal(t, puts, proxy.statusPuts.Load(), "a stale write is not even sent")
 	})
 }
-
