@@ -58,10 +58,7 @@ func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%03d", i), Namespace: ns},
-				Spec: v1alpha1.KubernetesExecutionSpec{Action: "scale", Target: target(ns, fmt.Sprintf("web-%d", i%targets)),
-					Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)}, RollbackWindow: &metav1.Duration{}}}
-			assert.NoError(t, harness.Kube().Create(ctx, k))
+			assert.NoError(t, harness.Kube().Create(ctx, manyScale(ns, i, targets)))
 		}()
 	}
 	wg.Wait()
@@ -101,4 +98,12 @@ func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
 	t.Logf("history events of a pushed happy path: %d", d.WorkflowExecutionInfo.GetHistoryLength())
 	assert.LessOrEqual(t, d.WorkflowExecutionInfo.GetHistoryLength(), int64(60))
 	harness.ReplayHistory(t, id, "execution-push-completed.json")
+}
+
+// manyScale is the i-th of many scale executions (no rollback window) spread
+// over deployments web-0 .. web-<targets-1>.
+func manyScale(ns string, i, targets int) *v1alpha1.KubernetesExecution {
+	return &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%03d", i), Namespace: ns},
+		Spec: v1alpha1.KubernetesExecutionSpec{Action: "scale", Target: target(ns, fmt.Sprintf("web-%d", i%targets)),
+			Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)}, RollbackWindow: &metav1.Duration{}}}
 }
