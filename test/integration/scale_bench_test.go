@@ -68,7 +68,8 @@ func BenchmarkConcurrentExecutions(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		ns := harness.Namespace(b)
-		for t := range 10 {
+		// One target each: runs on a shared target only contend on its resourceVersion.
+		for t := range concurrentN {
 			harness.Deployment(b, ns, fmt.Sprintf("web-%d", t), 1)
 		}
 		b.StartTimer()
@@ -80,7 +81,7 @@ func BenchmarkConcurrentExecutions(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				created[j] = time.Now()
-				require.NoError(b, harness.Kube().Create(ctx, manyScale(ns, j, 10)))
+				require.NoError(b, harness.Kube().Create(ctx, manyScale(ns, j, concurrentN)))
 			}()
 		}
 		wg.Wait()
