@@ -29,8 +29,9 @@ import (
 // Finalizer lets the operator cancel a run before its execution disappears.
 const Finalizer = "remedy.dev/workflow"
 
-// ExecutionReconciler turns each KubernetesExecution into one ExecutionWorkflow
-// and mirrors the workflow's status query into .status.
+// ExecutionReconciler turns each KubernetesExecution into one ExecutionWorkflow,
+// relays the rollback annotation and cancels on delete. The workflow writes
+// .status; runs started before it did have their status query mirrored here.
 type ExecutionReconciler struct {
 	ctrlclient.Client
 	Temporal client.Client
@@ -63,9 +64,9 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 
-	// Observe.
+	// Observe. A run that writes its own status (sequence > 0) is not queried.
 	var observed *v1alpha1.KubernetesExecutionStatus
-	if kexec.Status.WorkflowID != "" && !kexec.Status.Phase.Terminal() {
+	if kexec.Status.WorkflowID != "" && !kexec.Status.Phase.Terminal() && kexec.Status.Sequence == 0 {
 		s, err := r.query(ctx, id)
 		if err != nil {
 			logger.Info("status query failed; retrying", "workflowID", id, "error", err.Error())
@@ -94,7 +95,13 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	if p.status != nil {
 		kexec.Status = *p.status
-		if err := r.Status().Update(ctx, &kexec); err != nil {
+		err := r.Status().Update(ctx, &kexec)
+		if p.start && apierrors.IsConflict(err) {
+			// The run just started may have written its first phase already;
+			// the next reconcile sees it. The Started Event holds either way.
+			p.requeueAfter, err = freshPoll, nil
+		}
+		if err != nil {
 			// A conflict means a newer object is queued; the next reconcile mirrors again.
 			return ctrl.Result{}, fmt.Errorf("update status: %w", err)
 		}

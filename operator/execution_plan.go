@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -51,7 +50,9 @@ const RollbackAnnotation = v1alpha1.RollbackAnnotation
 type executionPlan = plan[v1alpha1.KubernetesExecutionStatus]
 
 // planExecution decides the next status from the object and the workflow's
-// status query (nil when not queried). It takes no client.
+// status query (nil when not queried). It takes no client. Runs that write
+// their own status (status.sequence > 0) are only started and signalled; the
+// query mirror is for runs started before the workflows pushed.
 //
 // decided says the execution's approval request already carries a decision,
 // so the workflow is about to leave WaitingApproval.
@@ -82,10 +83,16 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 			requeueAfter: freshPoll,
 		}
 	}
-	if observed == nil {
-		if p := planLateRollback(kexec, now); p != nil {
-			return *p
-		}
+	if p := planLateRollback(kexec, now); p != nil {
+		return *p
+	}
+	if cur.Sequence > 0 {
+		// The workflow writes its own status: nothing to mirror, nothing to poll.
+		return executionPlan{rollback: rollbackRequest(kexec, cur.Phase)}
+	}
+	if observed == nil || observed.Sequence > 0 {
+		// Not queried, or the query found a run that pushes and whose first
+		// write is on its way: its watch event wakes the next reconcile.
 		return executionPlan{}
 	}
 
@@ -123,12 +130,8 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 	if !equality.Semantic.DeepEqual(&cur, next) {
 		p.status = next
 	}
-	if reason, ok := kexec.Annotations[RollbackAnnotation]; ok && cur.Phase == v1alpha1.PhaseRollbackReady && next.Phase == v1alpha1.PhaseRollbackReady {
-		who := kexec.Annotations[v1alpha1.RollbackRequesterAnnotation]
-		if who == "" {
-			who = "annotation " + RollbackAnnotation
-		}
-		p.rollback = &workflows.RollbackRequest{Requester: who, Reason: reason}
+	if cur.Phase == next.Phase {
+		p.rollback = rollbackRequest(kexec, cur.Phase)
 	}
 	return p
 }
@@ -147,6 +150,19 @@ func refuseExecution(kexec *v1alpha1.KubernetesExecution, invalid error, now tim
 	next.PhaseTransitions = append(next.PhaseTransitions, v1alpha1.PhaseTransition{Phase: v1alpha1.PhaseFailed, Reason: ReasonInvalidSpec, Message: msg, Time: metav1.NewTime(now)})
 	setReady(next, kexec.Generation, now)
 	return executionPlan{status: next, events: []event{{corev1.EventTypeWarning, string(v1alpha1.PhaseFailed), joinReason(ReasonInvalidSpec, msg)}}}
+}
+
+// rollbackRequest relays the rollback annotation of an execution in RollbackReady.
+func rollbackRequest(kexec *v1alpha1.KubernetesExecution, phase v1alpha1.Phase) *workflows.RollbackRequest {
+	reason, ok := kexec.Annotations[RollbackAnnotation]
+	if !ok || phase != v1alpha1.PhaseRollbackReady {
+		return nil
+	}
+	who := kexec.Annotations[v1alpha1.RollbackRequesterAnnotation]
+	if who == "" {
+		who = "annotation " + RollbackAnnotation
+	}
+	return &workflows.RollbackRequest{Requester: who, Reason: reason}
 }
 
 // isStep reports whether a RemediationRequest controls the execution.
@@ -172,22 +188,9 @@ func setReady(s *v1alpha1.KubernetesExecutionStatus, generation int64, now time.
 	setCondition(&s.Conditions, s.Phase, s.Reason, s.Message, generation, now)
 }
 
-// setCondition maps a phase onto the Ready condition: True once Completed,
-// False once Failed, Unknown while the run is going.
+// setCondition maps a phase onto the Ready condition.
 func setCondition(conds *[]metav1.Condition, phase v1alpha1.Phase, reason, message string, generation int64, now time.Time) {
-	status := metav1.ConditionUnknown
-	switch phase {
-	case v1alpha1.PhaseCompleted:
-		status = metav1.ConditionTrue
-	case v1alpha1.PhaseFailed:
-		status = metav1.ConditionFalse
-	}
-	if reason == "" {
-		reason = string(phase)
-	}
-	// SetStatusCondition keeps the transition time unless the status flips.
-	meta.SetStatusCondition(conds, metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason,
-		Message: message, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now)})
+	v1alpha1.SetReady(conds, phase, reason, message, generation, now)
 }
 
 func joinReason(reason, message string) string {

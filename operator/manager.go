@@ -8,12 +8,16 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -35,7 +39,15 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Webhook serves the approval admission webhook over TLS; nil serves none.
 	Webhook *WebhookOptions
+	// MaxConcurrentReconciles is each controller's number of reconcile
+	// workers (0: DefaultMaxConcurrentReconciles).
+	MaxConcurrentReconciles int
 }
+
+// DefaultMaxConcurrentReconciles lets a slow reconcile (a Temporal start or
+// signal) not hold up the others; workflows write status themselves, so
+// reconciles are few.
+const DefaultMaxConcurrentReconciles = 4
 
 // WebhookOptions say where the admission webhooks listen and whose decisions they trust.
 type WebhookOptions struct {
@@ -75,7 +87,12 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		}
 		hooks = webhook.NewServer(webhook.Options{Host: o.Webhook.Host, Port: o.Webhook.Port, CertDir: o.Webhook.CertDir, TLSOpts: tlsOpts})
 	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.MaxConcurrentReconciles},
+		Cache:                   cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{&corev1.ConfigMap{}: {Transform: stripConfigMap}}},
 		WebhookServer:           hooks,
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,7 +24,8 @@ import (
 )
 
 // RemediationReconciler turns each RemediationRequest into one
-// RemediationWorkflow and mirrors its status query into .status.
+// RemediationWorkflow. The workflow writes .status; runs started before it did
+// have their status query mirrored here.
 type RemediationReconciler struct {
 	ctrlclient.Client
 	Temporal client.Client
@@ -47,7 +49,7 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	id := workflows.RemediationWorkflowID(rr.Namespace, rr.Name, string(rr.UID))
 
 	var observed *v1alpha1.RemediationRequestStatus
-	if rr.Status.WorkflowID != "" && !rr.Status.Phase.Terminal() {
+	if rr.Status.WorkflowID != "" && !rr.Status.Phase.Terminal() && rr.Status.Sequence == 0 {
 		var s v1alpha1.RemediationRequestStatus
 		v, err := r.Temporal.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
 		if err == nil {
@@ -81,7 +83,12 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if p.status != nil {
 		rr.Status = *p.status
-		if err := r.Status().Update(ctx, &rr); err != nil {
+		err := r.Status().Update(ctx, &rr)
+		if p.start && apierrors.IsConflict(err) {
+			// The run just started may have written its first phase already.
+			p.requeueAfter, err = freshPoll, nil
+		}
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("update status: %w", err)
 		}
 	}
@@ -105,7 +112,8 @@ func planRemediation(rr *v1alpha1.RemediationRequest, workflowID string, observe
 		return plan[v1alpha1.RemediationRequestStatus]{start: true, status: next, requeueAfter: freshPoll,
 			events: []event{{corev1.EventTypeNormal, "Started", "workflow " + workflowID + " started"}}}
 	}
-	if observed == nil {
+	if observed == nil || observed.Sequence > 0 {
+		// Not queried, or the workflow writes its own status.
 		return plan[v1alpha1.RemediationRequestStatus]{}
 	}
 	next := observed.DeepCopy()

@@ -37,6 +37,12 @@ type Options struct {
 	ActionNamespace string
 	// ExecImage runs `remedy exec` in the job executor's pods (default DefaultExecImage).
 	ExecImage string
+	// MaxConcurrentActivities, MaxConcurrentLocalActivities and
+	// MaxConcurrentWorkflowTasks bound what the worker runs at once (0: the
+	// Temporal SDK's default, 1000 each).
+	MaxConcurrentActivities      int
+	MaxConcurrentLocalActivities int
+	MaxConcurrentWorkflowTasks   int
 }
 
 // DefaultExecImage is the released image of this binary.
@@ -50,7 +56,10 @@ func New(o Options) (sdkworker.Worker, error) {
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
-		Interceptors: []interceptor.WorkerInterceptor{&workflows.UnknownSignals{}},
+		Interceptors:                            []interceptor.WorkerInterceptor{&workflows.UnknownSignals{}},
+		MaxConcurrentActivityExecutionSize:      o.MaxConcurrentActivities,
+		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentLocalActivities,
+		MaxConcurrentWorkflowTaskExecutionSize:  o.MaxConcurrentWorkflowTasks,
 	})
 	workflows.RegisterAll(w)
 	w.RegisterActivity(&activities.Execution{Config: o.Kube, ActionNamespace: o.ActionNamespace, Mapper: mapper})
@@ -74,6 +83,7 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build client: %w", err)
 	}
 	w.RegisterActivity(&activities.Remediation{Client: kc})
+	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
 	w.RegisterActivity(&activities.Subjects{Client: kc})
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	reloadCfg := activities.AsServiceAccount(o.Kube, o.ActionNamespace, activities.ReloadServiceAccount)

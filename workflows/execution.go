@@ -46,7 +46,7 @@ type RollbackRequest struct {
 
 // ExecutionWorkflow takes one action through validation, execution and the
 // rollback window, keeping the phase object that the status query returns and
-// the operator mirrors into .status. Domain failures end the workflow
+// that the run writes into .status at each phase change. Domain failures end the workflow
 // successfully with phase Failed; only bugs fail the workflow itself.
 func ExecutionWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionResult, error) {
 	r := &executionRun{in: in, status: v1alpha1.KubernetesExecutionStatus{
@@ -74,6 +74,9 @@ type executionRun struct {
 	postFailure string
 	// approval is created on the first ask.
 	approval *approvalGate
+	// pushing is true for runs started on the status-push version: each phase
+	// change writes .status.
+	pushing bool
 }
 
 var (
@@ -100,6 +103,9 @@ func (r *executionRun) run(ctx workflow.Context) {
 		req.Params = *spec.Parameters
 	}
 	r.pipeline = workflow.GetVersion(ctx, versionPipeline, workflow.DefaultVersion, 1) >= 1
+	if r.pushing = pushes(ctx); r.pushing {
+		r.status.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
 	if !r.verifySubject(ctx) {
 		return
 	}
@@ -204,6 +210,7 @@ func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reas
 	if err := workflow.UpsertTypedSearchAttributes(ctx, AttrPhase.ValueSet(string(phase))); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert RemedyPhase", "error", err)
 	}
+	r.push(ctx)
 }
 
 func (r *executionRun) fail(ctx workflow.Context, err error, fallback string) {

@@ -27,6 +27,8 @@ func untrustedEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite) *testsuite.Tes
 	env.RegisterActivity(&activities.Validation{})
 	env.RegisterActivity(&activities.Jobs{})
 	env.RegisterActivity(&activities.Subjects{})
+	env.RegisterActivity(&activities.Statuses{})
+	recordPushes(env)
 	t.Cleanup(func() { env.AssertExpectations(t) })
 	return env
 }

@@ -57,9 +57,22 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (v1alpha1.RemediationRequestStatus, error) { return st, nil }); err != nil {
 		return RemediationResult{}, err
 	}
+	// Runs on the status-push version write .status at each phase change and
+	// each step's progress.
+	pushing := pushes(ctx)
+	if pushing {
+		st.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
+	push := func() {
+		if pushing {
+			st.Sequence++
+			pushStatus(ctx, statuses.PushRemediationStatus, activities.RemediationStatusPush{Namespace: in.Namespace, Name: in.Name, UID: in.UID, Status: st})
+		}
+	}
 	setPhase := func(p v1alpha1.Phase, reason, msg string) {
 		st.Phase, st.Reason, st.Message = p, reason, msg
 		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrPhase.ValueSet(string(p)))
+		push()
 	}
 	ready := workflow.GetSignalChannel(ctx, SignalStepReady)
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
@@ -85,6 +98,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 			break
 		}
 		st.Steps[i].ExecutionRef = &v1alpha1.LocalRef{Name: ref.Name}
+		push()
 		id := ExecutionWorkflowID(in.Namespace, ref.Name, ref.UID)
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID:            id,
@@ -120,6 +134,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 		}
 		st.Steps[i].Phase, st.Steps[i].Reason = report.Status.Phase, report.Status.Reason
 		runs[len(runs)-1].canRollBck = report.Status.RollbackInformation != nil && report.Status.RollbackInformation.Available
+		push()
 		if report.Status.Reason == ReasonPostConditionFailed {
 			failure, postFailed = "step "+step.Name+": "+report.PostFailure, true
 			break
@@ -143,6 +158,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 		}
 		st.Steps[i].Phase, st.Steps[i].Reason = result.Status.Phase, result.Status.Reason
 		st.Steps[i].RolledBack = result.Status.Reason == ReasonRolledBack
+		push()
 	}
 
 	switch {

@@ -66,6 +66,10 @@ type RemediationRequestStatus struct {
 	WorkflowID string `json:"workflowID,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Sequence counts the workflow's own writes of this status; see
+	// KubernetesExecutionStatus.Sequence.
+	// +optional
+	Sequence int64 `json:"sequence,omitempty"`
 	// +optional
 	CurrentStep int32 `json:"currentStep,omitempty"`
 	// +optional

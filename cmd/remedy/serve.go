@@ -32,6 +32,7 @@ func runOperator(ctx context.Context, args []string) error {
 	webhookCerts := fs.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key for the webhook")
 	clients := clientAuthFlags(fs)
 	workerSA := fs.String("worker-user", "system:serviceaccount:remedy-system:remedy-worker", "username of the worker, whose recorded approval decisions keep their attribution")
+	reconciles := fs.Int("max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "reconcile workers per controller")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,7 +45,8 @@ func runOperator(ctx context.Context, args []string) error {
 	mgr, err := operator.New(cfg, operator.Options{
 		Temporal: tc, MetricsAddr: *metrics, ProbeAddr: *probes,
 		LeaderElection: *leader, LeaderElectionNamespace: *leaseNS,
-		Webhook: webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA),
+		Webhook:                 webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA),
+		MaxConcurrentReconciles: *reconciles,
 	})
 	if err != nil {
 		return err
@@ -59,6 +61,9 @@ func runWorker(ctx context.Context, args []string) error {
 	actionNS := fs.String("action-namespace", "remedy-system", "namespace of the remedy-action-<action> ServiceAccounts")
 	execImage := fs.String("exec-image", worker.DefaultExecImage, "image of the job executor's remedy exec pods")
 	metricsAddr := fs.String("metrics-addr", ":8083", "address of /metrics (0 disables)")
+	activities := fs.Int("max-concurrent-activities", 0, "activities run at once (0: Temporal SDK default, 1000)")
+	localActivities := fs.Int("max-concurrent-local-activities", 0, "local activities (status writes) run at once (0: Temporal SDK default, 1000)")
+	workflowTasks := fs.Int("max-concurrent-workflow-tasks", 0, "workflow tasks run at once (0: Temporal SDK default, 1000)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,7 +77,8 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
-	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage})
+	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage,
+		MaxConcurrentActivities: *activities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks})
 	if err != nil {
 		return err
 	}

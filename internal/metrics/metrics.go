@@ -21,8 +21,16 @@ var (
 		Help:    "Time KubernetesExecutions spent in a phase before leaving it.",
 		Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
 	}, []string{"action", "phase"})
+
+	// StatusWrites counts the workflows' pushes of .status by outcome:
+	// written, stale (a newer sequence was already stored), gone (object deleted)
+	// and conflict (a write lost a resourceVersion race and was retried).
+	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_status_writes_total",
+		Help: "Status pushes of workflows, by kind and outcome.",
+	}, []string{"kind", "result"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ExecutionPhases, PhaseDuration)
+	ctrlmetrics.Registry.MustRegister(ExecutionPhases, PhaseDuration, StatusWrites)
 }

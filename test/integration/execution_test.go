@@ -87,12 +87,15 @@ func TestScaleCompletesWithRollbackWindow(t *testing.T) {
 
 	assertEvents(t, ns, "scale-web", "Started", "Validating", "Executing", "RollbackReady", "Completed")
 
-	// The run is findable the way the README tells people to find it in the Web UI.
-	resp, err := harness.Temporal().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query: fmt.Sprintf("RemedyKind='KubernetesExecution' AND WorkflowId='%s' AND RemedyPhase='Completed'", k.Status.WorkflowID),
-	})
-	require.NoError(t, err)
-	assert.Len(t, resp.Executions, 1)
+	// The run is findable the way the README tells people to find it in the
+	// Web UI. The pushed status can be ahead of Temporal's visibility store.
+	assert.Eventually(t, func() bool {
+		resp, err := harness.Temporal().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("RemedyKind='KubernetesExecution' AND WorkflowId='%s' AND RemedyPhase='Completed'", k.Status.WorkflowID),
+		})
+		require.NoError(t, err)
+		return len(resp.Executions) == 1
+	}, 10*time.Second, 100*time.Millisecond)
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-scale-window-closed.json")
 }
 

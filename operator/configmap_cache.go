@@ -1,0 +1,29 @@
+package operator
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// DataHashAnnotation carries, on ConfigMaps in the operator's cache only, the
+// hash of the data the cache dropped.
+const DataHashAnnotation = "remedy.dev/data-hash"
+
+// stripConfigMap is the cache transform of ConfigMaps: the reload controller
+// needs only metadata and a hash of the data, so the cache keeps those and
+// drops data, binaryData and managedFields. Operator memory then does not grow
+// with ConfigMap size.
+func stripConfigMap(obj any) (any, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok || cm.Annotations[DataHashAnnotation] != "" && cm.Data == nil && cm.BinaryData == nil {
+		return obj, nil
+	}
+	hash := configMapHash(cm)
+	annotations := make(map[string]string, len(cm.Annotations)+1)
+	for k, v := range cm.Annotations {
+		annotations[k] = v
+	}
+	annotations[DataHashAnnotation] = hash
+	cm.Annotations = annotations
+	cm.Data, cm.BinaryData, cm.ManagedFields = nil, nil, nil
+	return cm, nil
+}

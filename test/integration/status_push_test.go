@@ -1,0 +1,248 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/operator"
+	"github.com/remedy-dev/remedy/test/harness"
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+// apiProxy stands between a client and the real API server: it can go down
+// (connections refused) and come back on the same address, and it can make
+// the next status write lose a real resourceVersion race.
+type apiProxy struct {
+	addr    string
+	handler http.Handler
+
+	mu  sync.Mutex
+	srv *http.Server
+	// beforeStatusPut runs once, before the next PUT of a status subresource is forwarded.
+	beforeStatusPut func()
+	statusPuts      atomic.Int32
+}
+
+func newAPIProxy(t *testing.T, upstream *rest.Config) *apiProxy {
+	u, err := url.Parse(upstream.Host)
+	require.NoError(t, err)
+	// The proxy adds no identity of its own: the client's bearer token passes through.
+	tr, err := rest.TransportFor(rest.AnonymousClientConfig(upstream))
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = tr
+	p := &apiProxy{}
+	p.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/status") {
+			p.statusPuts.Add(1)
+			p.mu.Lock()
+			hook := p.beforeStatusPut
+			p.beforeStatusPut = nil
+			p.mu.Unlock()
+			if hook != nil {
+				hook()
+			}
+		}
+		rp.ServeHTTP(w, r)
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p.addr = l.Addr().String()
+	p.serve(l)
+	t.Cleanup(func() { p.down() })
+	return p
+}
+
+func (p *apiProxy) serve(l net.Listener) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.srv = &http.Server{Handler: p.handler, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = p.srv.Serve(l) }()
+}
+
+// down closes the listener and every open connection.
+func (p *apiProxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.srv != nil {
+		_ = p.srv.Close()
+		p.srv = nil
+	}
+}
+
+func (p *apiProxy) up(t *testing.T) {
+	l, err := net.Listen("tcp", p.addr)
+	require.NoError(t, err)
+	p.serve(l)
+}
+
+// config is cfg's identity, reaching the API server through the proxy.
+func (p *apiProxy) config(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Host = "http://" + p.addr
+	c.TLSClientConfig = rest.TLSClientConfig{}
+	return c
+}
+
+// pushWorkflow writes one status through the workflows' own push options and
+// reports the writer's error.
+func pushWorkflow(ctx workflow.Context, in activities.ExecutionStatusPush) error {
+	var s *activities.Statuses
+	ctx = workflow.WithLocalActivityOptions(ctx, workflows.PushOptions)
+	return workflow.ExecuteLocalActivity(ctx, s.PushExecutionStatus, in).Get(ctx, nil)
+}
+
+// TestStatusPushSurvivesConflictAndOutage drives the worker's status writer,
+// as the worker's own ServiceAccount, through a proxy in front of the real API
+// server: a write that loses a resourceVersion race is retried, a write made
+// while the API server is unreachable lands once it is back, and a stale write
+// never takes the object back to an older phase.
+func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
+	ctx := context.Background()
+	ns := harness.Namespace(t)
+	// The target does not exist: the operator's own run fails at once and stops writing.
+	k := createExecution(t, ns, "pushed", v1alpha1.KubernetesExecutionSpec{Action: "scale", Target: target(ns, "missing"),
+		Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](1)}})
+	k = waitPhase(t, k, v1alpha1.PhaseFailed)
+	base := k.Status.Sequence
+	require.Positive(t, base, "the run wrote its own status")
+
+	wcfg, err := devenv.ServiceAccountConfig(ctx, harness.Config(), devenv.Namespace, "remedy-worker")
+	require.NoError(t, err)
+	proxy := newAPIProxy(t, harness.Config())
+	pcfg := proxy.config(wcfg)
+	kc, err := ctrlclient.New(pcfg, ctrlclient.Options{Scheme: operator.Scheme()})
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(pcfg)
+	require.NoError(t, err)
+
+	const queue = "status-faults"
+	w := sdkworker.New(harness.Temporal(), queue, sdkworker.Options{})
+	w.RegisterWorkflow(pushWorkflow)
+	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	push := func(name string, seq int64, phase v1alpha1.Phase) error {
+		st := *k.Status.DeepCopy()
+		st.Sequence, st.Phase, st.Reason, st.Message = seq, phase, string(phase), "pushed by "+name
+		st.PhaseTransitions = append(st.PhaseTransitions, v1alpha1.PhaseTransition{Phase: phase, Reason: string(phase), Time: metav1.Now()})
+		run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: ns + "-" + name, TaskQueue: queue}, pushWorkflow,
+			activities.ExecutionStatusPush{Namespace: ns, Name: k.Name, UID: string(k.UID), Action: "scale", Status: st})
+		require.NoError(t, err)
+		return run.Get(ctx, nil)
+	}
+	stored := func() v1alpha1.KubernetesExecutionStatus {
+		var cur v1alpha1.KubernetesExecution
+		require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), &cur))
+		return cur.Status
+	}
+
+	t.Run("a write that loses a resourceVersion race is retried", func(t *testing.T) {
+		var injected error = errors.New("no status PUT reached the proxy")
+		proxy.mu.Lock()
+		proxy.beforeStatusPut = func() {
+			// Someone else writes the object first: the forwarded PUT carries a stale resourceVersion.
+			var cur v1alpha1.KubernetesExecution
+			if injected = harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), &cur); injected == nil {
+				before := cur.DeepCopy()
+				cur.Labels = map[string]string{"touched": "yes"}
+				injected = harness.Kube().Patch(ctx, &cur, ctrlclient.MergeFrom(before))
+			}
+		}
+		proxy.mu.Unlock()
+		puts := proxy.statusPuts.Load()
+		require.NoError(t, push("conflict", base+1, v1alpha1.PhaseValidating))
+		require.NoError(t, injected, "the competing write")
+		assert.Equal(t, int32(2), proxy.statusPuts.Load()-puts, "one conflicting PUT, then one that landed")
+		s := stored()
+		assert.Equal(t, base+1, s.Sequence)
+		assert.Equal(t, "pushed by conflict", s.Message)
+	})
+
+	t.Run("a write made while the API server is unreachable lands when it is back", func(t *testing.T) {
+		proxy.down()
+		done := make(chan error, 1)
+		go func() { done <- push("outage", base+2, v1alpha1.PhaseExecuting) }()
+		time.Sleep(3 * time.Second)
+		select {
+		case err := <-done:
+			require.Failf(t, "push finished while the API server was unreachable", "err: %v", err)
+		default:
+		}
+		proxy.up(t)
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			require.Fail(t, "push did not land after the API server came back")
+		}
+		s := stored()
+		assert.Equal(t, base+2, s.Sequence)
+		assert.Equal(t, v1alpha1.PhaseExecuting, s.Phase)
+	})
+
+	t.Run("a stale writer never overwrites a newer phase", func(t *testing.T) {
+		before := stored()
+		puts := proxy.statusPuts.Load()
+		require.NoError(t, push("stale", base+1, v1alpha1.PhaseValidating))
+		after := stored()
+		assert.Equal(t, before.Sequence, after.Sequence)
+		assert.Equal(t, v1alpha1.PhaseExecuting, after.Phase)
+		assert.Equal(t, "pushed by outage", after.Message)
+		assert.Equal(t, puts, proxy.statusPuts.Load(), "a stale write is not even sent")
+	})
+}
+
+// TestRunStartedBeforeStatusPushCompletesAfterIt starts a run as the release
+// before the status push did, lets it reach RollbackReady, then upgrades: the
+// worker's cache is dropped so the run replays on this code, and the operator
+// must still mirror it from the status query until it completes.
+func TestRunStartedBeforeStatusPushCompletesAfterIt(t *testing.T) {
+	ctx := context.Background()
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "cart", 2)
+	workflows.StartRunsWithoutStatusPush(true)
+	t.Cleanup(func() { workflows.StartRunsWithoutStatusPush(false) })
+	k := createExecution(t, ns, "old-run", v1alpha1.KubernetesExecutionSpec{
+		Action: "scale", Target: target(ns, "cart"),
+		Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To[int32](5)},
+		RollbackWindow: v1alpha1.DurationOf(time.Hour),
+	})
+	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady)
+	require.Zero(t, k.Status.Sequence, "the old run does not write its status: the operator mirrored it")
+
+	// The upgrade: new runs push, and the old run replays on this code.
+	workflows.StartRunsWithoutStatusPush(false)
+	sdkworker.PurgeStickyWorkflowCache()
+	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, k.Status.WorkflowID, "", workflows.SignalRollback,
+		workflows.RollbackRequest{Requester: "alice", Reason: "after the upgrade"}))
+	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
+	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
+	assert.Zero(t, k.Status.Sequence, "still mirrored by the operator")
+	assertEvents(t, ns, "old-run", "Started", "Validating", "Executing", "RollbackReady", "Completed")
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-prepush-rolled-back-after-upgrade.json")
+}

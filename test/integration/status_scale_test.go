@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/operator"
+	"github.com/remedy-dev/remedy/test/harness"
+)
+
+// TestConcurrentExecutionsWriteOncePerPhase creates 100 executions at once.
+// All finish, and a watch on the API server sees exactly one status write per
+// phase change of each: the operator writes only the start (finalizer,
+// Pending), and the workflow writes each phase once, in sequence.
+func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
+	const n, targets = 100, 10
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := harness.Namespace(t)
+	for i := range targets {
+		harness.Deployment(t, ns, fmt.Sprintf("web-%d", i), 1)
+	}
+
+	wc, err := ctrlclient.NewWithWatch(harness.Config(), ctrlclient.Options{Scheme: operator.Scheme()})
+	require.NoError(t, err)
+	w, err := wc.Watch(ctx, &v1alpha1.KubernetesExecutionList{}, ctrlclient.InNamespace(ns))
+	require.NoError(t, err)
+	defer w.Stop()
+	var mu sync.Mutex
+	seen := map[types.UID][]int64{} // sequence of every version with sequence > 0
+	go func() {
+		for ev := range w.ResultChan() {
+			k, ok := ev.Object.(*v1alpha1.KubernetesExecution)
+			if !ok || ev.Type != watch.Modified || k.Status.Sequence == 0 {
+				continue
+			}
+			mu.Lock()
+			seen[k.UID] = append(seen[k.UID], k.Status.Sequence)
+			mu.Unlock()
+		}
+	}()
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, harness.Kube().Create(ctx, manyScale(ns, i, targets)))
+		}()
+	}
+	wg.Wait()
+
+	var list v1alpha1.KubernetesExecutionList
+	require.Eventually(t, func() bool {
+		require.NoError(t, harness.Kube().List(ctx, &list, ctrlclient.InNamespace(ns)))
+		done := 0
+		for _, k := range list.Items {
+			if k.Status.Phase.Terminal() {
+				done++
+			}
+		}
+		return done == n
+	}, 5*time.Minute, 500*time.Millisecond, "not every execution finished")
+	t.Logf("%d executions created at once finished in %s", n, time.Since(start).Round(time.Millisecond))
+
+	// Writes after the last phase would still be in flight; give the watch a moment.
+	time.Sleep(2 * time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range list.Items {
+		assert.Equal(t, v1alpha1.PhaseCompleted, k.Status.Phase, "%s: %s %s", k.Name, k.Status.Reason, k.Status.Message)
+		phases := int64(len(k.Status.PhaseTransitions))
+		assert.Equal(t, phases, k.Status.Sequence, "%s: one sequence number per phase change", k.Name)
+		want := make([]int64, 0, phases)
+		for s := int64(1); s <= phases; s++ {
+			want = append(want, s)
+		}
+		assert.Equal(t, want, seen[k.UID], "%s: exactly one status write per phase change, in order", k.Name)
+	}
+
+	// The happy path stays short with its writes: at most 60 history events.
+	id := list.Items[0].Status.WorkflowID
+	d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	t.Logf("history events of a pushed happy path: %d", d.WorkflowExecutionInfo.GetHistoryLength())
+	assert.LessOrEqual(t, d.WorkflowExecutionInfo.GetHistoryLength(), int64(60))
+	harness.ReplayHistory(t, id, "execution-push-completed.json")
+}
+
+// manyScale is the i-th of many scale executions (no rollback window) spread
+// over deployments web-0 .. web-<targets-1>.
+func manyScale(ns string, i, targets int) *v1alpha1.KubernetesExecution {
+	return &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%03d", i), Namespace: ns},
+		Spec: v1alpha1.KubernetesExecutionSpec{Action: "scale", Target: target(ns, fmt.Sprintf("web-%d", i%targets)),
+			Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)}, RollbackWindow: v1alpha1.DurationOf(0)}}
+}
