@@ -151,6 +151,7 @@ func Temporal() client.Client { return env.Temporal }
 
 // AuditLogPath is kube-apiserver's JSON audit log (Options.AuditLog).
 func AuditLogPath() string { return env.AuditLogPath }
+
 // LogPath is the file that receives the parts' logs.
 func LogPath() string { return logPath }
 
