@@ -11,11 +11,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
@@ -87,7 +86,17 @@ func RunDrift(ctx context.Context, o DriftOptions) (done <-chan error, err error
 	if err != nil {
 		return nil, fmt.Errorf("build discovery client: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	// The dynamic mapper looks a kind up again when it does not know it, so
+	// a parent kind whose CRD came after the webhook is mapped; a cached
+	// discovery mapper never refreshes and refused that kind's children.
+	httpClient, err := rest.HTTPClientFor(o.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("build http client: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(o.Kube, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("build rest mapper: %w", err)
+	}
 	self, err := selfUser(ctx, o.Kube)
 	if err != nil {
 		return nil, err

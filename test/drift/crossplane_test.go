@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,33 +21,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
-	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
 var widgets = schema.GroupVersionResource{Group: "test.remedy.dev", Version: "v1", Resource: "widgets"}
-
-// grantWebhookWidgets gives the drift webhook the verbs on Widgets it has on
-// the default parent kinds, as docs/drift.md tells a site adding a kind.
-func grantWebhookWidgets(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	cs := kubernetes.NewForConfigOrDie(harness.Config())
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "remedy-webhook-test-widgets"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{widgets.Group}, Resources: []string{widgets.Resource}, Verbs: []string{"get", "list", "watch", "update", "patch"},
-	}}}
-	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: devenv.Namespace, Name: "remedy-webhook"}},
-	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-}
 
 // TestCrossplaneConditionsGiveTheParentsObservedGeneration: a Widget reports
 // its observedGeneration only on its Synced and Ready conditions, as
@@ -58,7 +34,7 @@ func grantWebhookWidgets(t *testing.T) {
 // even though Ready has caught up: Synced is read first.
 func TestCrossplaneConditionsGiveTheParentsObservedGeneration(t *testing.T) {
 	ctx := context.Background()
-	grantWebhookWidgets(t)
+	grantWebhook(t, widgets)
 	ns := harness.Namespace(t)
 	patchAnnotations(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, map[string]any{kv1.AnnotationMode: string(kv1.ModeEnforce)})
 
