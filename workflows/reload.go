@@ -406,6 +406,10 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 	var canceled *temporal.CanceledError
 	switch {
 	case superseded && errors.As(err, &canceled):
+		if r.leading {
+			// The canceled patch may have landed: its window holds the newer change.
+			r.lastRestartAt = asked
+		}
 		return true, nil
 	case err != nil:
 		r.status.LastError = err.Error()
