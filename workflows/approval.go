@@ -58,6 +58,10 @@ var approvals *activities.Approvals
 // closed the request; the decision returned with it is what the RAR records.
 var errApprovalSuperseded = errors.New("approval request superseded")
 
+// errApprovalCarried is returned by awaitDecision when ApprovalAsk.Carry
+// stopped the wait with the request still open.
+var errApprovalCarried = errors.New("approval request carried to the next run")
+
 // ApprovalAsk is one question to a person: the RemediationApprovalRequest to
 // create and how long it may stay open.
 type ApprovalAsk struct {
@@ -83,6 +87,13 @@ type ApprovalAsk struct {
 	// the request as Expired with "superseded: <message>" and awaitDecision
 	// returns errApprovalSuperseded.
 	Superseded func() string
+	// ResumeBy, when set, waits on a request an earlier run of the same
+	// workflow created with this requiredBy, instead of creating one.
+	ResumeBy time.Time
+	// Carry, if set, is polled as Superseded is; true stops waiting with the
+	// request left open, and awaitDecision returns errApprovalCarried: the run
+	// continues as new and the next run resumes the request (ResumeBy).
+	Carry func() bool
 }
 
 // approvalGate is the approval core shared by every workflow that asks a
@@ -115,24 +126,13 @@ type openApproval struct {
 // awaitDecision asks once and waits for the answer (see approvalGate).
 func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (activities.Decision, error) {
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
-	timeout := ask.Timeout
-	if timeout <= 0 {
-		if err := workflow.ExecuteActivity(quick, approvals.NamespaceApprovalTimeout, ask.Namespace).Get(ctx, &timeout); err != nil {
-			return activities.Decision{}, fmt.Errorf("read namespace approval timeout: %w", err)
-		}
-	}
-	if timeout <= 0 {
-		timeout = defaultApprovalTimeout
-	}
-	// RAR times are stored in whole seconds: round up so the timer and the record agree.
-	requiredBy := workflow.Now(ctx).Add(timeout + time.Second - 1).Truncate(time.Second)
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
-	in := activities.ApprovalRequestInput{
-		Namespace: ask.Namespace, Name: ask.Name, Subject: ask.Subject, SubjectUID: ask.SubjectUID,
-		RemediationRequest: ask.RemediationRequest, WorkflowID: id, Context: ask.Context, RequiredBy: requiredBy,
-	}
-	if err := workflow.ExecuteActivity(quick, approvals.CreateApprovalRequest, in).Get(ctx, nil); err != nil {
-		return activities.Decision{}, fmt.Errorf("create approval request: %w", err)
+	requiredBy := ask.ResumeBy
+	if requiredBy.IsZero() {
+		var err error
+		if requiredBy, err = g.create(ctx, ask); err != nil {
+			return activities.Decision{}, err
+		}
 	}
 	open := &openApproval{namespace: ask.Namespace, name: ask.Name, requiredBy: requiredBy}
 	g.open = open
@@ -142,17 +142,24 @@ func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (act
 	}
 	g.listen(ctx)
 
-	superseded := ""
+	superseded, carried := "", false
 	ok, err := workflow.AwaitWithTimeout(ctx, requiredBy.Sub(workflow.Now(ctx)), func() bool {
 		if open.decision == nil && ask.Superseded != nil {
 			superseded = ask.Superseded()
 		}
-		return open.decision != nil || superseded != ""
+		if open.decision == nil && superseded == "" && ask.Carry != nil {
+			carried = ask.Carry()
+		}
+		return open.decision != nil || superseded != "" || carried
 	})
 	if err != nil {
 		g.open = nil
 		upsertApprovalStatus(ctx, ApprovalCanceled)
 		return activities.Decision{}, err
+	}
+	if carried && open.decision == nil && superseded == "" {
+		g.open = nil
+		return activities.Decision{}, errApprovalCarried
 	}
 	switch {
 	case open.decision != nil:
@@ -176,6 +183,30 @@ func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (act
 		return d, errApprovalSuperseded
 	}
 	return d, nil
+}
+
+// create reads the timeout hierarchy and creates the RAR; it returns requiredBy.
+func (g *approvalGate) create(ctx workflow.Context, ask ApprovalAsk) (time.Time, error) {
+	quick := workflow.WithActivityOptions(ctx, quickOptions)
+	timeout := ask.Timeout
+	if timeout <= 0 {
+		if err := workflow.ExecuteActivity(quick, approvals.NamespaceApprovalTimeout, ask.Namespace).Get(ctx, &timeout); err != nil {
+			return time.Time{}, fmt.Errorf("read namespace approval timeout: %w", err)
+		}
+	}
+	if timeout <= 0 {
+		timeout = defaultApprovalTimeout
+	}
+	// RAR times are stored in whole seconds: round up so the timer and the record agree.
+	requiredBy := workflow.Now(ctx).Add(timeout + time.Second - 1).Truncate(time.Second)
+	in := activities.ApprovalRequestInput{
+		Namespace: ask.Namespace, Name: ask.Name, Subject: ask.Subject, SubjectUID: ask.SubjectUID,
+		RemediationRequest: ask.RemediationRequest, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Context: ask.Context, RequiredBy: requiredBy,
+	}
+	if err := workflow.ExecuteActivity(quick, approvals.CreateApprovalRequest, in).Get(ctx, nil); err != nil {
+		return time.Time{}, fmt.Errorf("create approval request: %w", err)
+	}
+	return requiredBy, nil
 }
 
 // offer gives a decision to the open request; late, duplicate or misaddressed

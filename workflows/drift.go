@@ -21,7 +21,14 @@ const (
 	driftPollInterval = 5 * time.Second
 	// maxDriftSignalsPerRun bounds one run's history before it continues as new.
 	maxDriftSignalsPerRun = 200
+	// driftEventBudget bounds one run's history when polling dominates it: a
+	// poll adds about eight events, so a long approval wait reaches it.
+	driftEventBudget = 2000
 )
+
+// versionDriftContinueWhileAsking lets a run continue as new with an
+// approval request open (the next run waits on it), and on driftEventBudget.
+const versionDriftContinueWhileAsking = "drift-continue-while-asking"
 
 var drifts *activities.Drift
 
@@ -79,7 +86,14 @@ func DriftWorkflow(ctx workflow.Context, in DriftInput) (DriftResult, error) {
 				return r.result(), nil
 			}
 		}
-		if (r.signals >= maxDriftSignalsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) && !r.asking() {
+		if r.shouldContinue(ctx) {
+			if r.asking() {
+				// Stop waiting with the request open; the next run resumes it.
+				r.carrying = true
+				if err := workflow.Await(ctx, func() bool { return !r.asking() }); err != nil {
+					return r.result(), err
+				}
+			}
 			if err := workflow.Await(ctx, r.idle); err != nil {
 				return r.result(), err
 			}
@@ -92,11 +106,35 @@ func DriftWorkflow(ctx workflow.Context, in DriftInput) (DriftResult, error) {
 	}
 }
 
+// shouldContinue reports whether the run should continue as new now. Runs
+// recorded before versionDriftContinueWhileAsking only did so with no
+// request open, and only on the signal count or Temporal's suggestion.
+func (r *driftRun) shouldContinue(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	over := r.signals >= maxDriftSignalsPerRun || info.GetContinueAsNewSuggested()
+	if !over && info.GetCurrentHistoryLength() < driftEventBudget {
+		return false
+	}
+	if over && !r.asking() {
+		return true
+	}
+	if r.continueVersion == nil {
+		v := workflow.GetVersion(ctx, versionDriftContinueWhileAsking, workflow.DefaultVersion, 1)
+		r.continueVersion = &v
+	}
+	return *r.continueVersion >= 1
+}
+
 type driftRun struct {
-	in     DriftInput
-	sig    workflow.ReceiveChannel
-	status DriftStatus
-	closed []ResolvedDrift
+	// carrying stops the open approval wait, and further asks, so the run can
+	// continue as new.
+	carrying bool
+	// continueVersion is versionDriftContinueWhileAsking, read once when first needed.
+	continueVersion *workflow.Version
+	in              DriftInput
+	sig             workflow.ReceiveChannel
+	status          DriftStatus
+	closed          []ResolvedDrift
 	// signals counts the drift signals this run received.
 	signals int
 	// tick is the pending poll timer; signals never cancel it.

@@ -39,6 +39,12 @@ func DriftApprovalRequestName(id string, at time.Time) string {
 // reach the one open request.
 func (r *driftRun) startApprovals(ctx workflow.Context) {
 	r.wake = workflow.NewBufferedChannel(ctx, 1)
+	// A request an earlier run left open is waited on first.
+	for _, d := range r.status.Open {
+		if !d.ApprovalRequiredBy.IsZero() {
+			r.asks = append(r.asks, d.Signal.ID)
+		}
+	}
 	for _, d := range r.status.Open {
 		if d.Signal.RequestApproval && d.ApprovalRequest == "" {
 			r.asks = append(r.asks, d.Signal.ID)
@@ -47,7 +53,7 @@ func (r *driftRun) startApprovals(ctx workflow.Context) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		gate := &approvalGate{}
 		for {
-			if err := workflow.Await(ctx, func() bool { return len(r.asks) > 0 }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return len(r.asks) > 0 && !r.carrying }); err != nil {
 				return
 			}
 			id := r.asks[0]
@@ -77,9 +83,16 @@ func (r *driftRun) ask(ctx workflow.Context, gate *approvalGate, id string) {
 		logger.Warn("no approval request for a cluster-scoped parent", "id", id, "parent", s.Parent.Target())
 		return
 	}
-	name := DriftApprovalRequestName(id, workflow.Now(ctx))
-	r.status.Open[i].ApprovalRequest = name
+	name, resumeBy := DriftApprovalRequestName(id, workflow.Now(ctx)), r.status.Open[i].ApprovalRequiredBy
+	if !resumeBy.IsZero() {
+		name = r.status.Open[i].ApprovalRequest
+	}
+	r.status.Open[i].ApprovalRequest, r.status.Open[i].ApprovalRequiredBy = name, time.Time{}
+	var requiredBy time.Time
 	d, err := gate.awaitDecision(ctx, ApprovalAsk{
+		ResumeBy:   resumeBy,
+		Opened:     func(_ workflow.Context, by time.Time) { requiredBy = by },
+		Carry:      func() bool { return r.carrying },
 		Namespace:  s.Parent.Namespace,
 		Name:       name,
 		Subject:    v1alpha1.ObjectRef{APIVersion: s.Parent.APIVersion, Kind: s.Parent.Kind, Namespace: s.Parent.Namespace, Name: s.Parent.Name},
@@ -96,6 +109,13 @@ func (r *driftRun) ask(ctx workflow.Context, gate *approvalGate, id string) {
 		},
 	})
 	if errors.Is(err, errApprovalSuperseded) {
+		return
+	}
+	if errors.Is(err, errApprovalCarried) {
+		if i := r.find(id); i >= 0 {
+			r.status.Open[i].ApprovalRequiredBy = requiredBy
+		}
+		logger.Info("approval request carried to the next run", "id", id, "approvalRequest", name)
 		return
 	}
 	if err != nil {

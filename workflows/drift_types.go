@@ -72,6 +72,9 @@ type OpenDrift struct {
 	Signal DriftSignal `json:"signal"`
 	// ApprovalRequest is the RemediationApprovalRequest asked for it, if any.
 	ApprovalRequest string `json:"approvalRequest,omitempty"`
+	// ApprovalRequiredBy is set while ApprovalRequest is open and waiting
+	// when the run continues as new: the next run waits on it again.
+	ApprovalRequiredBy time.Time `json:"approvalRequiredBy,omitzero"`
 	// Decision is Approved, Rejected or Expired once a person (or the timer) decided.
 	Decision string `json:"decision,omitempty"`
 	// Unsnoozed: the drift was snoozed when detected and its Detected report

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -47,9 +48,23 @@ const (
 	defaultRetryInitial = time.Second
 	defaultRetryMax     = 30 * time.Second
 	// maxCyclesPerRun bounds the debounce-and-restart cycles of one run before it continues as new.
-	maxCyclesPerRun       = 50
-	reloadRestartDeadline = 30 * time.Second
+	maxCyclesPerRun = 50
+	// maxReloadSignalsPerRun bounds the signals one run absorbs before it
+	// continues as new: edits faster than the debounce add a few events each.
+	maxReloadSignalsPerRun = 200
+	reloadRestartDeadline  = 30 * time.Second
 )
+
+// versionReloadLeadingEdge gates the seed's debounce: restart at once when the
+// last restart is older than the window, and coalesce only within it, holding
+// the run open until the window after a restart has passed. Runs recorded
+// before it keep the trailing-edge debounce.
+const versionReloadLeadingEdge = "reload-leading-edge"
+
+// versionReloadDebounceBudget lets a run recorded before the leading edge
+// continue as new from inside its trailing-edge debounce once it has
+// absorbed maxReloadSignalsPerRun signals.
+const versionReloadDebounceBudget = "reload-debounce-budget"
 
 // ReloadInput identifies the workload and carries the policy's timing. The
 // operator starts the workflow with it; a continued run also carries the
@@ -65,6 +80,17 @@ type ReloadInput struct {
 	Pending       []ConfigChange `json:"pending,omitempty"`
 	LastRestart   string         `json:"lastRestart,omitempty"`
 	TotalRestarts int            `json:"totalRestarts,omitempty"`
+	// LastRestartAt is when the last restart was asked for, to the
+	// nanosecond: the leading-edge window runs from it.
+	LastRestartAt time.Time `json:"lastRestartAt,omitempty"`
+	// LastAskAt is when an approval request closed as superseded: newer data
+	// is coalesced for a window after it, as after a restart.
+	LastAskAt time.Time `json:"lastAskAt,omitempty"`
+	// Applied are the hashes the last restart applied; repeats of them are not new.
+	Applied []ConfigChange `json:"applied,omitempty"`
+	// Coalesced counts the changes folded into the pending restart beyond the first.
+	Coalesced int    `json:"coalesced,omitempty"`
+	LastError string `json:"lastError,omitempty"`
 	// Approval, when set, puts every restart to a person first.
 	Approval *ReloadApproval `json:"approval,omitempty"`
 	// Policy names the ConfigReloadPolicy, for the approval request's context.
@@ -113,14 +139,22 @@ func reloadOptions(in ReloadInput) workflow.ActivityOptions {
 }
 
 // ReloadWorkflow restarts one workload when the ConfigMaps it uses change.
-// Each config-changed signal carrying new information pushes the restart
-// a debounce window into the future, so a burst of edits across any of the
-// workload's ConfigMaps becomes one rollout. The run ends when nothing is
-// pending; the operator's signal-with-start begins the next one.
+// A change restarts the workload at once when its last restart is older than
+// the debounce window; changes within the window coalesce into one restart
+// when it closes, across any of the workload's ConfigMaps. The run ends when
+// nothing is pending and the window since its last restart has passed; the
+// operator's signal-with-start begins the next one. Runs recorded before the
+// leading edge debounce on the trailing edge: every new change pushes the
+// restart a window into the future.
 func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) {
-	r := &reloadRun{in: in, sig: workflow.GetSignalChannel(ctx, SignalConfigChanged)}
+	r := &reloadRun{in: in, sig: workflow.GetSignalChannel(ctx, SignalConfigChanged), coalesced: in.Coalesced,
+		lastRestartAt: in.LastRestartAt, lastAskAt: in.LastAskAt, applied: in.Applied}
 	r.status.Pending = append([]ConfigChange(nil), in.Pending...)
-	r.status.LastRestart, r.status.TotalRestarts = in.LastRestart, in.TotalRestarts
+	r.status.LastRestart, r.status.TotalRestarts, r.status.LastError = in.LastRestart, in.TotalRestarts, in.LastError
+	if t, err := time.Parse(time.RFC3339, in.LastRestart); err == nil && r.lastRestartAt.IsZero() {
+		// Carried by a run recorded before LastRestartAt: the token is its time, to the second.
+		r.lastRestartAt = t
+	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (ReloadStatus, error) { return r.status, nil }); err != nil {
 		return ReloadResult{}, err
 	}
@@ -128,18 +162,27 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 	if debounce <= 0 {
 		debounce = defaultDebounce
 	}
+	leading := workflow.GetVersion(ctx, versionReloadLeadingEdge, workflow.DefaultVersion, 1) >= 1
+	r.leading = leading
 	logger := workflow.GetLogger(ctx)
 	for cycles := 0; ; cycles++ {
 		r.drain()
+		if leading {
+			if cycles >= maxCyclesPerRun || r.overBudget(ctx) || !r.hold(ctx, debounce) {
+				return r.continueAsNew(ctx)
+			}
+		}
 		if len(r.status.Pending) == 0 {
 			return ReloadResult{Status: r.status}, nil
 		}
-		if cycles >= maxCyclesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			next := in
-			next.Pending, next.LastRestart, next.TotalRestarts = r.status.Pending, r.status.LastRestart, r.status.TotalRestarts
-			return ReloadResult{Status: r.status}, workflow.NewContinueAsNewError(ctx, ReloadWorkflow, next)
+		if !leading {
+			if cycles >= maxCyclesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+				return r.continueAsNew(ctx)
+			}
+			if !r.debounce(ctx, debounce) {
+				return r.continueAsNew(ctx)
+			}
 		}
-		r.debounce(ctx, debounce)
 		if r.gated(ctx) {
 			approved, err := r.approve(ctx)
 			if err != nil {
@@ -158,6 +201,53 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 			return r.end(ctx, err)
 		}
 	}
+}
+
+// continueAsNew carries everything the next run needs to go on as this one would.
+func (r *reloadRun) continueAsNew(ctx workflow.Context) (ReloadResult, error) {
+	r.drain()
+	next := r.in
+	next.Pending, next.LastRestart, next.TotalRestarts = r.status.Pending, r.status.LastRestart, r.status.TotalRestarts
+	next.LastRestartAt, next.Coalesced, next.LastError = r.lastRestartAt, r.coalesced, r.status.LastError
+	next.LastAskAt, next.Applied = r.lastAskAt, r.applied
+	workflow.GetLogger(ctx).Info("continuing as new", "pending", len(next.Pending), "signals", r.signals)
+	return ReloadResult{Status: r.status}, workflow.NewContinueAsNewError(ctx, ReloadWorkflow, next)
+}
+
+// overBudget reports whether this run's history is long enough to continue as new.
+func (r *reloadRun) overBudget(ctx workflow.Context) bool {
+	return r.signals >= maxReloadSignalsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+}
+
+// hold waits out the debounce window since the last restart, absorbing
+// changes; with no restart inside the window it returns at once (the leading
+// edge). It returns false when the run should continue as new first.
+func (r *reloadRun) hold(ctx workflow.Context, window time.Duration) bool {
+	edge := r.lastRestartAt
+	if r.lastAskAt.After(edge) {
+		edge = r.lastAskAt
+	}
+	due := edge.Add(window)
+	if edge.IsZero() || !due.After(workflow.Now(ctx)) {
+		return true
+	}
+	if len(r.status.Pending) > 0 {
+		r.status.DueAt = due.UTC().Format(time.RFC3339Nano)
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(tctx, due.Sub(workflow.Now(ctx)))
+	for fired := false; !fired; {
+		var changed bool
+		if fired, changed = r.timerOrChange(ctx, timer); changed {
+			r.status.DueAt = due.UTC().Format(time.RFC3339Nano)
+		}
+		if !fired && r.overBudget(ctx) {
+			return false
+		}
+	}
+	r.status.DueAt = ""
+	return true
 }
 
 // end closes the run on err; a workload that is gone is not a failure: its
@@ -181,12 +271,25 @@ type reloadRun struct {
 	approval *approvalGate
 	// version is the reload-approval version, read once when first gated.
 	version *workflow.Version
+	// signals counts the config-changed signals this run received.
+	signals int
+	// lastRestartAt is when the last restart was asked for; zero when unknown.
+	lastRestartAt time.Time
+	// lastAskAt is when the last approval request closed as superseded.
+	lastAskAt time.Time
+	// applied holds the hashes of the last restart (leading edge only).
+	applied []ConfigChange
+	leading bool
 }
 
 // absorb merges a change into the pending set; it reports whether the change
 // is new, so repeated signals of a hash already pending (replays, several
 // operators) neither push the due time nor count as debounced.
 func (r *reloadRun) absorb(c ConfigChange) bool {
+	r.signals++
+	if r.leading && r.isApplied(c) {
+		return false
+	}
 	for i, p := range r.status.Pending {
 		if p.ConfigMap == c.ConfigMap {
 			if p.Hash == c.Hash {
@@ -204,6 +307,22 @@ func (r *reloadRun) absorb(c ConfigChange) bool {
 	return true
 }
 
+// isApplied reports whether c is the data the last restart applied, and
+// nothing newer for its ConfigMap is pending.
+func (r *reloadRun) isApplied(c ConfigChange) bool {
+	for _, p := range r.status.Pending {
+		if p.ConfigMap == c.ConfigMap {
+			return false
+		}
+	}
+	for _, a := range r.applied {
+		if a == c {
+			return true
+		}
+	}
+	return false
+}
+
 // drain absorbs every signal already delivered.
 func (r *reloadRun) drain() bool {
 	changed := false
@@ -214,9 +333,11 @@ func (r *reloadRun) drain() bool {
 	return changed
 }
 
-// debounce waits until a whole window passes without a new change. A
-// repeated hash keeps the running timer; a new one replaces it.
-func (r *reloadRun) debounce(ctx workflow.Context, window time.Duration) {
+// debounce waits until a whole window passes without a new change (the
+// trailing edge of runs recorded before the leading edge). A repeated hash
+// keeps the running timer; a new one replaces it. It returns false when the
+// run has absorbed its budget of signals and should continue as new.
+func (r *reloadRun) debounce(ctx workflow.Context, window time.Duration) bool {
 	due := workflow.Now(ctx).Add(window)
 	for {
 		r.status.DueAt = due.UTC().Format(time.RFC3339Nano)
@@ -224,30 +345,42 @@ func (r *reloadRun) debounce(ctx workflow.Context, window time.Duration) {
 		timer := workflow.NewTimer(tctx, due.Sub(workflow.Now(ctx)))
 		fired, pushed := false, false
 		for !fired && !pushed {
-			sel := workflow.NewSelector(ctx)
-			sel.AddFuture(timer, func(workflow.Future) { fired = true })
-			sel.AddReceive(r.sig, func(ch workflow.ReceiveChannel, _ bool) {
-				var c ConfigChange
-				ch.Receive(ctx, &c)
-				if r.absorb(c) {
-					due, pushed = workflow.Now(ctx).Add(window), true
-				}
-			})
-			sel.Select(ctx)
+			if fired, pushed = r.timerOrChange(ctx, timer); pushed {
+				due = workflow.Now(ctx).Add(window)
+			}
 		}
 		if fired {
 			r.status.DueAt = ""
-			return
+			return true
 		}
 		cancel()
+		if r.signals >= maxReloadSignalsPerRun &&
+			workflow.GetVersion(ctx, versionReloadDebounceBudget, workflow.DefaultVersion, 1) >= 1 {
+			return false
+		}
 	}
+}
+
+// timerOrChange waits for the timer or one signal, which it absorbs; changed
+// reports a signal that carried new data.
+func (r *reloadRun) timerOrChange(ctx workflow.Context, timer workflow.Future) (fired, changed bool) {
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(timer, func(workflow.Future) { fired = true })
+	sel.AddReceive(r.sig, func(ch workflow.ReceiveChannel, _ bool) {
+		var c ConfigChange
+		ch.Receive(ctx, &c)
+		changed = r.absorb(c)
+	})
+	sel.Select(ctx)
+	return fired, changed
 }
 
 // restart runs one intent: the pending changes as they are now. A new change
 // arriving meanwhile cancels it (a retrying intent is stale) and reports superseded.
 func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 	intent := append([]ConfigChange(nil), r.status.Pending...)
-	token := workflow.Now(ctx).UTC().Format(time.RFC3339)
+	asked := workflow.Now(ctx)
+	token := asked.UTC().Format(time.RFC3339)
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, reloadOptions(r.in)))
 	fut := workflow.ExecuteActivity(actx, reload.RestartWorkload, activities.RestartInput{
 		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Scope: r.in.Scope,
@@ -273,6 +406,10 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 	var canceled *temporal.CanceledError
 	switch {
 	case superseded && errors.As(err, &canceled):
+		if r.leading {
+			// The canceled patch may have landed: its window holds the newer change.
+			r.lastRestartAt = asked
+		}
 		return true, nil
 	case err != nil:
 		r.status.LastError = err.Error()
@@ -281,13 +418,28 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 	// The intent may have completed just as a newer change arrived: record
 	// it, and keep the newer change pending.
 	r.status.LastError = ""
+	if r.leading {
+		r.applied = appliedAfter(r.applied, intent)
+	}
 	if res.Restarted {
+		r.lastRestartAt = asked
 		r.status.LastRestart = token
 		r.status.TotalRestarts++
 	}
 	r.coalesced = 0
 	r.status.Pending = pendingAfter(r.status.Pending, intent)
 	return superseded, nil
+}
+
+// appliedAfter records the intent's hashes as the applied ones, one per ConfigMap.
+func appliedAfter(applied, intent []ConfigChange) []ConfigChange {
+	out := append([]ConfigChange(nil), intent...)
+	for _, a := range applied {
+		if !slices.ContainsFunc(intent, func(c ConfigChange) bool { return c.ConfigMap == a.ConfigMap }) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // pendingAfter drops the changes the intent applied, keeping newer hashes.

@@ -104,6 +104,9 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	r.status.ApprovalRequest = ""
 	switch {
 	case errors.Is(err, errApprovalSuperseded):
+		if r.leading {
+			r.lastAskAt = workflow.Now(ctx)
+		}
 		logger.Info("approval request superseded", "approvalRequest", name, "pending", activities.DescribeChanges(r.status.Pending))
 		return false, nil
 	case err != nil && reasonOf(err, "") == activities.ReasonNotFound:

@@ -60,7 +60,7 @@ func reloadResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) ReloadSt
 	return r.Status
 }
 
-func TestReloadCoalescesBurstIntoOneRestart(t *testing.T) {
+func TestReloadRestartsAtOnceThenCoalescesWithinTheWindow(t *testing.T) {
 	env, calls := newReloadEnv(t, restarted)
 	start := env.Now()
 	for i := 1; i < 20; i++ {
@@ -69,34 +69,55 @@ func TestReloadCoalescesBurstIntoOneRestart(t *testing.T) {
 	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"}))
 
 	st := reloadResult(t, env)
-	require.Len(t, *calls, 1, "20 edits within the window restart once")
-	c := (*calls)[0]
-	assert.Equal(t, []activities.ConfigChange{{ConfigMap: "app", Hash: "h19"}}, c.in.Changes)
-	assert.Equal(t, 19, c.in.Coalesced)
-	assert.Equal(t, start.Add(19*200*time.Millisecond+5*time.Second), c.at, "due one window after the last edit")
-	assert.Equal(t, 1, st.TotalRestarts)
+	require.Len(t, *calls, 2, "the first edit restarts at once; the 19 after it, within the window, restart once")
+	first, second := (*calls)[0], (*calls)[1]
+	assert.Equal(t, []activities.ConfigChange{{ConfigMap: "app", Hash: "h0"}}, first.in.Changes)
+	assert.Equal(t, start, first.at, "no restart within the window: the leading edge restarts at once")
+	assert.Zero(t, first.in.Coalesced)
+	assert.Equal(t, []activities.ConfigChange{{ConfigMap: "app", Hash: "h19"}}, second.in.Changes)
+	assert.Equal(t, 18, second.in.Coalesced)
+	assert.Equal(t, start.Add(5*time.Second), second.at, "due one window after the last restart, not after the last edit")
+	assert.Equal(t, 2, st.TotalRestarts)
 	assert.Empty(t, st.Pending)
-	assert.Equal(t, c.in.RestartedAt, st.LastRestart)
+	assert.Equal(t, second.in.RestartedAt, st.LastRestart)
 }
 
-func TestReloadMergesConfigMapsAndIgnoresRepeats(t *testing.T) {
+func TestReloadLeadingEdgeTiming(t *testing.T) {
 	tests := []struct {
-		name    string
-		signals map[time.Duration]ConfigChange
-		want    []ConfigChange
-		wantAt  time.Duration
+		name        string
+		lastRestart time.Duration // before the start; 0: never restarted
+		signals     map[time.Duration]ConfigChange
+		want        [][]ConfigChange
+		wantAt      []time.Duration
 	}{
 		{
-			name:    "two ConfigMaps edited together give one restart",
-			signals: map[time.Duration]ConfigChange{time.Second: {ConfigMap: "flags", Hash: "f1"}},
-			want:    []ConfigChange{{ConfigMap: "app", Hash: "a1"}, {ConfigMap: "flags", Hash: "f1"}},
-			wantAt:  6 * time.Second,
+			name: "never restarted: at once",
+			want: [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{0},
 		},
 		{
-			name:    "a repeated hash does not push the due time",
+			name: "last restart older than the window: at once", lastRestart: 6 * time.Second,
+			want: [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{0},
+		},
+		{
+			name: "last restart within the window: when the window closes", lastRestart: 2 * time.Second,
+			want: [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{3 * time.Second},
+		},
+		{
+			name: "two ConfigMaps edited within the window give one restart", lastRestart: time.Second,
+			signals: map[time.Duration]ConfigChange{time.Second: {ConfigMap: "flags", Hash: "f1"}},
+			want:    [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}, {ConfigMap: "flags", Hash: "f1"}}},
+			wantAt:  []time.Duration{4 * time.Second},
+		},
+		{
+			name:    "a repeat of the applied hash restarts nothing",
 			signals: map[time.Duration]ConfigChange{4 * time.Second: {ConfigMap: "app", Hash: "a1"}},
-			want:    []ConfigChange{{ConfigMap: "app", Hash: "a1"}},
-			wantAt:  5 * time.Second,
+			want:    [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{0},
+		},
+		{
+			name:    "each restart opens a window of its own",
+			signals: map[time.Duration]ConfigChange{4 * time.Second: {ConfigMap: "app", Hash: "a2"}, 9 * time.Second: {ConfigMap: "app", Hash: "a3"}},
+			want:    [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}}, {{ConfigMap: "app", Hash: "a2"}}, {{ConfigMap: "app", Hash: "a3"}}},
+			wantAt:  []time.Duration{0, 5 * time.Second, 10 * time.Second},
 		},
 	}
 	for _, tt := range tests {
@@ -106,11 +127,17 @@ func TestReloadMergesConfigMapsAndIgnoresRepeats(t *testing.T) {
 			for d, c := range tt.signals {
 				signalAt(env, d, c)
 			}
-			env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"}))
+			in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"})
+			if tt.lastRestart > 0 {
+				in.LastRestartAt = start.Add(-tt.lastRestart)
+			}
+			env.ExecuteWorkflow(ReloadWorkflow, in)
 			reloadResult(t, env)
-			require.Len(t, *calls, 1)
-			assert.Equal(t, tt.want, (*calls)[0].in.Changes)
-			assert.Equal(t, start.Add(tt.wantAt), (*calls)[0].at)
+			require.Len(t, *calls, len(tt.want))
+			for i, c := range *calls {
+				assert.Equal(t, tt.want[i], c.in.Changes, "restart %d", i)
+				assert.Equal(t, tt.wantAt[i], c.at.Sub(start), "restart %d", i)
+			}
 		})
 	}
 }
@@ -159,7 +186,7 @@ func TestReloadNewerHashSupersedesFailingIntent(t *testing.T) {
 	st := reloadResult(t, env)
 	last := (*calls)[len(*calls)-1]
 	assert.Equal(t, "fresh", last.in.Changes[0].Hash)
-	assert.Equal(t, start.Add(15*time.Second), last.at, "the fresh change is debounced again, then applied")
+	assert.Equal(t, start.Add(10*time.Second), last.at, "nothing restarted within the window: the fresh change is applied at once")
 	for _, c := range (*calls)[:len(*calls)-1] {
 		assert.Equal(t, "stale", c.in.Changes[0].Hash)
 	}
@@ -186,10 +213,12 @@ func TestReloadStatusQueryShowsPending(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&during))
 	}, 2*time.Second)
-	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"}))
+	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"})
+	in.LastRestartAt = env.Now().Add(-time.Second)
+	env.ExecuteWorkflow(ReloadWorkflow, in)
 	after := reloadResult(t, env)
 	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: "a1"}}, during.Pending)
-	assert.NotEmpty(t, during.DueAt)
+	assert.Equal(t, in.LastRestartAt.Add(5*time.Second).UTC().Format(time.RFC3339Nano), during.DueAt)
 	assert.Empty(t, after.Pending)
 	assert.NotEmpty(t, after.LastRestart)
 }
@@ -212,4 +241,68 @@ func TestReloadContinuesAsNewCarryingPending(t *testing.T) {
 	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: fmt.Sprintf("h%d", maxCyclesPerRun)}}, next.Pending)
 	assert.Equal(t, "web", next.Name)
 	assert.NotEmpty(t, *calls)
+}
+
+// editEvery signals n new hashes of "app", one every gap from gap on.
+func editEvery(env *testsuite.TestWorkflowEnvironment, n int, gap time.Duration) {
+	for i := 1; i <= n; i++ {
+		signalAt(env, time.Duration(i)*gap, ConfigChange{ConfigMap: "app", Hash: fmt.Sprintf("h%d", i)})
+	}
+}
+
+func continuedInput(t *testing.T, env *testsuite.TestWorkflowEnvironment) ReloadInput {
+	t.Helper()
+	require.True(t, env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	var next ReloadInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	return next
+}
+
+func TestReloadContinuesAsNewInsideTheWindowAndStillRestarts(t *testing.T) {
+	env, calls := newReloadEnv(t, restarted)
+	start := env.Now()
+	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"})
+	in.Debounce = time.Minute
+	in.LastRestartAt, in.LastRestart, in.TotalRestarts = start.Add(-time.Second), "2026-01-02T03:04:05Z", 3
+	in.Applied = []ConfigChange{{ConfigMap: "app", Hash: "old"}}
+	// Edits far faster than the window: each would add events to one run forever.
+	editEvery(env, maxReloadSignalsPerRun+50, 100*time.Millisecond)
+	env.ExecuteWorkflow(ReloadWorkflow, in)
+
+	next := continuedInput(t, env)
+	assert.Empty(t, *calls, "nothing restarts within the window")
+	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: fmt.Sprintf("h%d", maxReloadSignalsPerRun)}}, next.Pending)
+	assert.Equal(t, maxReloadSignalsPerRun, next.Coalesced, "every edit after h0 was folded in")
+	assert.True(t, in.LastRestartAt.Equal(next.LastRestartAt), "the window carries over")
+	assert.Equal(t, in.LastRestart, next.LastRestart)
+	assert.Equal(t, 3, next.TotalRestarts)
+	assert.Equal(t, in.Applied, next.Applied)
+	assert.Equal(t, time.Minute, next.Debounce)
+
+	// The next run restarts when the carried window closes, with the newest data.
+	env2, calls2 := newReloadEnv(t, restarted)
+	start2 := env2.Now()
+	next.LastRestartAt = start2.Add(-30 * time.Second)
+	env2.ExecuteWorkflow(ReloadWorkflow, next)
+	st := reloadResult(t, env2)
+	require.Len(t, *calls2, 1)
+	assert.Equal(t, next.Pending, (*calls2)[0].in.Changes)
+	assert.Equal(t, next.LastRestartAt.Add(time.Minute), (*calls2)[0].at)
+	assert.Equal(t, maxReloadSignalsPerRun, (*calls2)[0].in.Coalesced)
+	assert.Equal(t, 4, st.TotalRestarts)
+}
+
+func TestTrailingEdgeRunContinuesAsNewWhenEditsOutpaceTheDebounce(t *testing.T) {
+	env, calls := newReloadEnv(t, restarted)
+	// A run recorded before the leading edge keeps pushing its restart.
+	env.OnGetVersion(versionReloadLeadingEdge, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	editEvery(env, maxReloadSignalsPerRun+50, time.Second)
+	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"}))
+
+	next := continuedInput(t, env)
+	assert.Empty(t, *calls, "every edit pushed the restart")
+	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: fmt.Sprintf("h%d", maxReloadSignalsPerRun)}}, next.Pending)
+	assert.Equal(t, maxReloadSignalsPerRun, next.Coalesced)
 }

@@ -2,11 +2,13 @@ package durability
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	sdkworker "go.temporal.io/sdk/worker"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +22,7 @@ import (
 	"github.com/remedy-dev/remedy/workflows"
 )
 
-const debounce = 2 * time.Second
+const debounce = 5 * time.Second
 
 // startOperator runs the reload reconciler as remedy-operator until stop is called.
 func startOperator(t *testing.T) (stop func()) {
@@ -48,7 +50,9 @@ type fixture struct {
 	dep *appsv1.Deployment
 }
 
-func setup(t *testing.T) fixture {
+func setup(t *testing.T) fixture { return setupWith(t, debounce) }
+
+func setupWith(t *testing.T, debounce time.Duration) fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := fixture{ns: harness.Namespace(t)}
@@ -103,10 +107,17 @@ func (f fixture) edit(t *testing.T, value string) {
 // checks that no second one follows.
 func (f fixture) expectOneRollout(t *testing.T, gen int64) {
 	t.Helper()
-	harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}}, 30*time.Second,
-		func(d *appsv1.Deployment) bool { return d.Generation > gen })
+	f.waitRollout(t, gen)
 	time.Sleep(2 * debounce)
 	assert.Equal(t, gen+1, f.generation(t), "exactly one rollout")
+}
+
+// waitRollout waits for a pod-template change after gen and returns the generation.
+func (f fixture) waitRollout(t *testing.T, gen int64) int64 {
+	t.Helper()
+	d := harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}}, 30*time.Second,
+		func(d *appsv1.Deployment) bool { return d.Generation > gen })
+	return d.Generation
 }
 
 // A ConfigMap edited while no operator runs is noticed when one starts, from
@@ -135,14 +146,17 @@ func TestWorkerDownDuringDebounceRestartsOnceWhenBack(t *testing.T) {
 	f := setup(t)
 	stopWorker := startWorker(t)
 	f.waitBaseline(t)
-	gen := f.generation(t)
-
+	// The first edit restarts at once (the leading edge) and opens a window.
 	f.edit(t, "b")
+	gen := f.waitRollout(t, f.generation(t))
+
+	f.edit(t, "c")
 	id := workflows.ReloadWorkflowID(f.ns, "Deployment", "web")
 	require.Eventually(t, func() bool {
-		_, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
-		return err == nil
-	}, 10*time.Second, 20*time.Millisecond, "the operator signals the reload workflow")
+		var st workflows.ReloadStatus
+		v, err := harness.Temporal().QueryWorkflow(context.Background(), id, "", workflows.QueryStatus)
+		return err == nil && v.Get(&st) == nil && len(st.Pending) == 1 && st.DueAt != ""
+	}, 10*time.Second, 20*time.Millisecond, "the change within the window waits for it to close")
 	stopWorker()
 
 	time.Sleep(2 * debounce)
@@ -150,4 +164,52 @@ func TestWorkerDownDuringDebounceRestartsOnceWhenBack(t *testing.T) {
 
 	defer startWorker(t)()
 	f.expectOneRollout(t, gen)
+}
+
+// A ConfigMap edited far faster than its debounce, for longer than one run's
+// signal budget, continues as new inside the window and still restarts
+// exactly once when the window closes, with the newest data.
+func TestEditsFasterThanTheDebounceContinueAsNewAndStillRestart(t *testing.T) {
+	defer startOperator(t)()
+	defer startWorker(t)()
+	const window = 40 * time.Second
+	f := setupWith(t, window)
+	f.waitBaseline(t)
+	f.edit(t, "b")
+	gen := f.waitRollout(t, f.generation(t))
+	ctx := context.Background()
+	id := workflows.ReloadWorkflowID(f.ns, "Deployment", "web")
+	d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	firstRun := d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+
+	continued, last := false, ""
+	deadline := time.Now().Add(window - 10*time.Second)
+	for i := 0; !continued && time.Now().Before(deadline); i++ {
+		last = fmt.Sprintf("edit-%d", i)
+		f.edit(t, last)
+		if i%20 == 0 {
+			d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")
+			require.NoError(t, err)
+			continued = d.GetWorkflowExecutionInfo().GetExecution().GetRunId() != firstRun
+		}
+	}
+	require.True(t, continued, "the run continued as new inside the window")
+	assert.Equal(t, gen, f.generation(t), "nothing restarts within the window")
+	first, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, firstRun)
+	require.NoError(t, err)
+	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, first.GetWorkflowExecutionInfo().GetStatus())
+	t.Logf("first run: %d events", first.GetWorkflowExecutionInfo().GetHistoryLength())
+
+	got := f.waitRollout(t, gen)
+	assert.Equal(t, gen+1, got)
+	time.Sleep(2 * time.Second)
+	assert.Equal(t, gen+1, f.generation(t), "exactly one restart for every edit in the window")
+	var dep appsv1.Deployment
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(f.dep), &dep))
+	var cm corev1.ConfigMap
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(f.cm), &cm))
+	assert.Equal(t, last, cm.Data["mode"])
+	assert.Equal(t, dep.Annotations["remedy.dev/config-hash-settings"], dep.Spec.Template.Annotations["remedy.dev/config-hash-settings"],
+		"the restart applied the newest data")
 }

@@ -98,8 +98,9 @@ func TestReloadInProtectedNamespaceRestartsNothing(t *testing.T) {
 // a restart is already pending: the worker's restart activity refuses it.
 func TestReloadRefusedWhenNamespaceBecomesProtected(t *testing.T) {
 	ctx := context.Background()
-	ns, web, cm, p := reloadedDeployment(t, 5*time.Second)
-	gen := waitBaseline(t, web, "app")
+	ns, web, cm, p := reloadedDeployment(t, 10*time.Second)
+	waitBaseline(t, web, "app")
+	gen := openWindow(t, web, cm, "v0.1")
 
 	setData(t, cm, "v1")
 	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
