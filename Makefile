@@ -12,6 +12,9 @@ WORKFLOWCHECK ?= $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowc
 export KUBEBUILDER_ASSETS TEMPORAL_CLI
 GO_TEST_FLAGS ?=
 BENCHTIME ?= 30x
+# Benchmarks that each do minutes of work per iteration (hundreds of runs, 100 MiB of
+# ConfigMaps): run once, whatever BENCHTIME says.
+HEAVY_BENCH ?= ConcurrentExecutions|IdleCPUOpenRuns|OperatorHeapLargeConfigMaps|HappyPathHistory
 FUZZTIME ?= 5s
 FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1alpha1:FuzzParseRejections ./api/kausality/v1alpha1:FuzzParseFreeze ./api/kausality/v1alpha1:FuzzParseSnooze ./api/kausality/v1alpha1:FuzzParseTrace
 
@@ -84,7 +87,9 @@ build: ## Build bin/remedy
 
 .PHONY: bench
 bench: tools ## Run the benchmarks and print a results table with ratios to the baseline
-	go test -count=1 -run '^$$' -bench . -benchtime $(BENCHTIME) ./test/integration/ | tee bench.out
+	go test -count=1 -timeout 60m -run '^$$' -bench . -skip '$(HEAVY_BENCH)' -benchtime $(BENCHTIME) ./test/integration/ | tee bench.out
+	go test -count=1 -timeout 60m -run '^$$' -bench '$(HEAVY_BENCH)' -benchtime 1x ./test/integration/ | tee -a bench.out
+	go test -count=1 -run '^$$' -bench . ./activities/ | tee -a bench.out
 	go test -count=1 -run '^$$' -bench . ./webhook/kausality/ | tee -a bench.out
 	go test -count=1 -run '^$$' -bench . -benchtime 1x ./test/drift/ | tee -a bench.out
 	@hack/benchtable.sh bench.out

@@ -2,6 +2,8 @@ package operator
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // DataHashAnnotation carries, on ConfigMaps in the operator's cache only, the
@@ -26,4 +28,10 @@ func stripConfigMap(obj any) (any, error) {
 	cm.Annotations = annotations
 	cm.Data, cm.BinaryData, cm.ManagedFields = nil, nil, nil
 	return cm, nil
+}
+
+// CacheOptions are the operator's cache options, for every manager that runs
+// its reconcilers (tests start their own): ConfigMaps pass through stripConfigMap.
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{&corev1.ConfigMap{}: {Transform: stripConfigMap}}}
 }

@@ -99,7 +99,7 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if p.start && apierrors.IsConflict(err) {
 			// The run just started may have written its first phase already;
 			// the next reconcile sees it. The Started Event holds either way.
-			p.requeueAfter, err = freshPoll, nil
+			p.requeueAfter, err = firstPushWait, nil
 		}
 		if err != nil {
 			// A conflict means a newer object is queued; the next reconcile mirrors again.

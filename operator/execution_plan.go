@@ -22,6 +22,12 @@ const (
 	// freshFor is how long after a phase change freshPoll applies.
 	freshFor   = 5 * time.Second
 	queryRetry = 500 * time.Millisecond
+	// firstPushWait is how long a run just started has to write its first
+	// phase before it is queried as a run that does not push. Its write wakes
+	// the next reconcile, which then needs no query; querying it at freshPoll
+	// cost every new run a query (a workflow task on the worker) that, under
+	// load, timed out and was retried.
+	firstPushWait = 2 * time.Second
 )
 
 type event struct{ eventType, reason, note string }
@@ -80,7 +86,7 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 			start:        true,
 			status:       next,
 			events:       []event{{corev1.EventTypeNormal, "Started", "workflow " + workflowID + " started on task queue remedy"}},
-			requeueAfter: freshPoll,
+			requeueAfter: firstPushWait,
 		}
 	}
 	if p := planLateRollback(kexec, now); p != nil {

@@ -37,7 +37,7 @@ func TestPlanExecution(t *testing.T) {
 		wantRequeue time.Duration
 	}{
 		{name: "new object starts its workflow", kexec: kexec("", ""), wantStart: true, wantWrite: true,
-			wantPhase: v1alpha1.PhasePending, wantEvent: "Started", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionUnknown, wantRequeue: freshPoll},
+			wantPhase: v1alpha1.PhasePending, wantEvent: "Started", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionUnknown, wantRequeue: firstPushWait},
 		{name: "phase change is mirrored with an event", kexec: kexec(v1alpha1.PhasePending, "id"), observed: observed(v1alpha1.PhaseExecuting, "Executing"),
 			wantWrite: true, wantPhase: v1alpha1.PhaseExecuting, wantEvent: "Executing", wantEvType: corev1.EventTypeNormal, wantReady: metav1.ConditionUnknown, wantRequeue: freshPoll},
 		{name: "failure is a warning and stops polling", kexec: kexec(v1alpha1.PhaseExecuting, "id"), observed: observed(v1alpha1.PhaseFailed, "Forbidden"),

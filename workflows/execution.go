@@ -77,6 +77,9 @@ type executionRun struct {
 	// pushing is true for runs started on the status-push version: each phase
 	// change writes .status.
 	pushing bool
+	// localChecks is set at the first read-only check: true when checks run
+	// as local activities (execution_checks.go).
+	localChecks *bool
 }
 
 var (

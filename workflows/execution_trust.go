@@ -23,7 +23,7 @@ func (r *executionRun) verifySubject(ctx workflow.Context) bool {
 	}
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "verifying the KubernetesExecution requested by "+orUnknown(requesterName(r.in.Spec.Requester)))
 	ref := activities.SubjectRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID}
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), subjects.VerifyExecution, ref, r.in.Spec).Get(ctx, nil)
+	err := r.check(ctx, subjects.VerifyExecution, ref, r.in.Spec).Get(ctx, nil)
 	if err != nil {
 		r.fail(ctx, err, activities.ReasonSubjectMismatch)
 		return false
@@ -34,7 +34,7 @@ func (r *executionRun) verifySubject(ctx workflow.Context) bool {
 // checkRequester asks whether the requester may still have the action run.
 func (r *executionRun) checkRequester(ctx workflow.Context, action string) error {
 	in := activities.RequesterCheck{Namespace: r.in.Namespace, Requester: r.in.Spec.Requester, Action: action, Target: r.in.Spec.Target}
-	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), validation.CheckRequester, in).Get(ctx, nil)
+	return r.check(ctx, validation.CheckRequester, in).Get(ctx, nil)
 }
 
 func requesterName(r *v1alpha1.Requester) string {

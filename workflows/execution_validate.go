@@ -16,10 +16,9 @@ import (
 func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (actions.Plan, bool) {
 	spec := r.in.Spec
 	vr := r.status.ValidationResults
-	quick := workflow.WithActivityOptions(ctx, quickOptions)
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking parameters")
-	err := workflow.ExecuteActivity(quick, validation.CheckSpec, spec, req).Get(ctx, nil)
+	err := r.check(ctx, validation.CheckSpec, spec, req).Get(ctx, nil)
 	vr.ParameterValidation = boolPtr(err == nil)
 	if err != nil {
 		r.fail(ctx, err, activities.ReasonInvalidParameters)
@@ -38,7 +37,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 
 	if r.pipeline {
 		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+actions.ServiceAccountName(spec.Action))
-		err := workflow.ExecuteActivity(quick, validation.CheckRBAC, req).Get(ctx, nil)
+		err := r.check(ctx, validation.CheckRBAC, req).Get(ctx, nil)
 		vr.RBACValidation = boolPtr(err == nil)
 		if err != nil {
 			r.fail(ctx, err, activities.ReasonForbidden)
@@ -48,7 +47,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "reading the target as "+actions.ServiceAccountName(spec.Action))
 	var before actions.Plan
-	err = workflow.ExecuteActivity(quick, execution.InspectTarget, req).Get(ctx, &before)
+	err = r.check(ctx, execution.InspectTarget, req).Get(ctx, &before)
 	if reasonOf(err, "") == activities.ReasonNotFound || err == nil {
 		vr.ResourceExists = boolPtr(err == nil)
 	}
@@ -62,7 +61,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	if r.pipeline {
 		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
 		var pol activities.PolicyResult
-		if err := workflow.ExecuteActivity(quick, validation.EvaluatePolicy, req).Get(ctx, &pol); err != nil {
+		if err := r.check(ctx, validation.EvaluatePolicy, req).Get(ctx, &pol); err != nil {
 			r.fail(ctx, err, activities.ReasonPolicyDenied)
 			return actions.Plan{}, false
 		}
@@ -86,7 +85,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	if dryRun {
 		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
 		var dry v1alpha1.DryRunResults
-		if err := workflow.ExecuteActivity(quick, execution.DryRun, req).Get(ctx, &dry); err != nil {
+		if err := r.check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
 			vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{messageOf(err)}}
 			r.fail(ctx, err, activities.ReasonDryRunFailed)
 			return actions.Plan{}, false

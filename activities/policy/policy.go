@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
 )
 
@@ -39,6 +41,9 @@ type Engine struct {
 
 	mu       sync.Mutex
 	prepared *lru.Cache // key: query + "\x00" + hash; value: rego.PreparedEvalQuery
+	// compiling lets concurrent runs that miss the cache on the same content
+	// share one compilation: after a policy edit, every run in flight misses at once.
+	compiling singleflight.Group
 	// Compiles counts compilations, for tests and benchmarks of the cache.
 	Compiles int
 }
@@ -85,22 +90,37 @@ func (e *Engine) prepare(ctx context.Context, query string, modules map[string]s
 	if pq, ok := cache.Get(key); ok {
 		return pq.(rego.PreparedEvalQuery), nil
 	}
-	opts := []func(*rego.Rego){rego.Query(query), rego.Capabilities(sandboxCapabilities())}
-	for _, n := range sortedKeys(modules) {
-		opts = append(opts, rego.Module(n, modules[n]))
-	}
-	pq, err := rego.New(opts...).PrepareForEval(ctx)
-	if err != nil {
-		if fb := forbiddenBuiltin(err); fb != nil {
-			return pq, fb
+	pq, err, _ := e.compiling.Do(key, func() (any, error) {
+		if pq, ok := cache.Get(key); ok {
+			return pq, nil
 		}
-		return pq, &CompileError{Err: err}
+		opts := []func(*rego.Rego){rego.Query(query), rego.Capabilities(sandboxCapabilities())}
+		for _, n := range sortedKeys(modules) {
+			opts = append(opts, rego.Module(n, modules[n]))
+		}
+		pq, err := rego.New(opts...).PrepareForEval(ctx)
+		if err != nil {
+			if fb := forbiddenBuiltin(err); fb != nil {
+				return nil, fb
+			}
+			return nil, &CompileError{Err: err}
+		}
+		cache.Add(key, pq)
+		e.mu.Lock()
+		e.Compiles++
+		e.mu.Unlock()
+		return pq, nil
+	})
+	var fb *ForbiddenBuiltinError
+	if errors.As(err, &fb) {
+		// Shared by every caller of the compilation; each names its own user (asCondition).
+		own := *fb
+		return rego.PreparedEvalQuery{}, &own
 	}
-	cache.Add(key, pq)
-	e.mu.Lock()
-	e.Compiles++
-	e.mu.Unlock()
-	return pq, nil
+	if err != nil {
+		return rego.PreparedEvalQuery{}, err
+	}
+	return pq.(rego.PreparedEvalQuery), nil
 }
 
 func (e *Engine) timeout() time.Duration {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,4 +77,23 @@ message := sprintf("%v of %v ready", [object.get(input.target.status, "readyRepl
 	assert.Equal(t, Outcome{Pass: false, Message: "pass is undefined: 0 of 3 ready"}, out)
 
 	require.Error(t, e.CheckCondition(context.Background(), "broken", "package x\npass if {"))
+}
+
+// Runs that miss the cache on the same content at the same moment, as every
+// run in flight does after a policy edit, share one compilation.
+func TestConcurrentMissesCompileOnce(t *testing.T) {
+	e := NewEngine()
+	mods := map[string]string{"safety.rego": safety}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := e.EvalSafety(context.Background(), mods, SafetyInput{Action: "patch"})
+			assert.NoError(t, err)
+			assert.True(t, v.RequireDryRun)
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 1, e.Compiles)
 }

@@ -22,6 +22,7 @@ func StartReloadOperator(t testing.TB, cfg *rest.Config) (stop func()) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  operator.Scheme(),
+		Cache:   operator.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Several operators run in one test process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

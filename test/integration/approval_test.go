@@ -66,7 +66,7 @@ func awaitApprovalStatus(t *testing.T, id, status string) {
 	}
 }
 
-func historyLength(t *testing.T, id string) int64 {
+func historyLength(t testing.TB, id string) int64 {
 	t.Helper()
 	d, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
 	require.NoError(t, err)

@@ -55,3 +55,25 @@ func BenchmarkExecutionToCompleted(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHappyPathHistory runs one scale execution to Completed and
+// reports its workflow's history length (events), with that of a bare
+// workflow with one no-op activity (bare-events) from the same server.
+func BenchmarkHappyPathHistory(b *testing.B) {
+	ctx := context.Background()
+	ns := harness.Namespace(b)
+	harness.Deployment(b, ns, "web-0", 1)
+	_, bareID := bareThroughput(b, 1)
+	var events int64
+	for i := 0; i < b.N; i++ {
+		k := manyScale(ns, i, 1)
+		require.NoError(b, harness.Kube().Create(ctx, k))
+		harness.Eventually(b, k, time.Minute, func(k *v1alpha1.KubernetesExecution) bool { return k.Status.Phase.Terminal() })
+		require.Equal(b, v1alpha1.PhaseCompleted, k.Status.Phase, k.Status.Message)
+		events += historyLength(b, k.Status.WorkflowID)
+	}
+	b.StopTimer()
+	bare := historyLength(b, bareID)
+	b.ReportMetric(float64(events)/float64(b.N), "events")
+	b.ReportMetric(float64(bare), "bare-events")
+}

@@ -1,0 +1,53 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// The read-only checks of a new run are local activities; only the step that
+// changes the target goes through the task queue. A check that fails
+// transiently is retried and still reports its result.
+func TestChecksRunAsLocalActivities(t *testing.T) {
+	env := newEnv(t)
+	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
+	allowAll(env)
+	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, errors.New("etcdserver: leader changed")).Once()
+	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
+	env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
+	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+
+	local, remote := map[string]int{}, map[string]int{}
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		local[info.ActivityType.Name]++
+	})
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		remote[info.ActivityType.Name]++
+	})
+	env.ExecuteWorkflow(ExecutionWorkflow, scaleInput(0, true))
+	s := result(t, env)
+	require.Equal(t, v1alpha1.PhaseCompleted, s.Phase, s.Message)
+	assert.Equal(t, boolPtr(true), s.ValidationResults.ResourceExists, "the retried check reports its result")
+	assert.Equal(t, boolPtr(true), s.ValidationResults.RBACValidation)
+	assert.Equal(t, boolPtr(true), s.ValidationResults.ParameterValidation)
+	assert.Equal(t, &allowed.Validation, s.ValidationResults.PolicyValidation)
+
+	for _, name := range []string{"VerifyExecution", "CheckSpec", "CheckRequester", "CheckRBAC", "EvaluatePolicy", "DryRun"} {
+		assert.Equal(t, 1, local[name], "%s runs once as a local activity", name)
+	}
+	assert.Equal(t, 2, local["InspectTarget"], "the failed read is retried locally")
+	assert.Equal(t, []string{"ExecuteInline"}, slices.Sorted(maps.Keys(remote)), "only the write goes through the task queue")
+}
