@@ -165,7 +165,8 @@ func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (act
 	}
 	g.open = nil
 	var d activities.Decision
-	err = workflow.ExecuteActivity(quick, approvals.RecordDecision, activities.DecisionInput{
+	record := workflow.WithActivityOptions(ctx, recordOptions(workflow.Now(ctx), open.requiredBy))
+	err = workflow.ExecuteActivity(record, approvals.RecordDecision, activities.DecisionInput{
 		Namespace: ask.Namespace, Name: ask.Name, WorkflowID: id, Decision: *open.decision,
 	}).Get(ctx, &d)
 	if err != nil {

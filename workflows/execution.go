@@ -90,6 +90,10 @@ var (
 // replay the original path.
 const versionPipeline = "validation-pipeline"
 
+// versionWriteTimeCapture takes rollback information and resourcesAffected
+// from the write actually made instead of the validation-time read.
+const versionWriteTimeCapture = "write-time-capture"
+
 func (r *executionRun) run(ctx workflow.Context) {
 	spec := r.in.Spec
 	req := actions.Request{
@@ -120,6 +124,11 @@ func (r *executionRun) run(ctx workflow.Context) {
 	start := workflow.Now(ctx)
 	err := r.execute(ctx, req, &done)
 	end := workflow.Now(ctx)
+	if err == nil && workflow.GetVersion(ctx, versionWriteTimeCapture, workflow.DefaultVersion, 1) >= 1 {
+		// The write re-read the target: after an approval wait, only its
+		// before-image knows what changed in between (an HPA's scaling).
+		before = done.Plan
+	}
 	affected := before.Change
 	if before.NoOp {
 		affected.Action = "unchanged"
