@@ -302,4 +302,5 @@ func TestJobCollectedWhileWorkerDownIsNotRunAgain(t *testing.T) {
 	assert.Equal(t, activities.ReasonExecutionFailed, k.Status.Reason)
 	assert.Contains(t, k.Status.Message, "it is not run again")
 	assert.Empty(t, jobsOf(t, k), "the collected Job was not created again")
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-job-collected.json")
 }
