@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -231,13 +232,15 @@ func (r *executionRun) fail(ctx workflow.Context, err error, fallback string) {
 }
 
 // reasonOf names a failure: the ApplicationError type of a permanent failure,
-// ExecutionTimeout for timeouts, fallback otherwise.
+// ExecutionTimeout for timeouts, fallback otherwise. A retryable error that
+// ran out of attempts carries its Go type name ("wrapError", "StatusError"),
+// which is no reason.
 func reasonOf(err error, fallback string) string {
 	var app *temporal.ApplicationError
 	switch {
 	case err == nil:
 		return ""
-	case errors.As(err, &app) && app.Type() != "":
+	case errors.As(err, &app) && app.Type() != "" && (app.NonRetryable() || slices.Contains(activities.NonRetryable, app.Type())):
 		return app.Type()
 	case temporal.IsTimeoutError(err):
 		return activities.ReasonExecutionTimeout

@@ -5,7 +5,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -33,6 +36,24 @@ func TestRecordOptionsWaitUntilRequiredBy(t *testing.T) {
 			assert.Equal(t, tc.want, o.ScheduleToCloseTimeout)
 			assert.Zero(t, o.RetryPolicy.MaximumAttempts, "retried until the deadline, not a count")
 			assert.Equal(t, int32(5), quickOptions.RetryPolicy.MaximumAttempts, "quickOptions itself unchanged")
+		})
+	}
+}
+
+func TestReasonOfNamesOnlyPermanentFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"permanent", temporal.NewNonRetryableApplicationError("no", activities.ReasonForbidden, nil), activities.ReasonForbidden},
+		{"typed by the retry policy", temporal.NewApplicationError("gone", activities.ReasonNotFound), activities.ReasonNotFound},
+		{"retries ran out", temporal.NewApplicationError("webhook down", "wrapError"), "fallback"},
+		{"timeout", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), activities.ReasonExecutionTimeout},
+		{"none", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, reasonOf(tc.err, "fallback"))
 		})
 	}
 }
