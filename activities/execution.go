@@ -77,14 +77,15 @@ func (a *Execution) ExecuteInline(ctx context.Context, req actions.Request) (Exe
 	log := activity.GetLogger(ctx)
 	beat := newBeater(ctx, a.Heartbeats)
 	defer beat.stop()
-	go beat.every(a.HeartbeatEvery)
 	var guard actions.Guard
 	var prior actions.Plan
 	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prior) == nil && prior.UID != "" {
 		guard.Prior = &prior
+		// Before the first beat: an empty one would erase the record.
 		beat.set(prior)
 		log.Info("resuming after an attempt that got as far as writing", "uid", prior.UID, "resourceVersion", prior.ResourceVersion)
 	}
+	go beat.every(a.HeartbeatEvery)
 	guard.Record = func(p actions.Plan) error { return beat.record(p) }
 	dyn, err := a.clientFor(req.Action)
 	if err != nil {
