@@ -32,13 +32,18 @@ import (
 // wrap when set, until stop is called. Stopping cancels in-flight activities
 // at once and drops the cached workflow state: what a SIGKILL leaves.
 func runWorker(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (stop func()) {
+	return runWorkerStopping(t, wrap, 0)
+}
+
+// runWorkerStopping is runWorker with a graceful stop of stopTimeout.
+func runWorkerStopping(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper, stopTimeout time.Duration) (stop func()) {
 	t.Helper()
 	cfg, err := devenv.ServiceAccountConfig(context.Background(), harness.Config(), devenv.Namespace, "remedy-worker")
 	require.NoError(t, err)
 	if wrap != nil {
 		cfg.Wrap(wrap)
 	}
-	w, err := worker.New(worker.Options{Temporal: harness.Temporal(), Kube: cfg, ActionNamespace: devenv.Namespace})
+	w, err := worker.New(worker.Options{Temporal: harness.Temporal(), Kube: cfg, ActionNamespace: devenv.Namespace, StopTimeout: stopTimeout})
 	require.NoError(t, err)
 	require.NoError(t, w.Start())
 	var once sync.Once
@@ -49,20 +54,24 @@ func runWorker(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (st
 
 // heldWrite lets the first PATCH of one object through to the API server and
 // then holds its answer until release: the write lands, and the worker that
-// sent it dies before it can report it.
+// sent it dies before it can report it, or, with answer set, gets the answer late.
 type heldWrite struct {
 	path    string
+	answer  bool
 	landed  chan struct{}
 	release chan struct{}
 	once    sync.Once
+	let     sync.Once
 }
+
+func (h *heldWrite) releaseNow() { h.let.Do(func() { close(h.release) }) }
 
 func holdWrite(t *testing.T, namespace, deployment string) *heldWrite {
 	h := &heldWrite{
 		path:   "/apis/apps/v1/namespaces/" + namespace + "/deployments/" + deployment,
 		landed: make(chan struct{}), release: make(chan struct{}),
 	}
-	t.Cleanup(func() { close(h.release) })
+	t.Cleanup(h.releaseNow)
 	return h
 }
 
@@ -78,6 +87,9 @@ func (h *heldWrite) wrap(next http.RoundTripper) http.RoundTripper {
 		}
 		close(h.landed)
 		<-h.release
+		if h.answer {
+			return resp, err
+		}
 		if resp != nil {
 			_ = resp.Body.Close()
 		}
@@ -303,4 +315,41 @@ func TestJobCollectedWhileWorkerDownIsNotRunAgain(t *testing.T) {
 	assert.Contains(t, k.Status.Message, "it is not run again")
 	assert.Empty(t, jobsOf(t, k), "the collected Job was not created again")
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-job-collected.json")
+}
+
+// A worker told to stop while a write is in flight lets it finish, up to its
+// stop timeout, and reports it: the step is not retried.
+func TestWorkerStopLetsAnInFlightWriteFinish(t *testing.T) {
+	harness.StartOperator(t)
+	ns := harness.Namespace(t)
+	gen := harness.Deployment(t, ns, "web", 2).Generation
+	hold := holdWrite(t, ns, "web")
+	hold.answer = true
+	stop := runWorkerStopping(t, hold.wrap, 30*time.Second)
+
+	k := createExecution(t, ns, "scale-web", scaleSpec(ns, "web", 5))
+	select {
+	case <-hold.landed:
+	case <-time.After(time.Minute):
+		require.FailNow(t, "the worker never wrote the Deployment")
+	}
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		require.FailNow(t, "the worker stopped with a write in flight")
+	case <-time.After(2 * time.Second):
+	}
+	hold.releaseNow()
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second):
+		require.FailNow(t, "the worker did not stop once the write finished")
+	}
+	runWorker(t, nil)
+
+	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady, time.Minute)
+	requirePhase(t, k, v1alpha1.PhaseRollbackReady)
+	assert.Zero(t, k.Status.ExecutionResults.RetriesAttempted, "the stopping worker reported the write itself")
+	assert.Equal(t, gen+1, deployment(t, ns, "web").Generation)
 }
