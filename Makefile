@@ -16,13 +16,15 @@ BENCHTIME ?= 30x
 # ConfigMaps): run once, whatever BENCHTIME says.
 HEAVY_BENCH ?= ConcurrentExecutions|IdleCPUOpenRuns|OperatorHeapLargeConfigMaps|HappyPathHistory
 FUZZTIME ?= 5s
+# WORKER_STOP_TIMEOUT: how long `make dev`'s worker lets in-flight activities finish on Ctrl-C.
+WORKER_STOP_TIMEOUT ?= 20s
 FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1alpha1:FuzzParseRejections ./api/kausality/v1alpha1:FuzzParseFreeze ./api/kausality/v1alpha1:FuzzParseSnooze ./api/kausality/v1alpha1:FuzzParseTrace
 
 ##@ Getting started
 
 .PHONY: dev
 dev: tools build ## Run the whole platform locally (API server, controllers, Temporal + Web UI, operator, worker)
-	./bin/remedy dev
+	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT)
 
 .PHONY: test
 test: tools lint fuzz ## Run lint, the fuzz targets and every test against the real API server and Temporal dev server

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,12 @@ type Execution struct {
 	ActionNamespace string
 	// Mapper resolves target kinds to resources.
 	Mapper meta.RESTMapper
+	// Heartbeats sends the plan to the server before a write, unthrottled
+	// (activity.RecordHeartbeat may hold it back for seconds): a retry after a
+	// crash must find it. Nil leaves only the throttled heartbeat.
+	Heartbeats Heartbeater
+	// HeartbeatEvery bounds the silence between heartbeats while a write runs (default 2s).
+	HeartbeatEvery time.Duration
 
 	clients sync.Map // action name -> dynamic.Interface
 }
@@ -56,14 +63,39 @@ type ExecuteResult struct {
 	Logs    string `json:"logs,omitempty"`
 }
 
-// ExecuteInline performs the action from the worker as the action's ServiceAccount.
-// Re-running it after a success finds the object at the target state and writes nothing.
+// Heartbeater records an activity heartbeat at once; client.Client is one.
+type Heartbeater interface {
+	RecordActivityHeartbeat(ctx context.Context, taskToken []byte, details ...any) error
+}
+
+// ExecuteInline performs the action from the worker as the action's
+// ServiceAccount. It heartbeats, so a dead worker's attempt is retried within
+// the heartbeat timeout, and records the plan before writing, so the retry
+// recognises a write that landed (actions.Guard) and reports the change and
+// rollback captured from the object it actually wrote.
 func (a *Execution) ExecuteInline(ctx context.Context, req actions.Request) (ExecuteResult, error) {
-	plan, err := a.run(ctx, req, actions.Apply, ReasonExecutionFailed)
+	log := activity.GetLogger(ctx)
+	beat := newBeater(ctx, a.Heartbeats)
+	defer beat.stop()
+	var guard actions.Guard
+	var prior actions.Plan
+	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prior) == nil && prior.UID != "" {
+		guard.Prior = &prior
+		// Before the first beat: an empty one would erase the record.
+		beat.set(prior)
+		log.Info("resuming after an attempt that got as far as writing", "uid", prior.UID, "resourceVersion", prior.ResourceVersion)
+	}
+	go beat.every(a.HeartbeatEvery)
+	guard.Record = func(p actions.Plan) error { return beat.record(p) }
+	dyn, err := a.clientFor(req.Action)
 	if err != nil {
 		return ExecuteResult{}, err
 	}
-	activity.GetLogger(ctx).Info("action applied", "action", req.Action, "target", req.Target.String(), "noOp", plan.NoOp, "after", plan.Change.After)
+	plan, err := actions.ApplyOnce(ctx, dyn, a.Mapper, req, guard)
+	if err != nil {
+		return ExecuteResult{}, classify(ReasonExecutionFailed, err)
+	}
+	log.Info("action applied", "action", req.Action, "target", req.Target.String(), "noOp", plan.NoOp, "after", plan.Change.After)
 	return ExecuteResult{Plan: plan, Retries: activity.GetInfo(ctx).Attempt - 1}, nil
 }
 

@@ -42,6 +42,9 @@ const (
 // RequestEnv carries the actions.Request as JSON into `remedy exec`.
 const RequestEnv = "REMEDY_REQUEST"
 
+// jobTTL is how long a finished Job stays for a worker to read its result.
+const jobTTL = 300
+
 // maxTerminationMessage is what the kubelet keeps of a termination log.
 const maxTerminationMessage = 4096
 
@@ -56,6 +59,19 @@ type Jobs struct {
 	Image string
 	// HeartbeatEvery bounds the silence between heartbeats while a Job runs (default 5s).
 	HeartbeatEvery time.Duration
+	// Heartbeats records the Job's UID and result with the server at once
+	// (see Execution.Heartbeats); nil leaves only the throttled heartbeat.
+	Heartbeats Heartbeater
+}
+
+// jobProgress is what a RunJob attempt leaves in its heartbeat for the next:
+// the Job it created, and the result once read. The Job is deleted a while
+// after it finishes (its TTL); a retry after that must neither create it
+// again, which would run the action twice, nor lose a result already read.
+type jobProgress struct {
+	Name   string         `json:"name"`
+	UID    types.UID      `json:"uid"`
+	Result *ExecuteResult `json:"result,omitempty"`
 }
 
 // JobInput is one execution's action, to run in a Job.
@@ -87,23 +103,44 @@ func (j *Jobs) RunJob(ctx context.Context, in JobInput) (ExecuteResult, error) {
 	if _, err := actions.Validate(in.Request); err != nil {
 		return ExecuteResult{}, classify(ReasonInvalidParameters, err)
 	}
-	job, err := j.ensure(ctx, in)
+	b := newBeater(ctx, j.Heartbeats)
+	var prior jobProgress
+	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prior) == nil && prior.UID != "" {
+		if prior.Result != nil {
+			activity.GetLogger(ctx).Info("job result read by an earlier attempt", "job", prior.Name, "uid", prior.UID)
+			return *prior.Result, nil
+		}
+		b.set(prior)
+	}
+	job, err := j.ensure(ctx, in, prior, b)
 	if err != nil {
 		return ExecuteResult{}, classify(ReasonExecutionFailed, err)
 	}
-	if job, err = j.wait(ctx, job); err != nil {
+	if job, err = j.wait(ctx, job, b); err != nil {
 		return ExecuteResult{}, classify(ReasonExecutionFailed, err)
 	}
-	return j.result(ctx, job)
+	res, err := j.result(ctx, job)
+	if err == nil {
+		// A worker dying now, and down past the TTL, leaves the next attempt this.
+		err = b.record(jobProgress{Name: job.Name, UID: job.UID, Result: &res})
+	}
+	return res, err
 }
 
-func (j *Jobs) ensure(ctx context.Context, in JobInput) (*batchv1.Job, error) {
+// ensure creates the Job, or finds again the one prior names. A Job that
+// prior names and that is gone was collected with its result unread: the
+// action ran, or may have, so it is not created again.
+func (j *Jobs) ensure(ctx context.Context, in JobInput, prior jobProgress, b *beater) (*batchv1.Job, error) {
 	want, err := j.job(in)
 	if err != nil {
 		return nil, err
 	}
 	jobs := j.Client.BatchV1().Jobs(j.Namespace)
 	job, err := jobs.Get(ctx, want.Name, metav1.GetOptions{})
+	if prior.UID != "" && (apierrors.IsNotFound(err) || err == nil && job.UID != prior.UID) {
+		return nil, permanent(ReasonExecutionFailed, fmt.Errorf("job %s/%s (uid %s) was deleted before its result was read, "+
+			"likely by its %ds TTL while no worker watched it; it is not run again: check the target", j.Namespace, prior.Name, prior.UID, jobTTL))
+	}
 	if apierrors.IsNotFound(err) {
 		if job, err = jobs.Create(ctx, want, metav1.CreateOptions{FieldManager: actions.FieldManager}); apierrors.IsAlreadyExists(err) {
 			job, err = jobs.Get(ctx, want.Name, metav1.GetOptions{})
@@ -115,7 +152,12 @@ func (j *Jobs) ensure(ctx context.Context, in JobInput) (*batchv1.Job, error) {
 	if uid := job.Labels[LabelExecutionUID]; uid != in.ExecutionUID {
 		return nil, permanent(ReasonExecutionFailed, fmt.Errorf("job %s/%s belongs to execution %s, not %s", j.Namespace, job.Name, uid, in.ExecutionUID))
 	}
-	activity.GetLogger(ctx).Info("watching job", "job", job.Name, "namespace", j.Namespace, "attempt", activity.GetInfo(ctx).Attempt)
+	if prior.UID == "" {
+		if err := b.record(jobProgress{Name: job.Name, UID: job.UID}); err != nil {
+			return nil, err
+		}
+	}
+	activity.GetLogger(ctx).Info("watching job", "job", job.Name, "uid", job.UID, "namespace", j.Namespace, "attempt", activity.GetInfo(ctx).Attempt)
 	return job, nil
 }
 
@@ -140,7 +182,7 @@ func (j *Jobs) job(in JobInput) (*batchv1.Job, error) {
 		Spec: batchv1.JobSpec{
 			BackoffLimit:            ptr.To(in.MaxRetries),
 			ActiveDeadlineSeconds:   ptr.To(int64(math.Ceil(timeout.Seconds()))),
-			TTLSecondsAfterFinished: ptr.To[int32](300),
+			TTLSecondsAfterFinished: ptr.To[int32](jobTTL),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{

@@ -21,7 +21,7 @@ import (
 
 // wait watches the Job until it finishes, heartbeating on every event and on a
 // ticker, so a dead worker is noticed and a retry resumes here.
-func (j *Jobs) wait(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error) {
+func (j *Jobs) wait(ctx context.Context, job *batchv1.Job, b *beater) (*batchv1.Job, error) {
 	jobs := j.Client.BatchV1().Jobs(j.Namespace)
 	every := j.HeartbeatEvery
 	if every <= 0 {
@@ -31,7 +31,7 @@ func (j *Jobs) wait(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error)
 	defer tick.Stop()
 	name := job.Name
 	for !finished(job) {
-		activity.RecordHeartbeat(ctx, name)
+		b.beat()
 		w, err := jobs.Watch(ctx, metav1.ListOptions{
 			FieldSelector:       fields.OneTermEqualSelector("metadata.name", job.Name).String(),
 			ResourceVersion:     job.ResourceVersion,
@@ -40,7 +40,7 @@ func (j *Jobs) wait(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error)
 		if err != nil {
 			return nil, fmt.Errorf("watch job %s: %w", name, err)
 		}
-		job, err = follow(ctx, w, job, tick.C)
+		job, err = follow(ctx, w, job, tick.C, b)
 		w.Stop()
 		if err != nil {
 			return nil, err
@@ -56,18 +56,18 @@ func (j *Jobs) wait(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error)
 	return job, nil
 }
 
-func follow(ctx context.Context, w watch.Interface, job *batchv1.Job, tick <-chan time.Time) (*batchv1.Job, error) {
+func follow(ctx context.Context, w watch.Interface, job *batchv1.Job, tick <-chan time.Time, b *beater) (*batchv1.Job, error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-tick:
-			activity.RecordHeartbeat(ctx, job.Name)
+			b.beat()
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return job, nil
 			}
-			activity.RecordHeartbeat(ctx, job.Name)
+			b.beat()
 			switch ev.Type {
 			case watch.Deleted:
 				return nil, fmt.Errorf("job %s was deleted before it finished", job.Name)

@@ -39,6 +39,9 @@ type Options struct {
 	// MaxConcurrentReconciles is each controller's number of reconcile
 	// workers (0: DefaultMaxConcurrentReconciles).
 	MaxConcurrentReconciles int
+	// SkipNameValidation lets one process build the operator more than once,
+	// as tests that stop and start it do.
+	SkipNameValidation bool
 }
 
 // DefaultMaxConcurrentReconciles lets a slow reconcile (a Temporal start or
@@ -88,7 +91,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.MaxConcurrentReconciles},
+		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.MaxConcurrentReconciles, SkipNameValidation: &o.SkipNameValidation},
 		Cache:                   CacheOptions(),
 		WebhookServer:           hooks,
 		Scheme:                  Scheme(),

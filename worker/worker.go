@@ -43,10 +43,18 @@ type Options struct {
 	MaxConcurrentActivities      int
 	MaxConcurrentLocalActivities int
 	MaxConcurrentWorkflowTasks   int
+	// StopTimeout is how long Stop lets in-flight activities finish before
+	// cancelling them (0: at once). A cancelled write stops heartbeating, so the
+	// server retries it on another worker within its heartbeat timeout.
+	StopTimeout time.Duration
 }
 
 // DefaultExecImage is the released image of this binary.
 const DefaultExecImage = "ghcr.io/remedy-dev/remedy:latest"
+
+// DefaultStopTimeout of `remedy worker`: under the 30s a pod gets by default
+// between SIGTERM and SIGKILL.
+const DefaultStopTimeout = 20 * time.Second
 
 // New returns a worker on the remedy task queue with every workflow and activity registered.
 func New(o Options) (sdkworker.Worker, error) {
@@ -60,9 +68,10 @@ func New(o Options) (sdkworker.Worker, error) {
 		MaxConcurrentActivityExecutionSize:      o.MaxConcurrentActivities,
 		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentLocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  o.MaxConcurrentWorkflowTasks,
+		WorkerStopTimeout:                       o.StopTimeout,
 	})
 	workflows.RegisterAll(w)
-	w.RegisterActivity(&activities.Execution{Config: o.Kube, ActionNamespace: o.ActionNamespace, Mapper: mapper})
+	w.RegisterActivity(&activities.Execution{Config: o.Kube, ActionNamespace: o.ActionNamespace, Mapper: mapper, Heartbeats: o.Temporal})
 	cs, err := kubernetes.NewForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build clientset: %w", err)
@@ -70,7 +79,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	if o.ExecImage == "" {
 		o.ExecImage = DefaultExecImage
 	}
-	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage})
+	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal})
 	dyn, err := dynamic.NewForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)

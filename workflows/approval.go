@@ -125,7 +125,6 @@ type openApproval struct {
 
 // awaitDecision asks once and waits for the answer (see approvalGate).
 func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (activities.Decision, error) {
-	quick := workflow.WithActivityOptions(ctx, quickOptions)
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	requiredBy := ask.ResumeBy
 	if requiredBy.IsZero() {
@@ -172,7 +171,8 @@ func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (act
 	}
 	g.open = nil
 	var d activities.Decision
-	err = workflow.ExecuteActivity(quick, approvals.RecordDecision, activities.DecisionInput{
+	record := workflow.WithActivityOptions(ctx, recordOptions(workflow.Now(ctx), open.requiredBy))
+	err = workflow.ExecuteActivity(record, approvals.RecordDecision, activities.DecisionInput{
 		Namespace: ask.Namespace, Name: ask.Name, WorkflowID: id, Decision: *open.decision,
 	}).Get(ctx, &d)
 	if err != nil {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -93,6 +94,10 @@ var (
 // replay the original path.
 const versionPipeline = "validation-pipeline"
 
+// versionWriteTimeCapture takes rollback information and resourcesAffected
+// from the write actually made instead of the validation-time read.
+const versionWriteTimeCapture = "write-time-capture"
+
 func (r *executionRun) run(ctx workflow.Context) {
 	spec := r.in.Spec
 	req := actions.Request{
@@ -123,6 +128,11 @@ func (r *executionRun) run(ctx workflow.Context) {
 	start := workflow.Now(ctx)
 	err := r.execute(ctx, req, &done)
 	end := workflow.Now(ctx)
+	if err == nil && workflow.GetVersion(ctx, versionWriteTimeCapture, workflow.DefaultVersion, 1) >= 1 {
+		// The write re-read the target: after an approval wait, only its
+		// before-image knows what changed in between (an HPA's scaling).
+		before = done.Plan
+	}
 	affected := before.Change
 	if before.NoOp {
 		affected.Action = "unchanged"
@@ -225,13 +235,15 @@ func (r *executionRun) fail(ctx workflow.Context, err error, fallback string) {
 }
 
 // reasonOf names a failure: the ApplicationError type of a permanent failure,
-// ExecutionTimeout for timeouts, fallback otherwise.
+// ExecutionTimeout for timeouts, fallback otherwise. A retryable error that
+// ran out of attempts carries its Go type name ("wrapError", "StatusError"),
+// which is no reason.
 func reasonOf(err error, fallback string) string {
 	var app *temporal.ApplicationError
 	switch {
 	case err == nil:
 		return ""
-	case errors.As(err, &app) && app.Type() != "":
+	case errors.As(err, &app) && app.Type() != "" && (app.NonRetryable() || slices.Contains(activities.NonRetryable, app.Type())):
 		return app.Type()
 	case temporal.IsTimeoutError(err):
 		return activities.ReasonExecutionTimeout

@@ -29,12 +29,19 @@ const (
 	defaultConditionTimeout = 30 * time.Second
 )
 
-// executeOptions bound the executing step by spec.timeout and spec.maxRetries.
+// inlineHeartbeatTimeout is how long a write's silence means its worker died.
+const inlineHeartbeatTimeout = 10 * time.Second
+
+// executeOptions bound each attempt of the executing step by spec.timeout and
+// the attempts by spec.maxRetries. The heartbeat timeout retries a dead
+// worker's attempt within seconds; the schedule-to-close leaves that retry
+// room (it used to equal the attempt's timeout, so a crash ended the run).
 func executeOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOptions {
 	timeout, retries := executionTimeout(spec), maxRetries(spec)
 	return workflow.ActivityOptions{
-		ScheduleToCloseTimeout: timeout,
+		ScheduleToCloseTimeout: time.Duration(retries+1)*timeout + time.Minute,
 		StartToCloseTimeout:    timeout,
+		HeartbeatTimeout:       inlineHeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
@@ -88,4 +95,20 @@ func conditionOptions(c v1alpha1.Condition) workflow.ActivityOptions {
 			NonRetryableErrorTypes: activities.NonRetryable,
 		},
 	}
+}
+
+// minRecordWindow is how long a decision taken at or after requiredBy (an
+// expiry) may still take to record.
+const minRecordWindow = 2 * time.Minute
+
+// recordOptions retry recording a decision with backoff until requiredBy (at
+// least minRecordWindow): the approval webhook on RAR status is down while the
+// operator restarts, and a decision already taken must not fail the run then.
+func recordOptions(now, requiredBy time.Time) workflow.ActivityOptions {
+	o := quickOptions
+	o.ScheduleToCloseTimeout = max(requiredBy.Sub(now), minRecordWindow)
+	policy := *quickOptions.RetryPolicy
+	policy.MaximumAttempts = 0
+	o.RetryPolicy = &policy
+	return o
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,6 +39,16 @@ type Applier interface {
 // mode, dry-runs or applies it. API errors are returned unwrapped in kind so
 // callers can classify them with apierrors.
 func Run(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req Request, mode Mode) (Plan, error) {
+	return run(ctx, dyn, mapper, req, mode, Guard{})
+}
+
+// ApplyOnce applies req like Run, keeping the write to at most once across
+// attempts: see Guard.
+func ApplyOnce(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req Request, g Guard) (Plan, error) {
+	return run(ctx, dyn, mapper, req, Apply, g)
+}
+
+func run(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req Request, mode Mode, g Guard) (Plan, error) {
 	a, err := Validate(req)
 	if err != nil {
 		return Plan{}, err
@@ -55,14 +66,28 @@ func Run(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req
 		ri = dyn.Resource(mapping.Resource).Namespace(req.Target.Namespace)
 	}
 	obj, err := ri.Get(ctx, req.Target.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && g.deleted(nil) {
+		return g.landed(), nil
+	}
 	if err != nil {
 		return Plan{}, err
 	}
 	plan, err := a.Plan(obj, req)
-	if err != nil || mode == Inspect || plan.NoOp {
+	if err != nil {
 		return plan, err
 	}
+	if g.applied(obj, plan) {
+		return g.landed(), nil
+	}
+	if mode == Inspect || plan.NoOp {
+		return plan, nil
+	}
 	plan.UID, plan.ResourceVersion = string(obj.GetUID()), obj.GetResourceVersion()
+	if g.Record != nil {
+		if err := g.Record(plan); err != nil {
+			return Plan{}, fmt.Errorf("record plan before writing: %w", err)
+		}
+	}
 	if ap, ok := a.(Applier); ok {
 		return ap.Apply(ctx, ri, obj, plan, req, mode == DryRun)
 	}

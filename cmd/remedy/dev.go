@@ -18,6 +18,7 @@ import (
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	remedymetrics "github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/worker"
 )
 
 func runDev(ctx context.Context, args []string) error {
@@ -33,6 +34,7 @@ func runDev(ctx context.Context, args []string) error {
 	var callbacks listFlag
 	fs.Var(&callbacks, "drift-callback-url", "URL that receives DriftReports (repeatable)")
 	driftApproval := fs.Bool("drift-approval", false, "ask for a RemediationApprovalRequest on each drift")
+	workerStop := fs.Duration("worker-stop-timeout", worker.DefaultStopTimeout, "on Ctrl-C, how long the worker's in-flight activities may finish before they are cancelled")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -136,6 +138,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 
 	done = step("starting the operator and the worker")
+	env.WorkerStopTimeout = *workerStop
 	stopped, err := env.RunRemedy(ctx)
 	if err != nil {
 		return err

@@ -64,6 +64,7 @@ func runWorker(ctx context.Context, args []string) error {
 	activities := fs.Int("max-concurrent-activities", 0, "activities run at once (0: Temporal SDK default, 1000)")
 	localActivities := fs.Int("max-concurrent-local-activities", 0, "local activities (status writes) run at once (0: Temporal SDK default, 1000)")
 	workflowTasks := fs.Int("max-concurrent-workflow-tasks", 0, "workflow tasks run at once (0: Temporal SDK default, 1000)")
+	stopTimeout := fs.Duration("stop-timeout", worker.DefaultStopTimeout, "on SIGTERM, how long in-flight activities may finish before they are cancelled and retried elsewhere; keep it below the pod's terminationGracePeriodSeconds")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,7 +79,8 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	defer tc.Close()
 	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage,
-		MaxConcurrentActivities: *activities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks})
+		MaxConcurrentActivities: *activities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
+		StopTimeout: *stopTimeout})
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,8 @@ type Env struct {
 	WebhookClientCA, WebhookClientCert, WebhookClientKey string
 	// AuditLogPath is kube-apiserver's JSON audit log when Options.AuditLog is set.
 	AuditLogPath string
+	// WorkerStopTimeout is RunRemedy's worker.Options.StopTimeout.
+	WorkerStopTimeout time.Duration
 
 	devServer *testsuite.DevServer
 	kcm       *exec.Cmd

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sync/errgroup"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/worker"
@@ -27,7 +28,7 @@ func (e *Env) InstallRemedy(ctx context.Context, repoRoot string) error {
 // ServiceAccount, until ctx ends. It returns once both are running; done
 // reports how they stopped.
 func (e *Env) RunRemedy(ctx context.Context) (done <-chan error, err error) {
-	opCfg, err := ServiceAccountConfig(ctx, e.Config, Namespace, "remedy-operator")
+	mgr, err := e.NewOperator(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -35,18 +36,7 @@ func (e *Env) RunRemedy(ctx context.Context) (done <-chan error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	o := operator.Options{Temporal: e.Temporal, MetricsAddr: "0"}
-	if wh := e.Kube.WebhookInstallOptions; wh.LocalServingPort != 0 {
-		// The operator serves the admission webhooks envtest registered.
-		worker := "system:serviceaccount:" + Namespace + ":remedy-worker"
-		o.Webhook = &operator.WebhookOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-			ClientAuth: e.webhookClientAuth(), TrustedRecorders: []string{worker}, WorkerUser: worker}
-	}
-	mgr, err := operator.New(opCfg, o)
-	if err != nil {
-		return nil, err
-	}
-	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: wCfg, ActionNamespace: Namespace})
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: wCfg, ActionNamespace: Namespace, StopTimeout: e.WorkerStopTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -65,4 +55,21 @@ func (e *Env) RunRemedy(ctx context.Context) (done <-chan error, err error) {
 		ch <- err
 	}()
 	return ch, nil
+}
+
+// NewOperator builds the operator as remedy-operator, serving the admission
+// webhooks the environment registered; the caller starts it, as often as it likes.
+func (e *Env) NewOperator(ctx context.Context) (ctrl.Manager, error) {
+	opCfg, err := ServiceAccountConfig(ctx, e.Config, Namespace, "remedy-operator")
+	if err != nil {
+		return nil, err
+	}
+	o := operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true}
+	if wh := e.Kube.WebhookInstallOptions; wh.LocalServingPort != 0 {
+		// The operator serves the admission webhooks envtest registered.
+		worker := "system:serviceaccount:" + Namespace + ":remedy-worker"
+		o.Webhook = &operator.WebhookOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+			ClientAuth: e.webhookClientAuth(), TrustedRecorders: []string{worker}, WorkerUser: worker}
+	}
+	return operator.New(opCfg, o)
 }

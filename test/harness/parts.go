@@ -1,0 +1,30 @@
+package harness
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// StartOperator runs the whole operator, its admission webhooks included, as
+// remedy-operator until stop is called or the test ends: stopping it also takes the approval
+// and requester webhooks down, as an operator restart does.
+func StartOperator(t testing.TB) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := env.NewOperator(ctx)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
+	started := mgr.GetWebhookServer().StartedChecker()
+	require.Eventually(t, func() bool { return started(&http.Request{}) == nil }, 10*time.Second, 50*time.Millisecond, "webhook server did not start")
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); require.NoError(t, <-done) }) }
+	t.Cleanup(stop)
+	return stop
+}

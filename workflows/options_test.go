@@ -1,0 +1,59 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+func TestExecuteOptionsRetryADeadWorkersWrite(t *testing.T) {
+	o := executeOptions(v1alpha1.KubernetesExecutionSpec{Timeout: v1alpha1.DurationOf(2 * time.Minute)})
+	assert.Equal(t, 2*time.Minute, o.StartToCloseTimeout)
+	assert.Equal(t, inlineHeartbeatTimeout, o.HeartbeatTimeout)
+	assert.Greater(t, o.ScheduleToCloseTimeout, o.StartToCloseTimeout, "a timed-out attempt leaves room for its retry")
+	assert.Equal(t, int32(3), o.RetryPolicy.MaximumAttempts)
+}
+
+func TestRecordOptionsWaitUntilRequiredBy(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		requiredBy time.Time
+		want       time.Duration
+	}{
+		{"decided early", now.Add(time.Hour), time.Hour},
+		{"decided just before the deadline", now.Add(10 * time.Second), minRecordWindow},
+		{"expired", now, minRecordWindow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := recordOptions(now, tc.requiredBy)
+			assert.Equal(t, tc.want, o.ScheduleToCloseTimeout)
+			assert.Zero(t, o.RetryPolicy.MaximumAttempts, "retried until the deadline, not a count")
+			assert.Equal(t, int32(5), quickOptions.RetryPolicy.MaximumAttempts, "quickOptions itself unchanged")
+		})
+	}
+}
+
+func TestReasonOfNamesOnlyPermanentFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"permanent", temporal.NewNonRetryableApplicationError("no", activities.ReasonForbidden, nil), activities.ReasonForbidden},
+		{"typed by the retry policy", temporal.NewApplicationError("gone", activities.ReasonNotFound), activities.ReasonNotFound},
+		{"retries ran out", temporal.NewApplicationError("webhook down", "wrapError"), "fallback"},
+		{"timeout", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), activities.ReasonExecutionTimeout},
+		{"none", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, reasonOf(tc.err, "fallback"))
+		})
+	}
+}
