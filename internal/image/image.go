@@ -44,7 +44,7 @@ var epoch = time.Unix(0, 0).UTC()
 // BuildBinary compiles cmd/remedy statically for linux/arch into dir.
 func BuildBinary(ctx context.Context, repoRoot, arch, dir string) (string, error) {
 	out := filepath.Join(dir, "remedy")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./cmd/remedy")
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", out, "./cmd/remedy")
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if b, err := cmd.CombinedOutput(); err != nil {
