@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 
 	"github.com/remedy-dev/remedy/internal/image"
@@ -40,6 +41,9 @@ func run(out, arch string) error {
 	img, err := image.Build(raw, arch)
 	if err != nil {
 		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(out), err)
 	}
 	if err := image.WriteTarball(img, out); err != nil {
 		return err

@@ -24,7 +24,8 @@ type certificate struct {
 		SecretName string   `json:"secretName"`
 		DNSNames   []string `json:"dnsNames"`
 		IssuerRef  struct {
-			Name, Kind string
+			Name string `json:"name"`
+			Kind string `json:"kind"`
 		} `json:"issuerRef"`
 	} `json:"spec"`
 }
