@@ -87,6 +87,10 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 5s), one at a time
 build: ## Build bin/remedy
 	go build -o bin/remedy ./cmd/remedy
 
+.PHONY: image
+image: ## Build the OCI image (static binary, CA roots, user 65532, no shell) into bin/remedy-image.tar, no Docker needed
+	go run ./hack/image -o bin/remedy-image.tar
+
 .PHONY: bench
 bench: tools ## Run the benchmarks and print a results table with ratios to the baseline
 	go test -count=1 -timeout 60m -run '^$$' -bench . -skip '$(HEAVY_BENCH)' -benchtime $(BENCHTIME) ./test/integration/ | tee bench.out

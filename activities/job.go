@@ -22,6 +22,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/release"
 )
 
 // +kubebuilder:rbac:groups=batch,namespace=remedy-system,resources=jobs,verbs=create;get;list;watch;delete
@@ -227,7 +228,7 @@ func (j *Jobs) job(in JobInput) (*batchv1.Job, error) {
 
 func (j *Jobs) image() string {
 	if j.Image == "" {
-		return "ghcr.io/remedy-dev/remedy:latest"
+		return release.Image()
 	}
 	return j.Image
 }

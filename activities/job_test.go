@@ -12,6 +12,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/release"
 )
 
 func testInput(ns string) JobInput {
@@ -46,7 +47,7 @@ func TestJobSpecOwnerAndLabels(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, job.OwnerReferences, "owner references cannot cross namespaces")
 	assert.Equal(t, ptr.To[int64](90), job.Spec.ActiveDeadlineSeconds)
-	assert.Equal(t, "ghcr.io/remedy-dev/remedy:latest", job.Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, release.Image(), job.Spec.Template.Spec.Containers[0].Image)
 	for k, v := range job.Labels {
 		assert.Empty(t, validation.IsValidLabelValue(v), "label %s=%q", k, v)
 	}

@@ -154,5 +154,8 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := reload.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up ConfigReloadPolicy reconciler: %w", err)
 	}
+	if err := addProbes(mgr, o.Webhook != nil); err != nil {
+		return nil, err
+	}
 	return mgr, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -50,7 +51,7 @@ type Options struct {
 }
 
 // DefaultExecImage is the released image of this binary.
-const DefaultExecImage = "ghcr.io/remedy-dev/remedy:latest"
+const DefaultExecImage = release.Repository + ":" + release.Version
 
 // DefaultStopTimeout of `remedy worker`: under the 30s a pod gets by default
 // between SIGTERM and SIGKILL.

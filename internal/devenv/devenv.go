@@ -56,6 +56,8 @@ type Options struct {
 	DieWithParent bool
 	// TemporalMetrics receives the Temporal client's SDK metrics; nil drops them.
 	TemporalMetrics client.MetricsHandler
+	// APIServerFlags are more kube-apiserver flags (name without dashes).
+	APIServerFlags map[string]string
 }
 
 // Env is a running set of real parts.
@@ -138,6 +140,9 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	// `kubectl get -w` in another terminal) until envtest kills it after
 	// ControlPlaneStopTimeout; with one it ends them and stops in about a second.
 	env.Kube.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "200ms")
+	for k, v := range o.APIServerFlags {
+		env.Kube.ControlPlane.GetAPIServer().Configure().Set(k, v)
+	}
 	if o.DieWithParent && canWrap {
 		if err := env.wrapBinaries(&o); err != nil {
 			return env, err

@@ -98,3 +98,14 @@ func sign(tmpl *x509.Certificate, parent *Pair) (Pair, error) {
 		cert:    cert, key: key,
 	}, nil
 }
+
+// SelfSigned returns a serving certificate for dnsNames that signs itself,
+// as cert-manager's selfSigned Issuer makes one: its own caBundle.
+func SelfSigned(cn string, dnsNames []string) (Pair, error) {
+	return sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    dnsNames, BasicConstraintsValid: true,
+	}, nil)
+}

@@ -1,0 +1,61 @@
+// Command image builds Remedy's OCI image as a tarball (`make image`), with
+// no Docker engine: load it with `docker load -i` or push it with `crane push`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/remedy-dev/remedy/internal/image"
+	"github.com/remedy-dev/remedy/internal/release"
+)
+
+func main() {
+	out := flag.String("o", "bin/remedy-image.tar", "tarball to write")
+	arch := flag.String("arch", runtime.GOARCH, "GOARCH of the binary and the image")
+	flag.Parse()
+	if err := run(*out, *arch); err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out, arch string) error {
+	dir, err := os.MkdirTemp("", "remedy-image-")
+	if err != nil {
+		return fmt.Errorf("create temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	bin, err := image.BuildBinary(context.Background(), ".", arch, dir)
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(bin)
+	if err != nil {
+		return fmt.Errorf("read binary: %w", err)
+	}
+	img, err := image.Build(raw, arch)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(out), err)
+	}
+	if err := image.WriteTarball(img, out); err != nil {
+		return err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return fmt.Errorf("digest image: %w", err)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", out, err)
+	}
+	fmt.Printf("%s %s (%s, %.1f MiB) -> %s\n", release.Image(), digest, arch, float64(st.Size())/(1<<20), out)
+	return nil
+}

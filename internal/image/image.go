@@ -1,0 +1,158 @@
+// Package image assembles Remedy's OCI image without a Docker engine: a
+// static binary at /remedy, the Mozilla CA bundle, user 65532 and nothing
+// else (no shell, no package manager), the same content as distroless/static.
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/crypto/x509roots/fallback/bundle"
+
+	"github.com/remedy-dev/remedy/internal/release"
+)
+
+const (
+	// Binary is the entrypoint's path inside the image.
+	Binary = "/remedy"
+	// User is distroless's nonroot; Jobs and Deployments pin it too
+	// (runAsNonRoot needs a numeric user).
+	User = "65532:65532"
+	// CABundle is where Go (and most TLS stacks) look for roots on Linux.
+	CABundle = "/etc/ssl/certs/ca-certificates.crt"
+)
+
+// epoch stamps every file and the config, so one binary gives one digest.
+var epoch = time.Unix(0, 0).UTC()
+
+// BuildBinary compiles cmd/remedy statically for linux/arch into dir.
+func BuildBinary(ctx context.Context, repoRoot, arch, dir string) (string, error) {
+	out := filepath.Join(dir, "remedy")
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", out, "./cmd/remedy")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build remedy: %w: %s", err, b)
+	}
+	return out, nil
+}
+
+// Build makes the image around binary: a base layer (CA roots, passwd,
+// group, /tmp) and the binary's layer, so a rebuild ships only the latter.
+func Build(binary []byte, arch string) (v1.Image, error) {
+	base, err := layer(baseFS())
+	if err != nil {
+		return nil, fmt.Errorf("build base layer: %w", err)
+	}
+	app, err := layer(fstest.MapFS{Binary[1:]: {Data: binary, Mode: 0o555, ModTime: epoch}})
+	if err != nil {
+		return nil, fmt.Errorf("build binary layer: %w", err)
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), base, app)
+	if err != nil {
+		return nil, fmt.Errorf("append layers: %w", err)
+	}
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Created = "linux", arch, v1.Time{Time: epoch}
+	cf.Config.User = User
+	cf.Config.Entrypoint = []string{Binary}
+	cf.Config.WorkingDir = "/"
+	cf.Config.Env = []string{"SSL_CERT_FILE=" + CABundle}
+	cf.Config.Labels = map[string]string{
+		"org.opencontainers.image.source":  "https://github.com/remedy-dev/remedy",
+		"org.opencontainers.image.version": release.Version,
+	}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, fmt.Errorf("write config: %w", err)
+	}
+	return img, nil
+}
+
+// WriteTarball writes img tagged release.Image() as a tarball that
+// `docker load`, `podman load` and `crane push` read.
+func WriteTarball(img v1.Image, path string) error {
+	tag, err := releaseTag()
+	if err != nil {
+		return err
+	}
+	if err := tarball.WriteToFile(path, tag, img); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func releaseTag() (name.Tag, error) {
+	tag, err := name.NewTag(release.Image(), name.StrictValidation)
+	if err != nil {
+		return name.Tag{}, fmt.Errorf("parse %s: %w", release.Image(), err)
+	}
+	return tag, nil
+}
+
+func baseFS() fstest.MapFS {
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s), Mode: 0o444, ModTime: epoch} }
+	dir := func(mode fs.FileMode) *fstest.MapFile {
+		return &fstest.MapFile{Mode: fs.ModeDir | mode, ModTime: epoch}
+	}
+	return fstest.MapFS{
+		"etc":               dir(0o755),
+		"etc/ssl":           dir(0o755),
+		"etc/ssl/certs":     dir(0o755),
+		CABundle[1:]:        {Data: caBundle(), Mode: 0o444, ModTime: epoch},
+		"etc/passwd":        file("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"),
+		"etc/group":         file("root:x:0:\nnonroot:x:65532:\n"),
+		"etc/nsswitch.conf": file("hosts: files dns\n"),
+		"tmp":               dir(fs.ModeSticky | 0o777),
+	}
+}
+
+// caBundle is NSS's trust store as PEM, pinned by go.mod through
+// x509roots/fallback. Roots with a distrust date need a check PEM cannot
+// carry, so they are left out.
+func caBundle() []byte {
+	var b bytes.Buffer
+	for r := range bundle.Roots() {
+		if r.Constraint == nil {
+			_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: r.Certificate})
+		}
+	}
+	return b.Bytes()
+}
+
+// layer serializes fsys with the standard library's tar writer; the modes
+// and times come from the MapFS entries.
+func layer(fsys fstest.MapFS) (v1.Layer, error) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	if err := tw.AddFS(fsys); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	raw := b.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil },
+		tarball.WithMediaType(types.OCILayer))
+}

@@ -1,0 +1,356 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/remedy-dev/remedy/internal/devenv"
+)
+
+// temporalService is the address deploy/manager's --temporal-address names:
+// temporal-dev.yaml's Service. It is the one name a pod resolves through
+// cluster DNS, so the test points it at the harness's Temporal.
+const temporalService = "temporal-dev.remedy-system:7233"
+
+// portFlags say which flag of each container binds each named port.
+var portFlags = map[string]map[string]string{
+	"operator": {"metrics": "metrics-addr", "probes": "probe-addr", "webhook": "webhook-port"},
+	"worker":   {"metrics": "metrics-addr"},
+	"webhook":  {"webhook": "port", "metrics": "metrics-addr"},
+}
+
+// pod is one replica of a Deployment run as a subprocess.
+type pod struct {
+	name   string
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	ports  map[string]int // container port name -> host port
+	exited chan struct{}
+}
+
+// manifests decodes every object in deploy/manager.
+func manifests(t *testing.T, glob string) []map[string]any {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, glob))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, glob)
+	var out []map[string]any
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+		for {
+			var o map[string]any
+			if err := dec.Decode(&o); errors.Is(err, io.EOF) {
+				break
+			} else {
+				require.NoError(t, err, f)
+			}
+			if len(o) > 0 {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+func deployment(t *testing.T, name string) appsv1.Deployment {
+	t.Helper()
+	for _, o := range manifests(t, filepath.Join("deploy", "manager", "*.yaml")) {
+		if o["kind"] == "Deployment" && o["metadata"].(map[string]any)["name"] == name {
+			var d appsv1.Deployment
+			require.NoError(t, convert(o, &d))
+			return d
+		}
+	}
+	t.Fatalf("no Deployment %s in deploy/manager", name)
+	return appsv1.Deployment{}
+}
+
+// startPod runs replica i of d: the container's args and env, its mounted
+// Secrets as files, its declared ports mapped to free host ports, and a
+// kubeconfig with a token of its ServiceAccount standing in for the
+// in-cluster one.
+func startPod(t *testing.T, d appsv1.Deployment, replica int) *pod {
+	t.Helper()
+	ctx := context.Background()
+	require.Len(t, d.Spec.Template.Spec.Containers, 1, d.Name)
+	c := d.Spec.Template.Spec.Containers[0]
+	dir := t.TempDir()
+	cs := clientset(t)
+
+	mounts := map[string]string{}
+	required := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		var vol *corev1.Volume
+		for i := range d.Spec.Template.Spec.Volumes {
+			if d.Spec.Template.Spec.Volumes[i].Name == m.Name {
+				vol = &d.Spec.Template.Spec.Volumes[i]
+			}
+		}
+		require.NotNil(t, vol, "%s: volume %s", d.Name, m.Name)
+		require.NotNil(t, vol.Secret, "%s: volume %s is a Secret", d.Name, m.Name)
+		host := filepath.Join(dir, "volumes", m.Name)
+		require.NoError(t, os.MkdirAll(host, 0o700))
+		sec, err := cs.CoreV1().Secrets(d.Namespace).Get(ctx, vol.Secret.SecretName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && ptr.Deref(vol.Secret.Optional, false) {
+			mounts[m.MountPath] = host
+			continue
+		}
+		require.NoError(t, err, "%s: Secret %s", d.Name, vol.Secret.SecretName)
+		for k, v := range sec.Data {
+			require.NoError(t, os.WriteFile(filepath.Join(host, k), v, 0o600))
+		}
+		mounts[m.MountPath], required[m.MountPath] = host, true
+	}
+
+	var args []string
+	used := map[string]bool{}
+	for _, a := range c.Args {
+		a = strings.ReplaceAll(a, temporalService, env.TemporalAddress)
+		for path, host := range mounts {
+			if strings.Contains(a, path) {
+				a, used[path] = strings.ReplaceAll(a, path, host), true
+			}
+		}
+		args = append(args, a)
+	}
+	for path := range required {
+		require.True(t, used[path], "%s mounts %s, but no arg names it: the process would read a default path", d.Name, path)
+	}
+
+	p := &pod{name: fmt.Sprintf("%s-%d", d.Name, replica), out: &syncBuffer{}, ports: map[string]int{}, exited: make(chan struct{})}
+	defaults := flagDefaults(t, c.Args[0])
+	for _, port := range c.Ports {
+		flag, ok := portFlags[c.Name][port.Name]
+		require.True(t, ok, "%s: which flag binds port %s?", d.Name, port.Name)
+		require.Equal(t, strconv.Itoa(int(port.ContainerPort)), defaults[flag], "%s: --%s defaults to the declared containerPort %s", d.Name, flag, port.Name)
+		p.ports[port.Name] = freePort(t)
+		if strings.HasSuffix(flag, "-addr") {
+			args = append(args, fmt.Sprintf("--%s=:%d", flag, p.ports[port.Name]))
+		} else {
+			args = append(args, fmt.Sprintf("--%s=%d", flag, p.ports[port.Name]))
+		}
+	}
+
+	environ := []string{"KUBECONFIG=" + kubeconfig(t, dir, d.Spec.Template.Spec.ServiceAccountName), "HOME=" + dir}
+	for _, e := range c.Env {
+		require.Nil(t, e.ValueFrom, "%s: env %s from a reference", d.Name, e.Name)
+		environ = append(environ, e.Name+"="+e.Value)
+	}
+	for _, from := range c.EnvFrom {
+		require.NotNil(t, from.SecretRef, d.Name)
+		sec, err := cs.CoreV1().Secrets(d.Namespace).Get(ctx, from.SecretRef.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && ptr.Deref(from.SecretRef.Optional, false) {
+			continue
+		}
+		require.NoError(t, err)
+		for k, v := range sec.Data {
+			environ = append(environ, from.Prefix+k+"="+string(v))
+		}
+	}
+
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env, p.cmd.Dir = environ, dir
+	p.cmd.Stdout = io.MultiWriter(p.out, prefixed(p.name))
+	p.cmd.Stderr = p.cmd.Stdout
+	require.NoError(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+func (p *pod) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+func (p *pod) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+func (p *pod) url(port, path string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d%s", p.ports[port], path)
+}
+
+// listening reports whether port accepts a TLS handshake.
+func (p *pod) tlsListening(port string) bool {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", p.ports[port]), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only whether it listens
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}
+
+var helpDefault = regexp.MustCompile(`(?m)^\s+-([a-z-]+) \w+\n.*\(default "?:?(\d+)"?\)$`)
+
+// flagDefaults reads `remedy <command> -h`: flag -> numeric default.
+func flagDefaults(t *testing.T, command string) map[string]string {
+	t.Helper()
+	out, _ := exec.Command(bin, command, "-h").CombinedOutput()
+	defaults := map[string]string{}
+	for _, m := range helpDefault.FindAllStringSubmatch(string(out), -1) {
+		defaults[m[1]] = m[2]
+	}
+	require.NotEmpty(t, defaults, "%s -h:\n%s", command, out)
+	return defaults
+}
+
+// kubeconfig writes a kubeconfig with a TokenRequest token of the account.
+func kubeconfig(t *testing.T, dir, account string) string {
+	t.Helper()
+	cfg, err := devenv.ServiceAccountConfig(context.Background(), env.Config, devenv.Namespace, account)
+	require.NoError(t, err)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	path := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
+}
+
+// routeService points a deploy/manager Service at the pods that serve it,
+// as the EndpointSlice controller would, with each pod's mapped port.
+func routeService(t *testing.T, service string, pods ...*pod) {
+	t.Helper()
+	var svc corev1.Service
+	for _, o := range manifests(t, filepath.Join("deploy", "manager", "*.yaml")) {
+		if o["kind"] == "Service" && o["metadata"].(map[string]any)["name"] == service {
+			require.NoError(t, convert(o, &svc))
+		}
+	}
+	require.Equal(t, service, svc.Name, "deploy/manager has Service %s", service)
+	ctx := context.Background()
+	cs := clientset(t)
+	_, err := cs.CoreV1().Services(svc.Namespace).Create(ctx, &svc, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	ip := hostIP(t)
+	for _, p := range pods {
+		var ports []discoveryv1.EndpointPort
+		for _, sp := range svc.Spec.Ports {
+			require.Contains(t, p.ports, sp.TargetPort.StrVal, "%s's pods declare the target port %s", service, sp.TargetPort.StrVal)
+			ports = append(ports, discoveryv1.EndpointPort{Name: ptr.To(sp.Name), Port: ptr.To(int32(p.ports[sp.TargetPort.StrVal])), Protocol: ptr.To(corev1.ProtocolTCP)})
+		}
+		slice := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: p.name, Namespace: svc.Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+			Ports:       ports,
+		}
+		_, err := cs.DiscoveryV1().EndpointSlices(svc.Namespace).Create(ctx, slice, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+}
+
+// hostIP is this machine's first non-loopback IPv4 address: the API server
+// refuses loopback endpoints.
+func hostIP(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Fatal("no non-loopback IPv4 address to route webhook Services to")
+	return ""
+}
+
+func clientset(t *testing.T) *kubernetes.Clientset {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	require.NoError(t, err)
+	return cs
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", ":0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// get returns the status and body of url.
+func get(url string) (int, string) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// syncBuffer collects a subprocess's output while tests read it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type prefixWriter struct{ prefix string }
+
+func (w prefixWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.SplitAfter(string(p), "\n") {
+		if line != "" {
+			fmt.Fprint(logFile, w.prefix, line)
+		}
+	}
+	return len(p), nil
+}
+
+func prefixed(name string) io.Writer { return prefixWriter{prefix: name + ": "} }
