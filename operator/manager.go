@@ -90,9 +90,12 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.MaxConcurrentReconciles},
-		Cache:                   cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{&corev1.ConfigMap{}: {Transform: stripConfigMap}}},
+	mgr, err := ctrl.NewManager(countConfigMapWatches(cfg), ctrl.Options{
+		Controller: ctrlconfig.Controller{MaxConcurrentReconciles: o.MaxConcurrentReconciles},
+		Cache: cache.Options{
+			ByObject:                 map[ctrlclient.Object]cache.ByObject{&corev1.ConfigMap{}: {Transform: stripConfigMap}},
+			DefaultWatchErrorHandler: watchErrorHandler,
+		},
 		WebhookServer:           hooks,
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -153,6 +156,9 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	if err := reload.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up ConfigReloadPolicy reconciler: %w", err)
+	}
+	if err := mgr.Add(leaderMetrics{}); err != nil {
+		return nil, fmt.Errorf("add leader metrics: %w", err)
 	}
 	return mgr, nil
 }

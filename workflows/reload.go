@@ -10,6 +10,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
 // The reload annotations, for the operator, which imports workflows but not activities.
@@ -164,7 +165,11 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 // pending changes are dropped.
 func (r *reloadRun) end(ctx workflow.Context, err error) (ReloadResult, error) {
 	if activities.IsWorkloadGone(err) {
-		workflow.GetLogger(ctx).Info("workload gone; dropping pending changes", "error", err)
+		workflow.GetLogger(ctx).Info("workload gone; dropping pending changes", "error", err, "pending", len(r.status.Pending))
+		if len(r.status.Pending) > 0 {
+			workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"env": r.in.Scope}).
+				Counter(metrics.MetricReloadDroppedRestarts).Inc(int64(len(r.status.Pending)))
+		}
 		r.status.Pending, r.status.LastError = nil, err.Error()
 		return ReloadResult{Status: r.status}, nil
 	}
