@@ -9,7 +9,8 @@ KUBEBUILDER_ASSETS ?= $(TOOLS_CACHE)/kubernetes-$(KUBERNETES_VERSION)
 TEMPORAL_CLI ?= $(TOOLS_CACHE)/temporal-$(TEMPORAL_CLI_VERSION)/temporal
 CONTROLLER_GEN ?= $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 WORKFLOWCHECK ?= $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
-export KUBEBUILDER_ASSETS TEMPORAL_CLI
+PROMTOOL ?= $(TOOLS_CACHE)/promtool-$(PROMTOOL_VERSION)/promtool
+export KUBEBUILDER_ASSETS TEMPORAL_CLI PROMTOOL
 GO_TEST_FLAGS ?=
 BENCHTIME ?= 30x
 # Benchmarks that each do minutes of work per iteration (hundreds of runs, 100 MiB of

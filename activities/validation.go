@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,12 +54,16 @@ func (v *Validation) CheckSpec(ctx context.Context, spec v1alpha1.KubernetesExec
 	return nil
 }
 
-// CheckRBAC asks the API server, by SubjectAccessReview, whether the action's
-// ServiceAccount may use every verb its action needs on the target.
+// CheckRBAC checks that the action's ServiceAccount exists, then asks the API
+// server, by SubjectAccessReview, whether it may use every verb its action
+// needs on the target.
 func (v *Validation) CheckRBAC(ctx context.Context, req actions.Request) error {
 	a, err := actions.Validate(req)
 	if err != nil {
 		return classify(ReasonInvalidParameters, err)
+	}
+	if err := v.checkServiceAccount(ctx, req.Action); err != nil {
+		return err
 	}
 	gvr, err := v.resourceOf(req.Target)
 	if err != nil {
@@ -89,6 +94,24 @@ func (v *Validation) CheckRBAC(ctx context.Context, req actions.Request) error {
 		}
 		return permanent(ReasonForbidden, fmt.Errorf("RBAC: %s may not %s %s %s; grant it in the ClusterRole %s",
 			user, strings.Join(denied, ", "), gvr.GroupResource(), where, actions.ServiceAccountName(req.Action)))
+	}
+	return nil
+}
+
+// checkServiceAccount fails at once when the action's account is gone. Both
+// executors act as it (a Job's pod runs as it, the inline executor
+// impersonates it), and RBAC bound to its name would still answer the
+// SubjectAccessReview: without this check a Job's pod is never created and
+// the run only ends at ExecutionTimeout.
+func (v *Validation) checkServiceAccount(ctx context.Context, action string) error {
+	name := actions.ServiceAccountName(action)
+	_, err := v.Kube.CoreV1().ServiceAccounts(v.ActionNamespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return permanent(ReasonForbidden, fmt.Errorf("ServiceAccount %s/%s does not exist: the %s action runs as it; install deploy/actions/%s.yaml",
+			v.ActionNamespace, name, action, action))
+	}
+	if err != nil {
+		return fmt.Errorf("read ServiceAccount %s/%s: %w", v.ActionNamespace, name, err)
 	}
 	return nil
 }

@@ -33,5 +33,8 @@ func stripConfigMap(obj any) (any, error) {
 // CacheOptions are the operator's cache options, for every manager that runs
 // its reconcilers (tests start their own): ConfigMaps pass through stripConfigMap.
 func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{&corev1.ConfigMap{}: {Transform: stripConfigMap}}}
+	return cache.Options{
+		ByObject:                 map[ctrlclient.Object]cache.ByObject{&corev1.ConfigMap{}: {Transform: stripConfigMap}},
+		DefaultWatchErrorHandler: watchErrorHandler,
+	}
 }

@@ -90,7 +90,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(countConfigMapWatches(cfg), ctrl.Options{
 		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.MaxConcurrentReconciles, SkipNameValidation: &o.SkipNameValidation},
 		Cache:                   CacheOptions(),
 		WebhookServer:           hooks,
@@ -156,6 +156,9 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	if err := addProbes(mgr, o.Webhook != nil); err != nil {
 		return nil, err
+	}
+	if err := mgr.Add(leaderMetrics{}); err != nil {
+		return nil, fmt.Errorf("add leader metrics: %w", err)
 	}
 	return mgr, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
 // The reload annotations, for the operator, which imports workflows but not activities.
@@ -254,7 +255,11 @@ func (r *reloadRun) hold(ctx workflow.Context, window time.Duration) bool {
 // pending changes are dropped.
 func (r *reloadRun) end(ctx workflow.Context, err error) (ReloadResult, error) {
 	if activities.IsWorkloadGone(err) {
-		workflow.GetLogger(ctx).Info("workload gone; dropping pending changes", "error", err)
+		workflow.GetLogger(ctx).Info("workload gone; dropping pending changes", "error", err, "pending", len(r.status.Pending))
+		if len(r.status.Pending) > 0 {
+			workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"env": r.in.Scope}).
+				Counter(metrics.MetricReloadDroppedRestarts).Inc(int64(len(r.status.Pending)))
+		}
 		r.status.Pending, r.status.LastError = nil, err.Error()
 		return ReloadResult{Status: r.status}, nil
 	}

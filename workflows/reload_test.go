@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -16,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
 func reloadInput(pending ...ConfigChange) ReloadInput {
@@ -30,7 +33,10 @@ type restartCall struct {
 
 // newReloadEnv records every RestartWorkload attempt; outcome decides each one.
 func newReloadEnv(t *testing.T, outcome func(activities.RestartInput) (activities.RestartResult, error)) (*testsuite.TestWorkflowEnvironment, *[]restartCall) {
-	var s testsuite.WorkflowTestSuite
+	return newReloadEnvOf(t, &testsuite.WorkflowTestSuite{}, outcome)
+}
+
+func newReloadEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite, outcome func(activities.RestartInput) (activities.RestartResult, error)) (*testsuite.TestWorkflowEnvironment, *[]restartCall) {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(ReloadWorkflow, workflow.RegisterOptions{Name: "ReloadWorkflow"})
 	env.RegisterActivity(&activities.Reload{})
@@ -195,14 +201,27 @@ func TestReloadNewerHashSupersedesFailingIntent(t *testing.T) {
 }
 
 func TestReloadEndsWhenWorkloadIsGone(t *testing.T) {
-	env, calls := newReloadEnv(t, func(activities.RestartInput) (activities.RestartResult, error) {
+	reg := prometheus.NewRegistry()
+	var s testsuite.WorkflowTestSuite
+	s.SetMetricsHandler(metrics.NewTemporalHandler(reg))
+	env, calls := newReloadEnvOf(t, &s, func(activities.RestartInput) (activities.RestartResult, error) {
 		return activities.RestartResult{}, temporal.NewNonRetryableApplicationError("gone", activities.ReasonWorkloadGone, nil)
 	})
-	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"}))
+	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"}, ConfigChange{ConfigMap: "flags", Hash: "b1"}))
 	st := reloadResult(t, env)
 	assert.Len(t, *calls, 1)
 	assert.Empty(t, st.Pending)
 	assert.Contains(t, st.LastError, "gone")
+	dropped, err := testutil.GatherAndCount(reg, metrics.MetricReloadDroppedRestarts)
+	require.NoError(t, err)
+	require.Equal(t, 1, dropped, "one series")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == metrics.MetricReloadDroppedRestarts {
+			assert.Equal(t, 2.0, f.GetMetric()[0].GetCounter().GetValue(), "both pending changes are dropped")
+		}
+	}
 }
 
 func TestReloadStatusQueryShowsPending(t *testing.T) {

@@ -6,12 +6,14 @@ import (
 
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
 // MetricUnknownSignals counts signals no handler of the receiving workflow
 // type reads, by workflow_type (and the SDK's namespace and task_queue tags).
 // The signal's name is in the Warning, not a label: senders choose it freely.
-const MetricUnknownSignals = "remedy_workflow_unknown_signals_total"
+const MetricUnknownSignals = metrics.MetricWorkflowUnknownSignals
 
 // knownSignals are the signals each workflow type reads. Temporal accepts a
 // signal of any name into a running workflow; one nobody reads does nothing.

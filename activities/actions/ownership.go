@@ -113,7 +113,7 @@ func MigrateOwnership(ctx context.Context, ri dynamic.ResourceInterface, live *u
 	var rep MigrationReport
 	var err error
 	if rep.Before, err = CheckOwnership(live, path, manager); err != nil {
-		record(dryRun, metrics.MigrationFailed)
+		record(dryRun, metrics.MigrationFailure)
 		return nil, rep, err
 	}
 	rep.After = rep.Before
@@ -139,10 +139,10 @@ func MigrateOwnership(ctx context.Context, ri dynamic.ResourceInterface, live *u
 		}
 	}
 	if err != nil {
-		record(dryRun, metrics.MigrationFailed)
+		record(dryRun, metrics.MigrationFailure)
 		return nil, rep, err
 	}
-	record(dryRun, metrics.MigrationMigrated)
+	record(dryRun, metrics.MigrationSuccess)
 	rep.Displaced = rep.Before.Others
 	return out, rep, nil
 }

@@ -167,7 +167,7 @@ func TestMigrateOwnershipSendsForcedApplyThenDropsCoOwners(t *testing.T) {
 		}
 		return true, out, nil
 	})
-	before := counter(metrics.MigrationMigrated)
+	before := counter(metrics.MigrationSuccess)
 
 	out, rep, err := MigrateOwnership(context.Background(), dyn.Resource(deployments).Namespace("shop"), live, "", "", true)
 	require.NoError(t, err)
@@ -203,7 +203,7 @@ func TestMigrateOwnershipSendsForcedApplyThenDropsCoOwners(t *testing.T) {
 	assert.Equal(t, "owners: remedy", rep.After.Summary())
 	assert.False(t, rep.After.NeedsMigration())
 	assert.Len(t, out.GetManagedFields(), 2)
-	assert.Equal(t, before, counter(metrics.MigrationMigrated), "dry-runs are not counted")
+	assert.Equal(t, before, counter(metrics.MigrationSuccess), "dry-runs are not counted")
 }
 
 func TestWithoutOthersUnder(t *testing.T) {

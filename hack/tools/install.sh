@@ -57,4 +57,8 @@ if sel workflowcheck; then
 	build "workflowcheck $WORKFLOWCHECK_VERSION" "$cache/workflowcheck-$WORKFLOWCHECK_VERSION" workflowcheck -- \
 		sh -c 'cd / && GOBIN="$OUT" go install go.temporal.io/sdk/contrib/tools/workflowcheck@'"$WORKFLOWCHECK_VERSION"
 fi
+if sel promtool; then
+	build "promtool $PROMTOOL_VERSION" "$cache/promtool-$PROMTOOL_VERSION" promtool -- \
+		sh -c 'cd / && GOBIN="$OUT" go install -trimpath -ldflags=-s github.com/prometheus/prometheus/cmd/promtool@'"$PROMTOOL_VERSION"
+fi
 log "done"

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 var (
@@ -23,7 +22,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ApprovalLatency, ApprovalOutcomes)
+	register(ApprovalLatency, ApprovalOutcomes)
 }
 
 // ObserveApproval records one decision; a non-positive latency is unknown and not observed.

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Drift webhook metrics (DESIGN §7).
@@ -46,5 +45,8 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(DriftDecisions, DriftWebhookLatency, DriftSignalQueueDepth, DriftSignalsSent, DriftSignalsDropped, DriftParentUpdates)
+	register(DriftDecisions, DriftWebhookLatency, DriftSignalQueueDepth, DriftSignalsSent, DriftSignalsDropped, DriftParentUpdates)
+	for _, reason := range []string{"full", "failed", "duplicate"} {
+		DriftSignalsDropped.WithLabelValues(reason)
+	}
 }

@@ -5,7 +5,6 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 var (
@@ -32,5 +31,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ExecutionPhases, PhaseDuration, StatusWrites)
+	register(ExecutionPhases, PhaseDuration, StatusWrites)
 }

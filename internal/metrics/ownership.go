@@ -2,21 +2,21 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Outcomes of one ownership migration, the status label of OwnershipMigrations.
+// Outcomes of one ownership migration, the status label of
+// OwnershipMigrations: the seed's values, so its alerts and dashboards apply.
 const (
-	MigrationMigrated = "migrated"
-	MigrationSkipped  = "skipped"
-	MigrationFailed   = "failed"
+	MigrationSuccess = "success"
+	MigrationSkipped = "skipped"
+	MigrationFailure = "failure"
 )
 
 var (
 	// OwnershipMigrations counts server-side-apply ownership migrations by outcome.
 	OwnershipMigrations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "remedy_ownership_migrations_total",
-		Help: "Field-ownership migrations, by status (migrated, skipped, failed).",
+		Help: "Field-ownership migrations, by status (success, skipped, failure).",
 	}, []string{"status"})
 
 	// OwnershipMigrationDuration observes migrations that sent a forced apply.
@@ -34,5 +34,8 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(OwnershipMigrations, OwnershipMigrationDuration, SplitOwnershipDetected)
+	register(OwnershipMigrations, OwnershipMigrationDuration, SplitOwnershipDetected)
+	for _, status := range []string{MigrationSuccess, MigrationSkipped, MigrationFailure} {
+		OwnershipMigrations.WithLabelValues(status)
+	}
 }

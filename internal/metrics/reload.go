@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // ConfigMap reload metrics (DESIGN §7). The env label is the value of the
@@ -44,8 +43,40 @@ var (
 		Name: "remedy_configmap_reload_declined_total",
 		Help: "Restarts not made because their approval request was rejected or expired, by scope value and decision.",
 	}, []string{"env", "decision"})
+
+	// ReloadWatchErrors counts failures of the operator's ConfigMap watch
+	// (list or watch), after which client-go backs off and lists again.
+	ReloadWatchErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "remedy_configmap_reload_watch_errors_total",
+		Help: "Errors of the operator's ConfigMap list-and-watch.",
+	})
+
+	// ReloadWatchReconnects counts ConfigMap watch requests after the first:
+	// each is a reconnect, whether the last stream timed out or failed.
+	ReloadWatchReconnects = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "remedy_configmap_reload_watch_reconnects_total",
+		Help: "ConfigMap watch streams opened after the first one.",
+	})
+
+	// ReloadLeaderState is 1 while this operator replica holds the lease.
+	ReloadLeaderState = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "remedy_configmap_reload_leader_state",
+		Help: "1 when this operator replica is the leader (runs the reload and other reconcilers), otherwise 0.",
+	})
+
+	// ReloadLeaderTransitions counts leadership acquired and lost.
+	ReloadLeaderTransitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_configmap_reload_leader_transitions_total",
+		Help: "Leadership transitions of this operator replica, by transition (acquired, lost).",
+	}, []string{"transition"})
 )
 
+// MetricReloadDroppedRestarts counts pending restarts a reload workflow gave
+// up because their workload is gone. Workflows count it through the Temporal
+// SDK's replay-safe metrics handler, so it carries the SDK's labels besides env.
+const MetricReloadDroppedRestarts = "remedy_configmap_reload_dropped_restarts_total"
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(ReloadRestarts, ReloadErrors, ReloadDebounced, ReloadPending, ReloadRetries, ReloadDeclined)
+	register(ReloadRestarts, ReloadErrors, ReloadDebounced, ReloadPending, ReloadRetries, ReloadDeclined,
+		ReloadWatchErrors, ReloadWatchReconnects, ReloadLeaderState, ReloadLeaderTransitions)
 }

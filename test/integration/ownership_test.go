@@ -188,7 +188,7 @@ func TestOwnershipSplitBreaksRemovalUntilMigrated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, live.GetResourceVersion(), unchanged.GetResourceVersion())
 
-	migrated, skipped := migrationCount(metrics.MigrationMigrated), migrationCount(metrics.MigrationSkipped)
+	migrated, skipped := migrationCount(metrics.MigrationSuccess), migrationCount(metrics.MigrationSkipped)
 	out, rep, err := actions.MigrateOwnership(ctx, ri, live, "", "", false)
 	require.NoError(t, err)
 	assert.True(t, rep.Wrote)
@@ -201,7 +201,7 @@ func TestOwnershipSplitBreaksRemovalUntilMigrated(t *testing.T) {
 	assert.Empty(t, ownedFields(t, out, "Go-http-client", splitContainer))
 	assert.Equal(t, []string{".", "f:command", "f:image", "f:imagePullPolicy", "f:name", "f:resources", "f:securityContext",
 		"f:terminationMessagePath", "f:terminationMessagePolicy"}, ownedFields(t, out, "remedy", splitContainer))
-	assert.Equal(t, migrated+1, migrationCount(metrics.MigrationMigrated))
+	assert.Equal(t, migrated+1, migrationCount(metrics.MigrationSuccess))
 
 	again := ownSettle(t, ri, "web")
 	out2, rep2, err := actions.MigrateOwnership(ctx, ri, again, "", "remedy", false)
@@ -229,11 +229,11 @@ func TestOwnershipMigrationConflictsOnAStaleObject(t *testing.T) {
 	_, err := ri.Patch(ctx, "nightly", types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`), metav1.PatchOptions{FieldManager: "Go-http-client"})
 	require.NoError(t, err)
 
-	failed := migrationCount(metrics.MigrationFailed)
+	failed := migrationCount(metrics.MigrationFailure)
 	_, _, err = actions.MigrateOwnership(ctx, ri, stale, "", "", false)
 	require.Error(t, err)
 	assert.True(t, apierrors.IsConflict(err), "a concurrent change must conflict, got %v", err)
-	assert.Equal(t, failed+1, migrationCount(metrics.MigrationFailed))
+	assert.Equal(t, failed+1, migrationCount(metrics.MigrationFailure))
 	live, err := ri.Get(ctx, "nightly", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Contains(t, ownedFields(t, live, "Go-http-client", splitContainer), "f:command", "nothing was taken over")
