@@ -70,7 +70,7 @@ func run(m *testing.M) int {
 	// deploy/webhook's configurations are installed as written, by the test.
 	opts.OperatorWebhooks = nil
 	opts.ControllerManager = true
-	opts.ExtraCRDs = []string{filepath.Join(root, "test", "testdata", "cert-manager")}
+	opts.ExtraCRDs = []string{filepath.Join(root, "test", "testdata", "cert-manager"), filepath.Join(root, "test", "testdata", "prometheus-operator")}
 	// Webhook Services resolve through their EndpointSlices, as kube-proxy-less
 	// clusters (and this one, which has no Service network) route them.
 	opts.APIServerFlags = map[string]string{"enable-aggregator-routing": "true"}

@@ -285,6 +285,14 @@ func routeService(t *testing.T, service string, pods ...*pod) {
 	}
 }
 
+// unroute removes p's EndpointSlices, as the EndpointSlice controller does
+// for a pod that is no longer ready.
+func unroute(t *testing.T, p *pod) {
+	t.Helper()
+	err := clientset(t).DiscoveryV1().EndpointSlices(devenv.Namespace).Delete(context.Background(), p.name, metav1.DeleteOptions{})
+	require.NoError(t, err)
+}
+
 // hostIP is this machine's first non-loopback IPv4 address: the API server
 // refuses loopback endpoints.
 func hostIP(t *testing.T) string {
