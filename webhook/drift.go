@@ -94,6 +94,9 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 	}
 
 	res := kausality.Decide(in)
+	if res.Drift != nil && parent != nil {
+		parent, res = d.confirmDrift(ctx, *ref, req.Namespace, &in, parent, res)
+	}
 	if a := onceToConsume(res); a != nil && !isDryRun(req) {
 		// Spend the approval before admitting what it approves; a lost race
 		// (another replica spent it) or a failed write decides again without it.
@@ -307,4 +310,20 @@ func rawOrNil(raw runtime.RawExtension) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(raw.Raw)
+}
+
+// confirmDrift judges a drift again on the live parent: the cache may not
+// yet hold the parent change its controller is acting on (a rollout begun
+// a moment ago). The read costs one GET, on the drift path only.
+func (d *Drift) confirmDrift(ctx context.Context, ref metav1.OwnerReference, namespace string, in *kausality.Request,
+	cached *unstructured.Unstructured, res kausality.Result) (*unstructured.Unstructured, kausality.Result) {
+	live, err := d.Parents.Live(ctx, ref, namespace)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "re-read parent to confirm drift; judging on the cached one")
+	}
+	if live == nil || live.GetResourceVersion() == cached.GetResourceVersion() {
+		return cached, res
+	}
+	in.Parent = d.parent(live)
+	return live, kausality.Decide(*in)
 }

@@ -110,6 +110,16 @@ func (c *ParentCache) Parent(ctx context.Context, ref metav1.OwnerReference, nam
 	return u, nil
 }
 
+// Live reads the parent ref names from the API server, trimmed as the cache
+// keeps it; nil when it no longer exists.
+func (c *ParentCache) Live(ctx context.Context, ref metav1.OwnerReference, namespace string) (*unstructured.Unstructured, error) {
+	m, err := restMapping(c.mapper, ref)
+	if err != nil {
+		return nil, err
+	}
+	return c.getLive(ctx, m, namespace, ref)
+}
+
 func (c *ParentCache) getLive(ctx context.Context, m *meta.RESTMapping, namespace string, ref metav1.OwnerReference) (*unstructured.Unstructured, error) {
 	var ri dynamic.ResourceInterface = c.dyn.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
