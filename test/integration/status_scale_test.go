@@ -35,20 +35,40 @@ func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
 
 	wc, err := ctrlclient.NewWithWatch(harness.Config(), ctrlclient.Options{Scheme: operator.Scheme()})
 	require.NoError(t, err)
-	w, err := wc.Watch(ctx, &v1alpha1.KubernetesExecutionList{}, ctrlclient.InNamespace(ns))
-	require.NoError(t, err)
-	defer w.Stop()
+	var initial v1alpha1.KubernetesExecutionList
+	require.NoError(t, wc.List(ctx, &initial, ctrlclient.InNamespace(ns)))
 	var mu sync.Mutex
 	seen := map[types.UID][]int64{} // sequence of every version with sequence > 0
+	watchErr := make(chan error, 1)
 	go func() {
-		for ev := range w.ResultChan() {
-			k, ok := ev.Object.(*v1alpha1.KubernetesExecution)
-			if !ok || ev.Type != watch.Modified || k.Status.Sequence == 0 {
-				continue
+		// The API server may end a watch at any time: watch again from the
+		// last version seen, so no write goes uncounted.
+		rv := initial.ResourceVersion
+		for ctx.Err() == nil {
+			w, err := wc.Watch(ctx, &v1alpha1.KubernetesExecutionList{}, ctrlclient.InNamespace(ns),
+				&ctrlclient.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+			if err != nil {
+				watchErr <- err
+				return
 			}
-			mu.Lock()
-			seen[k.UID] = append(seen[k.UID], k.Status.Sequence)
-			mu.Unlock()
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					watchErr <- fmt.Errorf("watch: %v", ev.Object)
+					return
+				}
+				k, ok := ev.Object.(*v1alpha1.KubernetesExecution)
+				if !ok {
+					continue
+				}
+				rv = k.ResourceVersion
+				if ev.Type != watch.Modified || k.Status.Sequence == 0 {
+					continue
+				}
+				mu.Lock()
+				seen[k.UID] = append(seen[k.UID], k.Status.Sequence)
+				mu.Unlock()
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}()
 
@@ -78,6 +98,11 @@ func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
 
 	// Writes after the last phase would still be in flight; give the watch a moment.
 	time.Sleep(2 * time.Second)
+	select {
+	case err := <-watchErr:
+		require.NoError(t, err, "the watch counting status writes failed")
+	default:
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, k := range list.Items {
