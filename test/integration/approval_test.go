@@ -73,6 +73,24 @@ func historyLength(t testing.TB, id string) int64 {
 	return d.WorkflowExecutionInfo.GetHistoryLength()
 }
 
+// settledHistoryLength is the history length once the run has stopped
+// growing: a phase shows in .status from inside a workflow task, whose
+// events are written when the task completes, a moment later.
+func settledHistoryLength(t testing.TB, id string) int64 {
+	t.Helper()
+	last := historyLength(t, id)
+	for range 50 {
+		time.Sleep(200 * time.Millisecond)
+		n := historyLength(t, id)
+		if n == last {
+			return n
+		}
+		last = n
+	}
+	t.Fatalf("history of %s kept growing for 10s", id)
+	return 0
+}
+
 func TestApproveBySignalThroughCLI(t *testing.T) {
 	ns := harness.Namespace(t)
 	k, rar := awaitingApproval(t, ns, "scale-approved", time.Hour, 0)
@@ -108,7 +126,7 @@ func TestRejectByUpdateAfterARefusedUpdate(t *testing.T) {
 	k, rar := awaitingApproval(t, ns, "scale-rejected", time.Hour, 0)
 	id := k.Status.WorkflowID
 
-	before := historyLength(t, id)
+	before := settledHistoryLength(t, id)
 	out, err := temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approved":true}`)
 	require.Error(t, err, out)
 	assert.Contains(t, out, "approver is required")

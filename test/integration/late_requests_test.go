@@ -61,7 +61,7 @@ func TestMisspelledDecideIsRefused(t *testing.T) {
 	ns := harness.Namespace(t)
 	k, rar := awaitingApproval(t, ns, "scale-typo", time.Hour, 0)
 	id := k.Status.WorkflowID
-	before := historyLength(t, id)
+	before := settledHistoryLength(t, id)
 
 	out, err := temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approve":true,"approver":"alice"}`)
 	require.Error(t, err, out)
