@@ -97,3 +97,16 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestHasLineWith(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		want bool
+	}{
+		{"a Executing 1s\nscale-web scale web RollbackReady", false},
+		{"scale-web scale web RollbackReady   RollbackAvailable   1s\n", true},
+		{"Executing\n", false},
+	} {
+		assert.Equal(t, tc.want, hasLineWith(tc.out, "RollbackReady"), tc.out)
+	}
+}

@@ -239,7 +239,9 @@ func runBlock(b Block, env []string) (string, error) {
 	return out.String(), nil
 }
 
-// watchBuffer collects output and closes seen once it contains until.
+// watchBuffer collects output and closes seen once a whole line contains
+// until: kubectl may write a row in pieces, and a watch stopped mid-row would
+// lose the rest of it.
 type watchBuffer struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
@@ -252,11 +254,16 @@ func (w *watchBuffer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n, err := w.buf.Write(p)
-	if w.until != "" && !w.done && strings.Contains(w.buf.String(), w.until) {
+	if w.until != "" && !w.done && hasLineWith(w.buf.String(), w.until) {
 		w.done = true
 		close(w.seen)
 	}
 	return n, err
+}
+
+func hasLineWith(out, s string) bool {
+	i := strings.Index(out, s)
+	return i >= 0 && strings.Contains(out[i:], "\n")
 }
 
 func (w *watchBuffer) String() string {
