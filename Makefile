@@ -19,13 +19,15 @@ HEAVY_BENCH ?= ConcurrentExecutions|IdleCPUOpenRuns|OperatorHeapLargeConfigMaps|
 FUZZTIME ?= 5s
 # WORKER_STOP_TIMEOUT: how long `make dev`'s worker lets in-flight activities finish on Ctrl-C.
 WORKER_STOP_TIMEOUT ?= 20s
+# STATE_DIR: where `make dev` keeps etcd, certificates and Temporal across restarts (default: nowhere).
+STATE_DIR ?=
 FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1alpha1:FuzzParseRejections ./api/kausality/v1alpha1:FuzzParseFreeze ./api/kausality/v1alpha1:FuzzParseSnooze ./api/kausality/v1alpha1:FuzzParseTrace
 
 ##@ Getting started
 
 .PHONY: dev
 dev: tools build ## Run the whole platform locally (API server, controllers, Temporal + Web UI, operator, worker)
-	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT)
+	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR))
 
 .PHONY: test
 test: tools lint fuzz ## Run lint, the fuzz targets and every test against the real API server and Temporal dev server

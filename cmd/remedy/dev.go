@@ -34,6 +34,7 @@ func runDev(ctx context.Context, args []string) error {
 	var callbacks listFlag
 	fs.Var(&callbacks, "drift-callback-url", "URL that receives DriftReports (repeatable)")
 	driftApproval := fs.Bool("drift-approval", false, "ask for a RemediationApprovalRequest on each drift")
+	stateDirFlag := fs.String("state-dir", "", "keep etcd's data, the API server's certificates and Temporal's database here, so the next start with it resumes every object and run (default: thrown away on exit)")
 	workerStop := fs.Duration("worker-stop-timeout", worker.DefaultStopTimeout, "on Ctrl-C, how long the worker's in-flight activities may finish before they are cancelled")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,6 +62,21 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer release()
+	stateDir := *stateDirFlag
+	if stateDir != "" {
+		if stateDir, err = filepath.Abs(stateDir); err != nil {
+			return fmt.Errorf("resolve --state-dir: %w", err)
+		}
+		if err := os.MkdirAll(stateDir, 0o700); err != nil {
+			return fmt.Errorf("create --state-dir: %w", err)
+		}
+		// Two instances on one etcd data directory or Temporal database would corrupt both.
+		lock, err := lockDevDir(stateDir)
+		if err != nil {
+			return err
+		}
+		defer lock.release()
+	}
 	if err := checkPortsFree([]fixedPort{
 		{"Temporal frontend", "127.0.0.1:" + *port, "temporal-port"},
 		{"Temporal Web UI", "127.0.0.1:" + *uiPort, "ui-port"},
@@ -89,6 +105,7 @@ func runDev(ctx context.Context, args []string) error {
 	opts.TemporalUIPort = *uiPort
 	opts.Log = logFile
 	opts.DieWithParent = true
+	opts.StateDir = stateDir
 	opts.TemporalMetrics = remedymetrics.NewTemporalHandler(ctrlmetrics.Registry)
 
 	step := func(msg string) func() {
@@ -128,11 +145,16 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	done()
 
-	done = step("installing the default policy and the demo workloads")
-	if err := devenv.Install(ctx, env.Config, filepath.Join(root, "deploy", "policies"), filepath.Join(root, "deploy", "samples", "demo")); err != nil {
-		return err
+	if env.Resumed {
+		// Applying them again would undo what the last session changed, such as a scale.
+		fmt.Printf("remedy dev: resuming from %s: the default policy and demo workloads stay as the last session left them\n", stateDir)
+	} else {
+		done = step("installing the default policy and the demo workloads")
+		if err := devenv.Install(ctx, env.Config, filepath.Join(root, "deploy", "policies"), filepath.Join(root, "deploy", "samples", "demo")); err != nil {
+			return err
+		}
+		done()
 	}
-	done()
 	if err := writeAccess(env, kubeconfig, envFile); err != nil {
 		return err
 	}

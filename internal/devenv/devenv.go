@@ -58,6 +58,10 @@ type Options struct {
 	TemporalMetrics client.MetricsHandler
 	// APIServerFlags are more kube-apiserver flags (name without dashes).
 	APIServerFlags map[string]string
+	// StateDir, when set, keeps etcd's data, kube-apiserver's certificates
+	// and signing keys, and Temporal's database across Stop, so the next
+	// Start with the same StateDir resumes every object and run.
+	StateDir string
 }
 
 // Env is a running set of real parts.
@@ -75,6 +79,8 @@ type Env struct {
 	AuditLogPath string
 	// WorkerStopTimeout is RunRemedy's worker.Options.StopTimeout.
 	WorkerStopTimeout time.Duration
+	// Resumed says Start found the state of an earlier run in Options.StateDir.
+	Resumed bool
 
 	devServer *testsuite.DevServer
 	kcm       *exec.Cmd
@@ -148,6 +154,13 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 			return env, err
 		}
 	}
+	dbDir := env.tmpDir
+	if o.StateDir != "" {
+		if env.Resumed, err = env.useStateDir(o.StateDir); err != nil {
+			return env, err
+		}
+		dbDir = o.StateDir
+	}
 
 	type result struct {
 		srv *testsuite.DevServer
@@ -156,7 +169,7 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	// Temporal and the API server start in parallel: each takes a few seconds.
 	temporalDone := make(chan result, 1)
 	go func() {
-		srv, err := startTemporal(ctx, o, env.tmpDir)
+		srv, err := startTemporal(ctx, o, dbDir)
 		temporalDone <- result{srv, err}
 	}()
 
@@ -173,6 +186,11 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		return env, fmt.Errorf("start temporal dev server: %w", tr.err)
 	}
 	env.Config = cfg
+	if o.StateDir != "" {
+		if err := saveServingCA(o.StateDir, env.Kube.ControlPlane.APIServer.SecureServing.CA); err != nil {
+			return env, err
+		}
+	}
 	env.Temporal = tr.srv.Client()
 	env.TemporalAddress = tr.srv.FrontendHostPort()
 
@@ -217,7 +235,7 @@ func startTemporal(ctx context.Context, o Options, dir string) (*testsuite.DevSe
 		},
 		EnableUI:   o.TemporalUIPort != "",
 		UIPort:     o.TemporalUIPort,
-		DBFilename: filepath.Join(dir, "temporal.db"),
+		DBFilename: filepath.Join(dir, stateTemporal),
 		LogLevel:   "error",
 		ExtraArgs:  args,
 		Stdout:     out,

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/pki"
@@ -106,7 +108,24 @@ func installDriftConfiguration(ctx context.Context, e *Env, manifest, url string
 	if err != nil {
 		return fmt.Errorf("build clientset: %w", err)
 	}
-	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &mwc, metav1.CreateOptions{}); err != nil {
+	mwcs := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	_, err = mwcs.Create(ctx, &mwc, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// A resumed state directory holds the last run's, with its old URL
+		// and CA, and the rules the webhook (already running) keeps in it.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			old, err := mwcs.Get(ctx, mwc.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range old.Webhooks {
+				old.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+			}
+			_, err = mwcs.Update(ctx, old, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	if err != nil {
 		return fmt.Errorf("install drift webhook configuration: %w", err)
 	}
 	return nil

@@ -91,10 +91,10 @@ func newRepo(t *testing.T) string {
 	return repo
 }
 
-// startDev runs `remedy dev` in repo with p's ports and returns at once.
-func startDev(t *testing.T, repo string, p ports) *instance {
+// startDev runs `remedy dev` in repo with p's ports and more args, and returns at once.
+func startDev(t *testing.T, repo string, p ports, more ...string) *instance {
 	in := &instance{repo: repo, out: &syncBuffer{}, exited: make(chan struct{})}
-	in.cmd = exec.Command(bin, append([]string{"dev", "-repo", repo}, p.args()...)...)
+	in.cmd = exec.Command(bin, append(append([]string{"dev", "-repo", repo}, p.args()...), more...)...)
 	in.cmd.Stdout, in.cmd.Stderr = in.out, in.out
 	if err := in.cmd.Start(); err != nil {
 		t.Fatalf("start remedy dev: %v", err)
