@@ -30,6 +30,9 @@ var (
 	logFile *os.File
 )
 
+// See harness's init: the parts die with this test binary.
+func init() { devenv.ExecIfWrapped() }
+
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
@@ -75,6 +78,7 @@ func run(m *testing.M) int {
 	// clusters (and this one, which has no Service network) route them.
 	opts.APIServerFlags = map[string]string{"enable-aggregator-routing": "true"}
 	opts.Log = logFile
+	opts.DieWithParent = true
 	ctx := context.Background()
 	if env, err = devenv.Start(ctx, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "deploy: start:", err, "(logs:", logPath+")")

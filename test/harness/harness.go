@@ -45,6 +45,12 @@ type Options struct {
 	LogPath string
 }
 
+// A test binary starts etcd, kube-apiserver and temporal through links to
+// itself (devenv.Options.DieWithParent), so that a killed `go test` (a CI
+// timeout, a Ctrl-C) leaves none of them behind. Package init runs before the
+// importing test package's own state and TestMain.
+func init() { devenv.ExecIfWrapped() }
+
 var (
 	env     *devenv.Env
 	kube    ctrlclient.Client
@@ -81,6 +87,7 @@ func Main(m *testing.M, o Options) int {
 		opts.ExtraCRDs = append(opts.ExtraCRDs, filepath.Join(Root, c))
 	}
 	opts.Log = logFile
+	opts.DieWithParent = true
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
