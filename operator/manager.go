@@ -4,12 +4,10 @@
 package operator
 
 import (
-	"context"
 	"fmt"
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -20,8 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/internal/authz"
-	remedywebhook "github.com/remedy-dev/remedy/webhook"
 )
 
 // Options configure the manager.
@@ -34,8 +30,9 @@ type Options struct {
 	// LeaderElection makes one replica active; the lease lives in LeaderElectionNamespace.
 	LeaderElection          bool
 	LeaderElectionNamespace string
-	// Webhook serves the approval admission webhook over TLS; nil serves none.
-	Webhook *WebhookOptions
+	// WebhookServer, when set, is the TLS server the manager runs for the
+	// admission webhooks its composer registers; /readyz waits for it.
+	WebhookServer webhook.Server
 	// MaxConcurrentReconciles is each controller's number of reconcile
 	// workers (0: DefaultMaxConcurrentReconciles).
 	MaxConcurrentReconciles int
@@ -48,20 +45,6 @@ type Options struct {
 // signal) not hold up the others; workflows write status themselves, so
 // reconciles are few.
 const DefaultMaxConcurrentReconciles = 4
-
-// WebhookOptions say where the admission webhooks listen and whose decisions they trust.
-type WebhookOptions struct {
-	Host    string
-	Port    int
-	CertDir string
-	// ClientAuth admits only the API server's client certificate.
-	ClientAuth remedywebhook.ClientAuth
-	// TrustedRecorders are usernames (the worker's) whose recorded decisions keep their attribution.
-	TrustedRecorders []string
-	// WorkerUser is the worker's username, the only one that may pass a
-	// RemediationRequest's requester on to the request's steps.
-	WorkerUser string
-}
 
 // Scheme knows the built-in types and Remedy's.
 func Scheme() *runtime.Scheme {
@@ -79,21 +62,13 @@ func utilMust(err error) {
 
 // New builds a manager with every reconciler registered.
 func New(cfg *rest.Config, o Options) (manager.Manager, error) {
-	var hooks webhook.Server
-	if o.Webhook != nil {
-		tlsOpts, err := o.Webhook.ClientAuth.TLSOpts(ctrl.Log.WithName("webhook"), "operator")
-		if err != nil {
-			return nil, err
-		}
-		hooks = webhook.NewServer(webhook.Options{Host: o.Webhook.Host, Port: o.Webhook.Port, CertDir: o.Webhook.CertDir, TLSOpts: tlsOpts})
-	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 	mgr, err := ctrl.NewManager(countConfigMapWatches(cfg), ctrl.Options{
 		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: o.MaxConcurrentReconciles, SkipNameValidation: &o.SkipNameValidation},
 		Cache:                   CacheOptions(),
-		WebhookServer:           hooks,
+		WebhookServer:           o.WebhookServer,
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
@@ -131,20 +106,6 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := rar.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up RemediationApprovalRequest reconciler: %w", err)
 	}
-	if o.Webhook != nil {
-		mgr.GetWebhookServer().Register(remedywebhook.ApprovalPath, &webhook.Admission{
-			Handler: remedywebhook.NewApproval(mgr.GetClient(), mgr.GetScheme(), o.Webhook.TrustedRecorders),
-		})
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("build clientset: %w", err)
-		}
-		review, mapper := authz.SARReview(cs.AuthorizationV1().SubjectAccessReviews()), mgr.GetRESTMapper()
-		authorize := func(ctx context.Context, r authz.Request) error { return authz.Authorize(ctx, review, mapper, r) }
-		mgr.GetWebhookServer().Register(remedywebhook.RequesterPath, &webhook.Admission{
-			Handler: remedywebhook.NewRequester(authorize, mgr.GetAPIReader(), mgr.GetScheme(), o.Webhook.WorkerUser),
-		})
-	}
 	reload := &ReloadReconciler{
 		Client:   mgr.GetClient(),
 		Temporal: o.Temporal,
@@ -154,7 +115,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := reload.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up ConfigReloadPolicy reconciler: %w", err)
 	}
-	if err := addProbes(mgr, o.Webhook != nil); err != nil {
+	if err := addProbes(mgr, o.WebhookServer != nil); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(leaderMetrics{}); err != nil {

@@ -16,6 +16,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	remedymetrics "github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/worker"
@@ -137,7 +138,7 @@ func runDev(ctx context.Context, args []string) error {
 
 	// The drift webhook comes before the demo workloads, so they get traces.
 	done = step("starting the drift webhook (mode " + string(mode) + ") and installing its configuration")
-	webhookStopped, err := env.RunDriftWebhook(ctx, devenv.DriftWebhookOptions{
+	webhookStopped, err := compose.RunDriftWebhook(ctx, env, compose.DriftWebhookOptions{
 		Manifest: filepath.Join(root, "deploy", "webhook", "drift.yaml"), DefaultMode: mode, CallbackURLs: callbacks, RequestApproval: *driftApproval,
 	})
 	if err != nil {
@@ -160,8 +161,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 
 	done = step("starting the operator and the worker")
-	env.WorkerStopTimeout = *workerStop
-	stopped, err := env.RunRemedy(ctx)
+	stopped, err := compose.RunRemedy(ctx, env, *workerStop)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/webhook"
 	"github.com/remedy-dev/remedy/worker"
@@ -42,12 +43,11 @@ func runOperator(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
-	mgr, err := operator.New(cfg, operator.Options{
+	mgr, err := compose.Operator(cfg, operator.Options{
 		Temporal: tc, MetricsAddr: *metrics, ProbeAddr: *probes,
 		LeaderElection: *leader, LeaderElectionNamespace: *leaseNS,
-		Webhook:                 webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA),
 		MaxConcurrentReconciles: *reconciles,
-	})
+	}, webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA))
 	if err != nil {
 		return err
 	}
@@ -120,9 +120,9 @@ func envOr(key, def string) string {
 	return def
 }
 
-func webhookOptions(port int, certDir string, clients webhook.ClientAuth, workerUser string) *operator.WebhookOptions {
+func webhookOptions(port int, certDir string, clients webhook.ClientAuth, workerUser string) *webhook.OperatorOptions {
 	if port == 0 {
 		return nil
 	}
-	return &operator.WebhookOptions{Port: port, CertDir: certDir, ClientAuth: clients, TrustedRecorders: []string{workerUser}, WorkerUser: workerUser}
+	return &webhook.OperatorOptions{Port: port, CertDir: certDir, ClientAuth: clients, TrustedRecorders: []string{workerUser}, WorkerUser: workerUser}
 }

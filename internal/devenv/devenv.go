@@ -77,8 +77,6 @@ type Env struct {
 	WebhookClientCA, WebhookClientCert, WebhookClientKey string
 	// AuditLogPath is kube-apiserver's JSON audit log when Options.AuditLog is set.
 	AuditLogPath string
-	// WorkerStopTimeout is RunRemedy's worker.Options.StopTimeout.
-	WorkerStopTimeout time.Duration
 	// Resumed says Start found the state of an earlier run in Options.StateDir.
 	Resumed bool
 
@@ -279,6 +277,9 @@ func (e *Env) startControllerManager(o Options) error {
 	go func() { _ = e.kcm.Wait(); close(e.kcmExited) }()
 	return nil
 }
+
+// TempDir is a private directory Stop removes.
+func (e *Env) TempDir() string { return e.tmpDir }
 
 // Stop ends every process Start began and removes its files. It logs how
 // long each part took to stop.

@@ -28,6 +28,17 @@ import (
 // Namespace is where Remedy's own identities live.
 const Namespace = "remedy-system"
 
+// InstallRemedy applies Remedy's identities, RBAC, per-action accounts and
+// admission policies from the repository's deploy/ tree. It applies all of
+// deploy/rbac, so also the example roles deploy/rbac/*-example.yaml, which
+// are not in its kustomization: on purpose, so that `make dev` and the tests
+// have remedy-oncall and remedy-approver (group sre-approvers) as the docs
+// describe.
+func (e *Env) InstallRemedy(ctx context.Context, repoRoot string) error {
+	return Install(ctx, e.Config, filepath.Join(repoRoot, "deploy", "rbac"), filepath.Join(repoRoot, "deploy", "actions"),
+		filepath.Join(repoRoot, "deploy", "admission"))
+}
+
 // Install server-side-applies every manifest under dirs (recursively, skipping
 // kustomization.yaml), Namespaces first, as `kubectl apply -k` would.
 func Install(ctx context.Context, cfg *rest.Config, dirs ...string) error {

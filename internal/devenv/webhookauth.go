@@ -2,13 +2,13 @@ package devenv
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/remedy-dev/remedy/internal/pki"
-	"github.com/remedy-dev/remedy/webhook"
 )
 
 // APIServerClientName is the CommonName of the client certificate the API
@@ -66,7 +66,12 @@ func (e *Env) configureWebhookClientCert() error {
 	return nil
 }
 
-// webhookClientAuth admits only the API server's client certificate.
-func (e *Env) webhookClientAuth() webhook.ClientAuth {
-	return webhook.ClientAuth{CAFile: e.WebhookClientCA, Name: APIServerClientName}
+// writeFiles writes each path's content readable by the owner only.
+func writeFiles(files map[string][]byte) error {
+	for path, content := range files {
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return nil
 }

@@ -19,7 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
-	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -51,7 +51,7 @@ func run(m *testing.M) int {
 	return harness.Main(m, harness.Options{
 		ControllerManager: true,
 		Remedy:            true,
-		Drift:             &devenv.DriftWebhookOptions{DefaultMode: kv1.ModeEnforce},
+		Drift:             &compose.DriftWebhookOptions{DefaultMode: kv1.ModeEnforce},
 		Manifests:         []string{filepath.Join(harness.Root, "deploy", "samples", "demo")},
 		LogPath:           filepath.Join(dir, ".dev", "dev.log"),
 	})

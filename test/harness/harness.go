@@ -20,6 +20,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/operator"
 )
@@ -32,7 +33,7 @@ type Options struct {
 	Remedy bool
 	// Drift, when set, runs the drift webhook and installs its configuration
 	// (Manifest defaults to deploy/webhook/drift.yaml).
-	Drift *devenv.DriftWebhookOptions
+	Drift *compose.DriftWebhookOptions
 	// AuditLog makes kube-apiserver write its audit log (AuditLogPath).
 	AuditLog bool
 	// CRDs are test fixture CRDs to install, relative to the repository root.
@@ -116,7 +117,7 @@ func Main(m *testing.M, o Options) int {
 		if o.Drift.Manifest == "" {
 			o.Drift.Manifest = filepath.Join(Root, "deploy", "webhook", "drift.yaml")
 		}
-		if _, err := env.RunDriftWebhook(ctx, *o.Drift); err != nil {
+		if _, err := compose.RunDriftWebhook(ctx, env, *o.Drift); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: drift webhook:", err)
 			return 1
 		}
@@ -127,7 +128,7 @@ func Main(m *testing.M, o Options) int {
 	}
 	var stopped <-chan error
 	if o.Remedy {
-		if stopped, err = env.RunRemedy(ctx); err != nil {
+		if stopped, err = compose.RunRemedy(ctx, env, 0); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: run remedy:", err)
 			return 1
 		}

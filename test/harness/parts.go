@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/remedy-dev/remedy/internal/compose"
 )
 
 // StartOperator runs the whole operator, its admission webhooks included, as
@@ -16,7 +18,7 @@ import (
 func StartOperator(t testing.TB) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := env.NewOperator(ctx)
+	mgr, err := compose.NewOperator(ctx, env)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

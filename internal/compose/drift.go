@@ -1,4 +1,4 @@
-package devenv
+package compose
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/pki"
 	"github.com/remedy-dev/remedy/webhook"
 )
@@ -34,8 +35,8 @@ type DriftWebhookOptions struct {
 // RunDriftWebhook serves the drift webhook in-process as the remedy-webhook
 // ServiceAccount with a fresh self-signed certificate for 127.0.0.1, then
 // installs the MutatingWebhookConfiguration pointing at it with that caBundle.
-func (e *Env) RunDriftWebhook(ctx context.Context, o DriftWebhookOptions) (done <-chan error, err error) {
-	certFile, keyFile, caPEM, err := selfSignedPair(e.tmpDir)
+func RunDriftWebhook(ctx context.Context, e *devenv.Env, o DriftWebhookOptions) (done <-chan error, err error) {
+	certFile, keyFile, caPEM, err := selfSignedPair(e.TempDir())
 	if err != nil {
 		return nil, err
 	}
@@ -43,12 +44,12 @@ func (e *Env) RunDriftWebhook(ctx context.Context, o DriftWebhookOptions) (done 
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := ServiceAccountConfig(ctx, e.Config, Namespace, "remedy-webhook")
+	cfg, err := devenv.ServiceAccountConfig(ctx, e.Config, devenv.Namespace, "remedy-webhook")
 	if err != nil {
 		return nil, err
 	}
 	done, err = webhook.RunDrift(ctx, webhook.DriftOptions{
-		Kube: cfg, Temporal: e.Temporal, Host: "127.0.0.1", Port: port, CertFile: certFile, KeyFile: keyFile, ClientAuth: e.webhookClientAuth(),
+		Kube: cfg, Temporal: e.Temporal, Host: "127.0.0.1", Port: port, CertFile: certFile, KeyFile: keyFile, ClientAuth: clientAuth(e),
 		DefaultMode: o.DefaultMode, CallbackURLs: o.CallbackURLs, RequestApproval: o.RequestApproval, QueueSize: 1024,
 		WebhookConfiguration: webhook.DriftWebhookConfiguration,
 	})
@@ -59,7 +60,7 @@ func (e *Env) RunDriftWebhook(ctx context.Context, o DriftWebhookOptions) (done 
 	if err := installDriftConfiguration(ctx, e, o.Manifest, url, caPEM); err != nil {
 		return nil, err
 	}
-	if err := Install(ctx, e.Config, filepath.Join(filepath.Dir(o.Manifest), "drift-policy.yaml")); err != nil {
+	if err := devenv.Install(ctx, e.Config, filepath.Join(filepath.Dir(o.Manifest), "drift-policy.yaml")); err != nil {
 		return nil, fmt.Errorf("install the default drift policy: %w", err)
 	}
 	if err := waitDriftRules(ctx, e); err != nil {
@@ -70,7 +71,7 @@ func (e *Env) RunDriftWebhook(ctx context.Context, o DriftWebhookOptions) (done 
 
 // waitDriftRules waits until the webhook has written the policies' rules
 // into its configuration, so nothing created next goes unseen.
-func waitDriftRules(ctx context.Context, e *Env) error {
+func waitDriftRules(ctx context.Context, e *devenv.Env) error {
 	cs, err := kubernetes.NewForConfig(e.Config)
 	if err != nil {
 		return fmt.Errorf("build clientset: %w", err)
@@ -92,7 +93,7 @@ func waitDriftRules(ctx context.Context, e *Env) error {
 	}
 }
 
-func installDriftConfiguration(ctx context.Context, e *Env, manifest, url string, caPEM []byte) error {
+func installDriftConfiguration(ctx context.Context, e *devenv.Env, manifest, url string, caPEM []byte) error {
 	raw, err := os.ReadFile(manifest)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", manifest, err)
@@ -143,20 +144,12 @@ func selfSignedPair(dir string) (certFile, keyFile string, caPEM []byte, err err
 		return "", "", nil, err
 	}
 	certFile, keyFile = filepath.Join(dir, "drift-tls.crt"), filepath.Join(dir, "drift-tls.key")
-	if err := writeFiles(map[string][]byte{certFile: srv.CertPEM, keyFile: srv.KeyPEM}); err != nil {
-		return "", "", nil, err
-	}
-	return certFile, keyFile, ca.CertPEM, nil
-}
-
-// writeFiles writes each path's content readable by the owner only.
-func writeFiles(files map[string][]byte) error {
-	for path, content := range files {
+	for path, content := range map[string][]byte{certFile: srv.CertPEM, keyFile: srv.KeyPEM} {
 		if err := os.WriteFile(path, content, 0o600); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
+			return "", "", nil, fmt.Errorf("write %s: %w", path, err)
 		}
 	}
-	return nil
+	return certFile, keyFile, ca.CertPEM, nil
 }
 
 func freePort() (int, error) {

@@ -1,0 +1,89 @@
+package compose
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/remedy-dev/remedy/"
+
+// TestLayering keeps the import graph pointing one way: the composer
+// (cmd/remedy and this package) is the only place the parts meet. The
+// operator and the webhook reach activities only through workflows' names.
+func TestLayering(t *testing.T) {
+	graph := importGraph(t, filepath.Join("..", ".."))
+	for _, tc := range []struct{ from, must string }{
+		{"operator", "webhook"},
+		{"operator", "worker"},
+		{"webhook", "operator"},
+		{"worker", "operator"},
+		{"worker", "webhook"},
+		{"workflows", "operator"},
+		{"internal/devenv", "operator"},
+		{"internal/devenv", "webhook"},
+		{"internal/devenv", "worker"},
+		{"internal/devenv", "internal/compose"},
+	} {
+		reach := reachable(graph, tc.from)
+		require.NotEmpty(t, graph[tc.from], "%s has imports", tc.from)
+		for p := range reach {
+			assert.False(t, p == tc.must || strings.HasPrefix(p, tc.must+"/"), "%s imports %s (through the graph)", tc.from, p)
+		}
+	}
+}
+
+// importGraph maps each package directory under root (relative, slash
+// separated) to the module packages its non-test files import.
+func importGraph(t *testing.T, root string) map[string][]string {
+	graph := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(p, module) {
+				graph[filepath.ToSlash(rel)] = append(graph[filepath.ToSlash(rel)], strings.TrimPrefix(p, module))
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return graph
+}
+
+func reachable(graph map[string][]string, from string) map[string]bool {
+	seen := map[string]bool{}
+	stack := append([]string(nil), graph[from]...)
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !seen[p] {
+			seen[p] = true
+			stack = append(stack, graph[p]...)
+		}
+	}
+	return seen
+}

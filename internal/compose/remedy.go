@@ -1,0 +1,99 @@
+// Package compose builds Remedy's processes from their parts, as
+// cmd/remedy runs them and the tests run them in-process against a
+// devenv.Env: the operator with its admission webhooks, the worker, and the
+// drift webhook. Only here do the reconcilers and the admission code meet.
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/operator"
+	"github.com/remedy-dev/remedy/webhook"
+	"github.com/remedy-dev/remedy/worker"
+)
+
+// Operator builds the operator's manager and, when hooks is set, serves the
+// approval and requester webhooks on it.
+func Operator(cfg *rest.Config, o operator.Options, hooks *webhook.OperatorOptions) (manager.Manager, error) {
+	if hooks != nil {
+		srv, err := webhook.NewOperatorServer(*hooks)
+		if err != nil {
+			return nil, err
+		}
+		o.WebhookServer = srv
+	}
+	mgr, err := operator.New(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	if hooks != nil {
+		if err := webhook.RegisterOperatorWebhooks(mgr, cfg, *hooks); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
+
+// RunRemedy runs the operator and the worker in-process, each as its own
+// ServiceAccount, until ctx ends. It returns once both are running; done
+// reports how they stopped. workerStop is the worker's StopTimeout.
+func RunRemedy(ctx context.Context, e *devenv.Env, workerStop time.Duration) (done <-chan error, err error) {
+	mgr, err := NewOperator(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	wCfg, err := devenv.ServiceAccountConfig(ctx, e.Config, devenv.Namespace, "remedy-worker")
+	if err != nil {
+		return nil, err
+	}
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: wCfg, ActionNamespace: devenv.Namespace, StopTimeout: workerStop})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return mgr.Start(gctx) })
+	g.Go(func() error { <-gctx.Done(); w.Stop(); return nil })
+	ch := make(chan error, 1)
+	go func() {
+		err := g.Wait()
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		ch <- err
+	}()
+	return ch, nil
+}
+
+// NewOperator builds the operator as remedy-operator, serving the admission
+// webhooks the environment registered; the caller starts it, as often as it likes.
+func NewOperator(ctx context.Context, e *devenv.Env) (ctrl.Manager, error) {
+	opCfg, err := devenv.ServiceAccountConfig(ctx, e.Config, devenv.Namespace, "remedy-operator")
+	if err != nil {
+		return nil, err
+	}
+	var hooks *webhook.OperatorOptions
+	if wh := e.Kube.WebhookInstallOptions; wh.LocalServingPort != 0 {
+		// The operator serves the admission webhooks envtest registered.
+		worker := "system:serviceaccount:" + devenv.Namespace + ":remedy-worker"
+		hooks = &webhook.OperatorOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+			ClientAuth: clientAuth(e), TrustedRecorders: []string{worker}, WorkerUser: worker}
+	}
+	return Operator(opCfg, operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true}, hooks)
+}
+
+// clientAuth admits only the API server's client certificate.
+func clientAuth(e *devenv.Env) webhook.ClientAuth {
+	return webhook.ClientAuth{CAFile: e.WebhookClientCA, Name: devenv.APIServerClientName}
+}

@@ -1,0 +1,57 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/remedy-dev/remedy/internal/authz"
+)
+
+// OperatorOptions say where the operator's admission webhooks (approval
+// decisions and requester stamping) listen and whose decisions they trust.
+type OperatorOptions struct {
+	Host    string
+	Port    int
+	CertDir string
+	// ClientAuth admits only the API server's client certificate.
+	ClientAuth ClientAuth
+	// TrustedRecorders are usernames (the worker's) whose recorded decisions keep their attribution.
+	TrustedRecorders []string
+	// WorkerUser is the worker's username, the only one that may pass a
+	// RemediationRequest's requester on to the request's steps.
+	WorkerUser string
+}
+
+// NewOperatorServer is the TLS server the operator's manager runs the webhooks on.
+func NewOperatorServer(o OperatorOptions) (ctrlwebhook.Server, error) {
+	tlsOpts, err := o.ClientAuth.TLSOpts(ctrl.Log.WithName("webhook"), "operator")
+	if err != nil {
+		return nil, err
+	}
+	return ctrlwebhook.NewServer(ctrlwebhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir, TLSOpts: tlsOpts}), nil
+}
+
+// RegisterOperatorWebhooks serves the approval and requester webhooks on
+// mgr's webhook server, reading through mgr's cache and authorizing with
+// SubjectAccessReviews as cfg's identity.
+func RegisterOperatorWebhooks(mgr manager.Manager, cfg *rest.Config, o OperatorOptions) error {
+	mgr.GetWebhookServer().Register(ApprovalPath, &ctrlwebhook.Admission{
+		Handler: NewApproval(mgr.GetClient(), mgr.GetScheme(), o.TrustedRecorders),
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("build clientset: %w", err)
+	}
+	review, mapper := authz.SARReview(cs.AuthorizationV1().SubjectAccessReviews()), mgr.GetRESTMapper()
+	authorize := func(ctx context.Context, r authz.Request) error { return authz.Authorize(ctx, review, mapper, r) }
+	mgr.GetWebhookServer().Register(RequesterPath, &ctrlwebhook.Admission{
+		Handler: NewRequester(authorize, mgr.GetAPIReader(), mgr.GetScheme(), o.WorkerUser),
+	})
+	return nil
+}
