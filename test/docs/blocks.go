@@ -15,7 +15,8 @@
 //     <!-- doctest: fails --> expects it to exit non-zero (a refusal the doc
 //     shows); <!-- doctest: watch until TEXT --> runs a block that never ends
 //     (kubectl get -w) until its output contains TEXT, as a person would
-//     press Ctrl-C there; <!-- doctest: watch 10s --> stops it after 10s.
+//     press Ctrl-C there; <!-- doctest: watch 10s --> stops it after 10s;
+//     <!-- doctest: deploy --> leaves it to test/deploy (Deploy).
 //   - A ```text or ```console block (or an unlabelled one) right after a run
 //     block, with only blank lines between, is its expected output: each of
 //     its lines must appear, in order, among the output's lines (stdout and
@@ -44,6 +45,9 @@ const (
 	Fails
 	// Watch runs it until Until appears in its output, or for For.
 	Watch
+	// Deploy is run by test/deploy, as written, against a cluster holding
+	// deploy/'s objects (cert-manager's CRDs among them); TestDocs skips it.
+	Deploy
 )
 
 // Block is one fenced code block that the test runs.
@@ -117,6 +121,8 @@ func (b *Block) setMode(marker string) error {
 		b.Mode = Run
 	case m == "fails":
 		b.Mode = Fails
+	case m == "deploy":
+		b.Mode = Deploy
 	case skipRE.MatchString(m):
 		b.Mode, b.Reason = Skip, skipRE.FindStringSubmatch(m)[1]
 	case untilRE.MatchString(m):
@@ -128,7 +134,7 @@ func (b *Block) setMode(marker string) error {
 		}
 		b.Mode, b.For = Watch, d
 	default:
-		return fmt.Errorf("unknown doctest marker %q: want skip (reason), fails, watch until TEXT or watch DURATION", m)
+		return fmt.Errorf("unknown doctest marker %q: want skip (reason), fails, deploy, watch until TEXT or watch DURATION", m)
 	}
 	return nil
 }
