@@ -89,6 +89,7 @@ func replayRun(t *testing.T, workflowID, runID, file string) {
 	r := worker.NewWorkflowReplayer()
 	workflows.RegisterAll(r)
 	require.NoError(t, r.ReplayWorkflowHistory(nil, h), "live history of %s (run %q) does not replay", workflowID, runID)
+	t.Logf("%s: live history of %d events replays", file, len(h.Events))
 
 	path := filepath.Join(Root, "workflows", "testdata", "histories", file)
 	if !UpdateHistories {
