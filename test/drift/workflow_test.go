@@ -13,8 +13,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -283,4 +285,123 @@ func TestDriftWorkflowRejectionWritesRejection(t *testing.T) {
 	rcv.waitPhases(t, kv1.DriftReportDetected, kv1.DriftReportResolved)
 	harness.WaitClosed(t, d.workflowID(), driftTimeout)
 	harness.ReplayHistory(t, d.workflowID(), "drift-rejected.json")
+}
+
+// rejecting is a callback URL that refuses every report (404): they are
+// recorded as undelivered, not retried.
+func rejecting(t *testing.T) string {
+	s := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+// ackingLate is a callback URL whose first answer does not acknowledge the
+// report (retried), and which acknowledges from then on.
+func ackingLate(t *testing.T) string {
+	var mu sync.Mutex
+	first := true
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first {
+			first = false
+			_, _ = w.Write([]byte(`{"acknowledged":false,"error":"slack is down"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"acknowledged":true}`))
+	}))
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+// The namespace's remedy-config gives the request 2s: it expires, the drift
+// stays open as it was, and resolves when the parent changes. A receiver that
+// refuses reports has them recorded as undelivered; one that does not
+// acknowledge at first gets the report again.
+func TestDriftWorkflowApprovalExpiryLeavesTheDriftOpen(t *testing.T) {
+	ctx := context.Background()
+	rcv := newReceiver(t)
+	d := newDrift(t, rcv.URL)
+	require.NoError(t, harness.Kube().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "remedy-config", Namespace: d.dep.Namespace},
+		Data: map[string]string{"approvalTimeout": "2s"}}))
+	refusing := rejecting(t)
+	d.signal.CallbackURLs = append(d.signal.CallbackURLs, refusing, ackingLate(t))
+	d.signal.RequestApproval = true
+	d.signalWithStart(t)
+	rar := harness.Eventually(t, d.approvalRequest(t), driftTimeout, func(r *v1alpha1.RemediationApprovalRequest) bool {
+		return r.Status.Decision != ""
+	})
+	assert.Equal(t, v1alpha1.DecisionExpired, rar.Status.Decision)
+	assert.Equal(t, v1alpha1.DecidedViaTimer, rar.Status.DecidedVia)
+	st := d.status(t)
+	require.Len(t, st.Open, 1)
+	assert.Equal(t, string(v1alpha1.DecisionExpired), st.Open[0].Decision)
+	assert.Empty(t, d.parentAnnotation(t, kv1.AnnotationApprovals), "an expired request approves nothing")
+	assert.Empty(t, d.parentAnnotation(t, kv1.AnnotationRejections), "nor rejects anything")
+
+	d.changeParent(t)
+	rcv.waitPhases(t, kv1.DriftReportDetected, kv1.DriftReportResolved)
+	harness.WaitClosed(t, d.workflowID(), driftTimeout)
+	var res workflows.DriftResult
+	require.NoError(t, harness.Temporal().GetWorkflow(ctx, d.workflowID(), "").Get(ctx, &res))
+	require.Len(t, res.Status.Undelivered, 2, "the refusing receiver's Detected and Resolved reports")
+	assert.Equal(t, refusing, res.Status.Undelivered[0].URL)
+	harness.ReplayHistory(t, d.workflowID(), "drift-approval-expired.json")
+}
+
+// A drift detected under a snooze is silent until the snooze expires, and
+// reported Detected by the first poll after, as it is still open. A change an
+// approval let through opens no drift and is reported Resolved at once.
+func TestDriftWorkflowReportsASnoozedDriftWhenTheSnoozeExpires(t *testing.T) {
+	ctx := context.Background()
+	rcv := newReceiver(t)
+	d := newDrift(t, rcv.URL)
+	d.signal.Snoozed = true
+	d.signal.SnoozedUntil = time.Now().Add(time.Second).UTC()
+	d.signalWithStart(t)
+	time.Sleep(500 * time.Millisecond)
+	assert.Empty(t, rcv.phases(), "snoozed")
+	reports := rcv.waitPhases(t, kv1.DriftReportDetected)
+	assert.Equal(t, d.signal.ID, reports[0].Spec.ID)
+	require.True(t, d.status(t).Open[0].Unsnoozed)
+
+	through := d.signal
+	through.ID, through.Snoozed, through.SnoozedUntil, through.Approved = "0123456789abcdef", false, time.Time{}, true
+	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, d.workflowID(), "", workflows.SignalDrift, through))
+	reports = rcv.waitPhases(t, kv1.DriftReportDetected, kv1.DriftReportResolved)
+	assert.Equal(t, through.ID, reports[1].Spec.ID)
+
+	d.changeParent(t)
+	reports = rcv.waitPhases(t, kv1.DriftReportDetected, kv1.DriftReportResolved, kv1.DriftReportResolved)
+	assert.Equal(t, d.signal.ID, reports[2].Spec.ID)
+	harness.WaitClosed(t, d.workflowID(), driftTimeout)
+	harness.ReplayHistory(t, d.workflowID(), "drift-unsnoozed.json")
+}
+
+// The webhook repeats an open drift each time the controller retries: past
+// its signal budget the run continues as new with its approval request open,
+// and the next run takes the decision on that same request.
+func TestDriftWorkflowContinuesAsNewWithItsRequestOpen(t *testing.T) {
+	ctx := context.Background()
+	rcv, d, rar := askingDrift(t)
+	desc, err := harness.Temporal().DescribeWorkflowExecution(ctx, d.workflowID(), "")
+	require.NoError(t, err)
+	firstRun := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	for range 200 {
+		require.NoError(t, harness.Temporal().SignalWorkflow(ctx, d.workflowID(), "", workflows.SignalDrift, d.signal))
+	}
+	require.Eventually(t, func() bool {
+		desc, err := harness.Temporal().DescribeWorkflowExecution(ctx, d.workflowID(), firstRun)
+		require.NoError(t, err)
+		return desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW
+	}, driftTimeout, 100*time.Millisecond, "the run continued as new")
+	st := d.status(t)
+	require.Len(t, st.Open, 1)
+	assert.Equal(t, rar.Name, st.Open[0].ApprovalRequest, "the same request")
+
+	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, d.workflowID(), "", workflows.SignalApprove,
+		workflows.ApprovalSignal{Approver: "alice", Request: rar.Name}))
+	rcv.waitPhases(t, kv1.DriftReportDetected, kv1.DriftReportResolved)
+	harness.WaitClosed(t, d.workflowID(), driftTimeout)
+	assert.Equal(t, 2, harness.ReplayChain(t, d.workflowID(), "drift-continued-as-new.json"))
 }

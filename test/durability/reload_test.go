@@ -215,4 +215,6 @@ func TestEditsFasterThanTheDebounceContinueAsNewAndStillRestart(t *testing.T) {
 	assert.Equal(t, last, cm.Data["mode"])
 	assert.Equal(t, dep.Annotations["remedy.dev/config-hash-settings"], dep.Spec.Template.Annotations["remedy.dev/config-hash-settings"],
 		"the restart applied the newest data")
+	// The run that continued as new (the next one only waits out the window).
+	harness.ReplayRun(t, id, firstRun, "reload-continued-as-new.json")
 }

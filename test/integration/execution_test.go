@@ -217,6 +217,29 @@ func TestDeletingARunningExecutionCancelsItsWorkflow(t *testing.T) {
 	harness.WaitClosed(t, id, runTimeout)
 	err := harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k)
 	assert.True(t, ctrlclient.IgnoreNotFound(err) == nil && err != nil, "execution is gone once its workflow is canceled")
+	var res workflows.ExecutionResult
+	require.NoError(t, harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, &res))
+	assert.Equal(t, workflows.ReasonCanceled, res.Status.Reason, res.Status.Message)
+	harness.ReplayHistory(t, id, "execution-canceled.json")
+}
+
+// The target is deleted during the rollback window: the rollback the signal
+// asks for cannot be made, and the run ends RollbackFailed.
+func TestRollbackOfADeletedTargetFails(t *testing.T) {
+	ctx := context.Background()
+	ns := harness.Namespace(t)
+	d := harness.Deployment(t, ns, "cart", 2)
+	spec := scaleSpec(ns, "cart", 4)
+	spec.RollbackWindow = v1alpha1.DurationOf(time.Hour)
+	k := waitPhase(t, createExecution(t, ns, "scale-gone", spec), v1alpha1.PhaseRollbackReady)
+	require.NoError(t, harness.Kube().Delete(ctx, d))
+	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, k.Status.WorkflowID, "", workflows.SignalRollback,
+		workflows.RollbackRequest{Requester: "alice", Reason: "undo"}))
+
+	k = waitPhase(t, k, v1alpha1.PhaseFailed)
+	assert.Equal(t, workflows.ReasonRollbackFailed, k.Status.Reason)
+	assert.Contains(t, k.Status.Message, `"cart" not found`)
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-rollback-failed.json")
 }
 
 func findCondition(cs []metav1.Condition, t string) *metav1.Condition {

@@ -295,6 +295,21 @@ func TestJobResumesAfterTheWorkerDies(t *testing.T) {
 	assert.Len(t, pods.Items, 1)
 }
 
+// A Job that outlives spec.timeout (no kubelet ever runs its pod) hits its
+// activeDeadlineSeconds: the run fails ExecutionTimeout and nothing changed.
+func TestJobExecutorDeadlineFailsTheRun(t *testing.T) {
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 1)
+	spec := scaleSpec(ns, "web", 3)
+	spec.Executor = v1alpha1.ExecutorJob
+	spec.Timeout = v1alpha1.DurationOf(2 * time.Second)
+	spec.MaxRetries = ptr.To[int32](0)
+	k := waitPhase(t, createExecution(t, ns, "slow-job", spec), v1alpha1.PhaseFailed)
+	assert.Equal(t, activities.ReasonExecutionTimeout, k.Status.Reason, k.Status.Message)
+	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-timeout.json")
+}
+
 // TestExecRequest runs the body of `remedy exec` as the action's
 // ServiceAccount, as the Job's pod would.
 func TestExecRequest(t *testing.T) {

@@ -169,6 +169,7 @@ func TestBadConditionRegoIsInvalidParameters(t *testing.T) {
 	assert.Equal(t, "InvalidParameters", k.Status.Reason)
 	assert.Contains(t, k.Status.Message, "condition typo: rego:")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-invalid-parameters.json")
 }
 
 // kubectl annotate kexec <name> remedy.dev/rollback="<reason>" rolls back

@@ -114,6 +114,7 @@ func TestReloadRefusedWhenNamespaceBecomesProtected(t *testing.T) {
 	require.ErrorAs(t, err, &app)
 	assert.Equal(t, activities.ReasonProtectedNamespace, app.Type())
 	assert.Contains(t, app.Error(), "namespace "+ns+" is protected")
+	harness.ReplayRun(t, id, "", "reload-protected-namespace.json")
 	assert.Contains(t, warningEvent(t, ns, "Deployment", "web").Note, "nothing restarted")
 	stableGeneration(t, web, gen, 500*time.Millisecond)
 

@@ -497,3 +497,24 @@ func TestReloadTwoOperatorsGiveOneRollout(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	stableGeneration(t, web, gen+1, 500*time.Millisecond)
 }
+
+// A workload deleted while a change waits for its window to close: the
+// restart finds it gone, and the run drops the change and ends without failing.
+func TestReloadOfADeletedWorkloadDropsItsChange(t *testing.T) {
+	ctx := context.Background()
+	ns, web, cm, _ := reloadedDeployment(t, 3*time.Second)
+	waitBaseline(t, web, "app")
+	openWindow(t, web, cm, "v0.1")
+	setData(t, cm, "v1")
+	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	waitPending(t, id, func(st workflows.ReloadStatus) bool { return len(st.Pending) == 1 && st.DueAt != "" })
+	require.NoError(t, harness.Kube().Delete(ctx, web))
+
+	harness.WaitClosed(t, id, reloadTimeout)
+	var res workflows.ReloadResult
+	require.NoError(t, harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, &res))
+	assert.Empty(t, res.Status.Pending)
+	assert.Contains(t, res.Status.LastError, `"web" not found`)
+	assert.Equal(t, 1, res.Status.TotalRestarts, "only the restart that opened the window")
+	harness.ReplayHistory(t, id, "reload-workload-gone.json")
+}

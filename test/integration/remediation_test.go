@@ -58,6 +58,16 @@ func TestRemediationRunsStepsInOrder(t *testing.T) {
 	assert.Equal(t, workflows.ExecutionWorkflowID(ns, "recover-scale", string(k.UID)), k.Status.WorkflowID)
 	assert.Equal(t, int32(2), replicasOf(t, ns, "web"))
 	harness.ReplayHistory(t, rr.Status.WorkflowID, "remediation-completed.json")
+	// The step's own run, a child that waited for the request to finalize it.
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-step-finalized.json")
+}
+
+// neverHolds is a required postcondition that fails within a second.
+func neverHolds() []v1alpha1.Condition {
+	return []v1alpha1.Condition{{
+		Name: "never", Rego: "package post.never\n\npass if input.target.spec.replicas == 42\n", Required: true,
+		Timeout: v1alpha1.DurationOf(time.Second),
+	}}
 }
 
 // Step 3's required postcondition fails: steps 3, 2 and 1 are rolled back,
@@ -67,10 +77,7 @@ func TestRemediationRollsBackInReverseOrder(t *testing.T) {
 	harness.Deployment(t, ns, "web", 1)
 	harness.Deployment(t, ns, "api", 1)
 	third := scaleSpec(ns, "api", 3)
-	third.PostConditions = []v1alpha1.Condition{{
-		Name: "never", Rego: "package post.never\n\npass if input.target.spec.replicas == 42\n", Required: true,
-		Timeout: v1alpha1.DurationOf(time.Second),
-	}}
+	third.PostConditions = neverHolds()
 	rr := createRemediation(t, ns, "risky",
 		v1alpha1.RemediationStep{Name: "scale-web", Execution: scaleSpec(ns, "web", 2)},
 		v1alpha1.RemediationStep{Name: "new-image", Execution: v1alpha1.KubernetesExecutionSpec{
@@ -94,6 +101,10 @@ func TestRemediationRollsBackInReverseOrder(t *testing.T) {
 		assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason, name)
 		last := k.Status.PhaseTransitions[len(k.Status.PhaseTransitions)-1]
 		rolledBackAt = append(rolledBackAt, last.Time.Time)
+		if name == "risky-scale-api" {
+			// The step whose postcondition failed, rolled back by the request.
+			harness.ReplayHistory(t, k.Status.WorkflowID, "execution-step-rolled-back.json")
+		}
 	}
 	assert.False(t, rolledBackAt[1].Before(rolledBackAt[0]), "step 2 rolled back after step 3")
 	assert.False(t, rolledBackAt[2].Before(rolledBackAt[1]), "step 1 rolled back after step 2")
@@ -118,4 +129,25 @@ func TestRemediationStopsAtFirstFailure(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseCompleted, rr.Status.Steps[0].Phase, "earlier steps are kept, not rolled back")
 	assert.Nil(t, rr.Status.Steps[2].ExecutionRef, "the run stopped at the failure")
 	assert.Equal(t, int32(2), replicasOf(t, ns, "web"))
+	harness.ReplayHistory(t, rr.Status.WorkflowID, "remediation-step-failed.json")
+}
+
+// With rollbackPolicy Never a failed required postcondition fails the
+// request but leaves every step's change in place.
+func TestRemediationRollbackPolicyNeverKeepsTheSteps(t *testing.T) {
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 1)
+	step := scaleSpec(ns, "web", 2)
+	step.PostConditions = neverHolds()
+	rr := &v1alpha1.RemediationRequest{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: ns},
+		Spec: v1alpha1.RemediationRequestSpec{Steps: []v1alpha1.RemediationStep{{Name: "scale-web", Execution: step}}, RollbackPolicy: v1alpha1.RollbackNever}}
+	require.NoError(t, harness.Kube().Create(context.Background(), rr))
+	rr = harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase.Terminal() })
+	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
+	assert.Equal(t, workflows.ReasonPostConditionFailed, rr.Status.Reason)
+	assert.Contains(t, rr.Status.Message, "rollbackPolicy Never: nothing rolled back")
+	require.Len(t, rr.Status.Steps, 1)
+	assert.False(t, rr.Status.Steps[0].RolledBack)
+	assert.Equal(t, int32(2), replicasOf(t, ns, "web"))
+	harness.ReplayHistory(t, rr.Status.WorkflowID, "remediation-rollback-never.json")
 }

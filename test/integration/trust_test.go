@@ -153,7 +153,6 @@ func TestCordonNeedsAClusterGrant(t *testing.T) {
 }
 
 func TestForgedWorkflowStartDoesNothing(t *testing.T) {
-	ctx := context.Background()
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
 	real := waitPhase(t, createExecution(t, ns, "real", scaleSpec(ns, "web", 2)), v1alpha1.PhaseCompleted)
@@ -166,20 +165,46 @@ func TestForgedWorkflowStartDoesNothing(t *testing.T) {
 	for name, in := range forged {
 		t.Run(name, func(t *testing.T) {
 			in.Spec.Requester = admin
-			run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID: workflows.ExecutionWorkflowID(in.Namespace, in.Name, in.UID) + "-forged", TaskQueue: workflows.TaskQueue,
-			}, workflows.ExecutionWorkflow, in)
-			require.NoError(t, err)
-			var res workflows.ExecutionResult
-			require.NoError(t, run.Get(ctx, &res))
+			id, res := forgedRun[workflows.ExecutionResult](t, workflows.ExecutionWorkflowID(in.Namespace, in.Name, in.UID), workflows.ExecutionWorkflow, in)
 			assert.Equal(t, v1alpha1.PhaseFailed, res.Status.Phase)
 			assert.Equal(t, "SubjectMismatch", res.Status.Reason, res.Status.Message)
 			if in.Name == "ghost" {
-				harness.ReplayHistory(t, run.GetID(), "execution-subject-mismatch.json")
+				harness.ReplayHistory(t, id, "execution-subject-mismatch.json")
 			}
 		})
 	}
 	assert.Equal(t, int32(2), replicasOf(t, ns, "web"), "the forged starts changed nothing")
+}
+
+// A RemediationRequest workflow started by hand for an object that does not
+// exist fails SubjectMismatch before it creates any step.
+func TestForgedRemediationStartDoesNothing(t *testing.T) {
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 1)
+	in := workflows.RemediationInput{Namespace: ns, Name: "ghost", UID: "22222222-2222-2222-2222-222222222222",
+		Spec: v1alpha1.RemediationRequestSpec{
+			Steps:     []v1alpha1.RemediationStep{{Name: "scale", Execution: scaleSpec(ns, "web", 9)}},
+			Requester: &v1alpha1.Requester{Username: "system:admin", Groups: []string{"system:masters"}},
+		}}
+	id, res := forgedRun[workflows.RemediationResult](t, workflows.RemediationWorkflowID(in.Namespace, in.Name, in.UID), workflows.RemediationWorkflow, in)
+	assert.Equal(t, v1alpha1.PhaseFailed, res.Status.Phase)
+	assert.Equal(t, "SubjectMismatch", res.Status.Reason, res.Status.Message)
+	assert.Nil(t, res.Status.Steps[0].ExecutionRef, "no step was created")
+	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
+	harness.ReplayHistory(t, id, "remediation-subject-mismatch.json")
+}
+
+// forgedRun starts wf by hand under the ID the object's own run would have
+// (plus "-forged"), as only someone with access to Temporal could, and
+// returns the workflow ID and the result.
+func forgedRun[R any](t *testing.T, id string, wf, in any) (string, R) {
+	t.Helper()
+	ctx := context.Background()
+	run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id + "-forged", TaskQueue: workflows.TaskQueue}, wf, in)
+	require.NoError(t, err)
+	var res R
+	require.NoError(t, run.Get(ctx, &res))
+	return run.GetID(), res
 }
 
 func TestRemediationStepsCarryTheRequester(t *testing.T) {
@@ -265,6 +290,7 @@ func TestNoPolicyMeansPolicyMissing(t *testing.T) {
 	assert.Equal(t, "PolicyMissing", k.Status.Reason)
 	assert.Contains(t, k.Status.Message, "install deploy/policies/safety.yaml")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-policy-missing.json")
 }
 
 func TestActionsResourceIsServedButHoldsNothing(t *testing.T) {

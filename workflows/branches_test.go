@@ -1,0 +1,460 @@
+package workflows
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
+)
+
+// The tables below name, for each branch of the workflows, the committed
+// histories that take it. TestEveryBranchHasAHistory enumerates the branches
+// from the source (every Reason* and Phase constant, every workflow.GetVersion
+// change ID, every continue-as-new) and fails on one that no history reaches,
+// so a new reason, version or continue-as-new needs a recorded history (see
+// "Running the tests" in the README) or an entry in notRecorded.
+
+// reasonHistories maps each reason (a .status.reason value or an
+// ApplicationError type a workflow fails or retries with) to histories that reach it.
+var reasonHistories = map[string][]string{
+	ReasonSucceeded:           {"execution-scale-window-closed.json", "remediation-completed.json", "execution-step-finalized.json"},
+	ReasonRollbackAvailable:   {"execution-scale-window-closed.json"},
+	ReasonRollingBack:         {"execution-scale-rolled-back.json", "remediation-rolled-back.json"},
+	ReasonRolledBack:          {"execution-scale-rolled-back.json", "execution-step-rolled-back.json", "remediation-rolled-back.json"},
+	ReasonRollbackFailed:      {"execution-rollback-failed.json"},
+	ReasonCanceled:            {"execution-canceled.json"},
+	ReasonPostConditionFailed: {"execution-postcondition-failed.json", "remediation-rollback-never.json"},
+	ReasonPreconditionFailed:  {"execution-precondition-failed.json"},
+	ReasonStepFailed:          {"remediation-step-failed.json"},
+	ReasonApprovalRequested:   {"execution-approval-approved.json"},
+	ReasonApprovalRejected:    {"execution-approval-rejected.json"},
+	ReasonApprovalExpired:     {"execution-approval-expired.json"},
+	"InvalidParameters":       {"execution-invalid-parameters.json"},
+	"Unsupported":             {"execution-unsupported.json"},
+	"Forbidden":               {"execution-forbidden.json"},
+	"NotFound":                {"execution-not-found.json"},
+	"PolicyDenied":            {"execution-policy-denied.json"},
+	"DryRunFailed":            {"execution-dry-run-failed.json"},
+	"ExecutionFailed":         {"execution-job-collected.json"},
+	"ExecutionTimeout":        {"execution-timeout.json"},
+	"PolicyMissing":           {"execution-policy-missing.json"},
+	"SubjectMismatch":         {"execution-subject-mismatch.json", "remediation-subject-mismatch.json"},
+	"CallbackRejected":        {"drift-approval-expired.json"},
+	"CallbackNotAcknowledged": {"drift-approval-expired.json"},
+	ReasonProtectedNamespace:  {"reload-protected-namespace.json"},
+	"WorkloadGone":            {"reload-workload-gone.json"},
+}
+
+// phaseHistories maps each v1alpha1.Phase to histories whose status reaches it.
+var phaseHistories = map[string][]string{
+	"Validating":      {"execution-not-found.json"},
+	"WaitingApproval": {"execution-approval-approved.json"},
+	"Executing":       {"execution-restart.json", "remediation-completed.json"},
+	"Verifying":       {"execution-postcondition-failed.json"},
+	"RollbackReady":   {"execution-scale-window-closed.json", "execution-step-finalized.json"},
+	"Completed":       {"execution-restart.json", "remediation-completed.json"},
+	"Failed":          {"execution-not-found.json", "remediation-step-failed.json"},
+}
+
+// versionHistories maps each workflow.GetVersion change ID to histories with its marker.
+var versionHistories = map[string][]string{
+	versionPipeline:                  {"execution-restart.json"},
+	versionWriteTimeCapture:          {"execution-approval-write-time-rollback.json", "execution-step-rolled-back.json"},
+	versionLocalChecks:               {"execution-checks-completed.json"},
+	versionTrust:                     {"execution-trust-restart.json", "remediation-trust-completed.json"},
+	versionStrictSignals:             {"execution-approval-malformed-signal.json"},
+	versionApproval:                  {"execution-approval-approved.json"},
+	versionStatusPush:                {"execution-push-completed.json", "remediation-step-failed.json"},
+	versionReloadLeadingEdge:         {"reload-coalesced.json"},
+	versionReloadApproval:            {"reload-approval-approved.json"},
+	versionUnsnooze:                  {"drift-unsnoozed.json"},
+	"drift-approved-resolved-report": {"drift-unsnoozed.json"},
+	versionDriftContinueWhileAsking:  {"drift-continued-as-new-1.json"},
+}
+
+// continuedHistories maps each workflow that continues as new to a run that did.
+var continuedHistories = map[string]string{
+	"DriftWorkflow":  "drift-continued-as-new-1.json",
+	"ReloadWorkflow": "reload-continued-as-new.json",
+}
+
+// otherBranches are branches no reason, phase or marker tells apart.
+var otherBranches = []struct {
+	branch, file string
+	took         func(recorded) bool
+}{
+	{"a RemediationRequest step (awaitParent) finalized by its request", "execution-step-finalized.json",
+		func(h recorded) bool { return h.child && h.reasons[ReasonSucceeded] }},
+	{"a RemediationRequest step (awaitParent) rolled back by its request", "execution-step-rolled-back.json",
+		func(h recorded) bool { return h.child && h.reasons[ReasonRolledBack] }},
+	{"rollbackPolicy Never keeps the steps", "remediation-rollback-never.json",
+		func(h recorded) bool { return strings.Contains(h.payloads, "rollbackPolicy Never") }},
+	{"a drift's approval request expires", "drift-approval-expired.json",
+		func(h recorded) bool { return strings.Contains(h.payloads, `"decision":"Expired"`) }},
+	{"a refused drift report is kept as undelivered", "drift-approval-expired.json",
+		func(h recorded) bool { return strings.Contains(h.payloads, `"undelivered":[{`) }},
+	{"a drift run continued from an earlier one resumes its open request", "drift-continued-as-new-2.json",
+		func(h recorded) bool { return h.continued && strings.Contains(h.payloads, `"approvalRequiredBy":"`) }},
+	{"a reload restart refused for good fails the run", "reload-protected-namespace.json",
+		func(h recorded) bool { return h.closed == "EVENT_TYPE_WORKFLOW_EXECUTION_FAILED" }},
+	{"a reload whose workload is gone ends without failing", "reload-workload-gone.json",
+		func(h recorded) bool {
+			return h.closed == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED" && h.reasons["WorkloadGone"]
+		}},
+}
+
+// notRecorded are the branches with no history, and why. Keep it short.
+var notRecorded = map[string]string{
+	"phase " + "Pending": "a run's state before its first phase change: never written, pushed or returned",
+	"version " + versionReloadDebounceBudget: "taken only by runs started before " + versionReloadLeadingEdge +
+		" (trailing-edge debounce); current code starts none, and the reload-v0-* histories predate it",
+}
+
+func TestEveryBranchHasAHistory(t *testing.T) {
+	hs := recordedHistories(t)
+	covered := func(t *testing.T, kind, name string, files []string, reached func(recorded) bool) {
+		t.Helper()
+		if why, ok := notRecorded[kind+" "+name]; ok {
+			assert.Empty(t, files, "%s %s is listed as not recorded (%s) and has histories", kind, name, why)
+			return
+		}
+		require.NotEmpty(t, files, "%s %s has no history: record one from a real run (README, Running the tests), or list it in notRecorded with the reason", kind, name)
+		for _, f := range files {
+			h, ok := hs[f]
+			if assert.True(t, ok, "%s %s: no history %s", kind, name, f) {
+				assert.True(t, reached(h), "%s %s: %s does not reach it", kind, name, f)
+			}
+		}
+	}
+	src := parseSources(t, ".", "../activities", "../api/v1alpha1")
+
+	for _, k := range []struct {
+		kind   string
+		found  map[string]bool
+		sample string
+		table  map[string][]string
+		seen   func(recorded) map[string]bool
+	}{
+		{"reason", src.reasons(), ReasonCanceled, reasonHistories, func(h recorded) map[string]bool { return h.reasons }},
+		{"phase", src.phases(), "Completed", phaseHistories, func(h recorded) map[string]bool { return h.phases }},
+		{"version", src.changeIDs(t), versionPipeline, versionHistories, func(h recorded) map[string]bool { return h.versions }},
+	} {
+		t.Run(k.kind, func(t *testing.T) {
+			require.Contains(t, k.found, k.sample, "enumeration works")
+			for name := range k.found {
+				covered(t, k.kind, name, k.table[name], func(h recorded) bool { return k.seen(h)[name] })
+			}
+			for name := range k.table {
+				assert.Contains(t, k.found, name, "the %s table names a %s the source no longer has", k.kind, k.kind)
+			}
+		})
+	}
+	t.Run("continue-as-new", func(t *testing.T) {
+		names := registeredWorkflows()
+		targets := src.continueAsNew(t)
+		require.Contains(t, targets, "DriftWorkflow", "enumeration works")
+		for w := range targets {
+			require.Contains(t, names, w)
+			var files []string
+			if f := continuedHistories[w]; f != "" {
+				files = []string{f}
+			}
+			covered(t, "continue-as-new of", w, files, func(h recorded) bool {
+				return h.workflowType == w && h.closed == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"
+			})
+		}
+	})
+	t.Run("workflows", func(t *testing.T) {
+		for _, w := range registeredWorkflows() {
+			found := false
+			for _, h := range hs {
+				found = found || (h.workflowType == w && h.closed == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED")
+			}
+			assert.True(t, found, "no completed history of %s", w)
+		}
+	})
+	t.Run("other", func(t *testing.T) {
+		for _, b := range otherBranches {
+			covered(t, "branch", b.branch, []string{b.file}, b.took)
+		}
+	})
+	t.Run("notRecorded", func(t *testing.T) {
+		for key := range notRecorded {
+			kind, name, _ := strings.Cut(key, " ")
+			switch kind {
+			case "reason":
+				assert.Contains(t, src.reasons(), name, "notRecorded lists a reason that no longer exists")
+			case "phase":
+				assert.Contains(t, src.phases(), name, "notRecorded lists a phase that no longer exists")
+			case "version":
+				assert.Contains(t, src.changeIDs(t), name, "notRecorded lists a change ID no longer used")
+			default:
+				t.Errorf("notRecorded key %q: want reason, phase or version", key)
+			}
+		}
+	})
+}
+
+// recorded is what a committed history shows of the branches it took.
+type recorded struct {
+	workflowType string
+	// child: started by a parent workflow; continued: started by continue-as-new.
+	child, continued bool
+	// closed is the last event's type.
+	closed string
+	// versions are the change IDs of its version markers.
+	versions map[string]bool
+	// reasons are the "reason" values in its payloads and the types of its
+	// application failures (activities', retried activities', the run's own).
+	reasons map[string]bool
+	phases  map[string]bool
+	// payloads is every payload decoded, one a line.
+	payloads string
+}
+
+var (
+	reasonField = regexp.MustCompile(`"reason":"([A-Za-z]+)"`)
+	phaseField  = regexp.MustCompile(`"phase":"([A-Za-z]+)"`)
+)
+
+func recordedHistories(t *testing.T) map[string]recorded {
+	t.Helper()
+	files, err := filepath.Glob("testdata/histories/*.json")
+	require.NoError(t, err)
+	out := map[string]recorded{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var h struct {
+			Events []map[string]any `json:"events"`
+		}
+		require.NoError(t, json.Unmarshal(b, &h), f)
+		require.NotEmpty(t, h.Events, f)
+		r := recorded{versions: map[string]bool{}, reasons: map[string]bool{}, phases: map[string]bool{}}
+		start, _ := h.Events[0]["workflowExecutionStartedEventAttributes"].(map[string]any)
+		r.workflowType = str(start, "workflowType", "name")
+		r.child = start["parentWorkflowExecution"] != nil
+		r.continued = str(start, "continuedExecutionRunId") != ""
+		r.closed, _ = h.Events[len(h.Events)-1]["eventType"].(string)
+		var payloads []string
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				if _, meta := v["metadata"]; meta {
+					if data, ok := v["data"].(string); ok {
+						d, err := base64.StdEncoding.DecodeString(data)
+						require.NoError(t, err, f)
+						payloads = append(payloads, string(d))
+					}
+				}
+				if typ := str(v, "applicationFailureInfo", "type"); typ != "" {
+					r.reasons[typ] = true
+				}
+				if str(v, "markerName") == "Version" {
+					if p, ok := v["details"].(map[string]any)["change-id"].(map[string]any)["payloads"].([]any); ok && len(p) == 1 {
+						d, err := base64.StdEncoding.DecodeString(str(p[0].(map[string]any), "data"))
+						require.NoError(t, err, f)
+						var id string
+						require.NoError(t, json.Unmarshal(d, &id), f)
+						r.versions[id] = true
+					}
+				}
+				for _, e := range v {
+					walk(e)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			}
+		}
+		for _, e := range h.Events {
+			walk(e)
+		}
+		r.payloads = strings.Join(payloads, "\n")
+		for _, m := range reasonField.FindAllStringSubmatch(r.payloads, -1) {
+			r.reasons[m[1]] = true
+		}
+		for _, m := range phaseField.FindAllStringSubmatch(r.payloads, -1) {
+			r.phases[m[1]] = true
+		}
+		out[filepath.Base(f)] = r
+	}
+	return out
+}
+
+// str reads a string at path in nested JSON objects.
+func str(m map[string]any, path ...string) string {
+	for i, k := range path {
+		if i == len(path)-1 {
+			s, _ := m[k].(string)
+			return s
+		}
+		m, _ = m[k].(map[string]any)
+	}
+	return ""
+}
+
+// sources are the parsed non-test Go files of some packages; dirs[0] is this one.
+type sources struct {
+	files map[string][]*ast.File
+	dirs  []string
+}
+
+func parseSources(t *testing.T, dirs ...string) sources {
+	t.Helper()
+	s := sources{files: map[string][]*ast.File{}, dirs: dirs}
+	fset := token.NewFileSet()
+	for _, d := range dirs {
+		names, err := filepath.Glob(filepath.Join(d, "*.go"))
+		require.NoError(t, err)
+		for _, n := range names {
+			if strings.HasSuffix(n, "_test.go") || strings.HasSuffix(n, "zz_generated.deepcopy.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, n, nil, 0)
+			require.NoError(t, err)
+			s.files[d] = append(s.files[d], f)
+		}
+		require.NotEmpty(t, s.files[d], "no Go files in %s", d)
+	}
+	return s
+}
+
+// consts lists the string constants declared with a literal value in dir:
+// name → value, and the type name each was declared with ("" untyped).
+func (s sources) consts(dir string) (values, types map[string]string) {
+	values, types = map[string]string{}, map[string]string{}
+	for _, f := range s.files[dir] {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					v, _ := strconv.Unquote(lit.Value)
+					values[n.Name] = v
+					if id, ok := vs.Type.(*ast.Ident); ok {
+						types[n.Name] = id.Name
+					}
+				}
+			}
+		}
+	}
+	return values, types
+}
+
+// reasons are the values of every Reason* string constant.
+func (s sources) reasons() map[string]bool {
+	out := map[string]bool{}
+	for _, d := range s.dirs {
+		values, _ := s.consts(d)
+		for n, v := range values {
+			if strings.HasPrefix(n, "Reason") {
+				out[v] = true
+			}
+		}
+	}
+	return out
+}
+
+// phases are the values of every constant of type Phase in api/v1alpha1.
+func (s sources) phases() map[string]bool {
+	out := map[string]bool{}
+	values, types := s.consts("../api/v1alpha1")
+	for n, v := range values {
+		if types[n] == "Phase" {
+			out[v] = true
+		}
+	}
+	return out
+}
+
+// calls returns the second argument of each call of workflow.<fn> in this package.
+func (s sources) calls(fn string) []ast.Expr {
+	var out []ast.Expr
+	for _, f := range s.files[s.dirs[0]] {
+		ast.Inspect(f, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := c.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != fn || len(c.Args) < 2 {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "workflow" {
+				out = append(out, c.Args[1])
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// changeIDs are the change IDs of every workflow.GetVersion call.
+func (s sources) changeIDs(t *testing.T) map[string]bool {
+	t.Helper()
+	values, _ := s.consts(s.dirs[0])
+	out := map[string]bool{}
+	for _, arg := range s.calls("GetVersion") {
+		switch a := arg.(type) {
+		case *ast.BasicLit:
+			v, err := strconv.Unquote(a.Value)
+			require.NoError(t, err)
+			out[v] = true
+		case *ast.Ident:
+			v, ok := values[a.Name]
+			require.True(t, ok, "change ID %s is no string constant of this package", a.Name)
+			out[v] = true
+		default:
+			t.Fatalf("workflow.GetVersion with a change ID this test cannot read: %T", arg)
+		}
+	}
+	return out
+}
+
+// continueAsNew names the workflows every workflow.NewContinueAsNewError continues as.
+func (s sources) continueAsNew(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, arg := range s.calls("NewContinueAsNewError") {
+		id, ok := arg.(*ast.Ident)
+		require.True(t, ok, "workflow.NewContinueAsNewError with a workflow this test cannot name: %T", arg)
+		out[id.Name] = true
+	}
+	return out
+}
+
+type nameRegistry []string
+
+func (r *nameRegistry) RegisterWorkflowWithOptions(_ any, o workflow.RegisterOptions) {
+	*r = append(*r, o.Name)
+}
+
+func registeredWorkflows() []string {
+	var r nameRegistry
+	RegisterAll(&r)
+	return r
+}
