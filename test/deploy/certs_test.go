@@ -2,18 +2,14 @@ package deploy
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/pki"
 )
 
@@ -68,42 +64,28 @@ func issueCertificates(t *testing.T) map[string][]byte {
 	return cas
 }
 
-// clientCASecret is what README's procedure creates: the CA that signs the
-// API server's webhook client certificate.
-func clientCASecret(t *testing.T) {
+// injectCABundles does cert-manager's cainjector's part for the webhook
+// configurations README's procedure applied from deploy/webhook: each gets
+// the CA of the Certificate its inject-ca-from names.
+func injectCABundles(t *testing.T, cas map[string][]byte) {
 	t.Helper()
-	ca, err := os.ReadFile(env.WebhookClientCA)
-	require.NoError(t, err)
-	_, err = clientset(t).CoreV1().Secrets(devenv.Namespace).Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "remedy-webhook-client-ca", Namespace: devenv.Namespace},
-		Data:       map[string][]byte{"ca.crt": ca},
-	}, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-}
-
-// installWebhooks applies deploy/webhook's configurations as written, with
-// the caBundle cert-manager's cainjector would set from inject-ca-from.
-func installWebhooks(t *testing.T, cas map[string][]byte) {
-	t.Helper()
-	cs := clientset(t)
+	mwcs := clientset(t).AdmissionregistrationV1().MutatingWebhookConfigurations()
 	for _, o := range manifests(t, filepath.Join("deploy", "webhook", "*.yaml")) {
 		if o["kind"] != "MutatingWebhookConfiguration" {
 			continue
 		}
-		var mwc admissionregistrationv1.MutatingWebhookConfiguration
-		require.NoError(t, convert(o, &mwc))
+		name := o["metadata"].(map[string]any)["name"].(string)
+		mwc, err := mwcs.Get(context.Background(), name, metav1.GetOptions{})
+		require.NoError(t, err, "README's procedure installed %s", name)
 		from := mwc.Annotations["cert-manager.io/inject-ca-from"]
 		require.Contains(t, cas, from, "%s: inject-ca-from names a Certificate of deploy/manager", mwc.Name)
 		for i := range mwc.Webhooks {
 			require.NotNil(t, mwc.Webhooks[i].ClientConfig.Service, "%s calls a Service", mwc.Name)
 			mwc.Webhooks[i].ClientConfig.CABundle = cas[from]
 		}
-		_, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &mwc, metav1.CreateOptions{})
+		_, err = mwcs.Update(context.Background(), mwc, metav1.UpdateOptions{})
 		require.NoError(t, err, mwc.Name)
 	}
-	require.NoError(t, devenv.Install(context.Background(), env.Config, filepath.Join(root, "deploy", "webhook", "drift-policy.yaml")))
 }
 
 func convert(o map[string]any, into any) error {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -28,6 +30,8 @@ var (
 	root = repoRoot()
 	// logFile receives the parts' and the processes' output.
 	logFile *os.File
+	// adminKubeconfig is cluster-admin's, for kubectl.
+	adminKubeconfig string
 )
 
 // See harness's init: the parts die with this test binary.
@@ -85,12 +89,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	if err := env.InstallRemedy(ctx, root); err != nil {
-		fmt.Fprintln(os.Stderr, "deploy: install:", err)
-		return 1
-	}
-	if err := devenv.Install(ctx, env.Config, filepath.Join(root, "deploy", "policies")); err != nil {
-		fmt.Fprintln(os.Stderr, "deploy: install policies:", err)
+	if err := installAsReadme(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, "deploy: install:", err, "(logs:", logPath+")")
 		return 1
 	}
 	if err := <-built; err != nil {
@@ -104,6 +104,47 @@ func run(m *testing.M) int {
 		_ = os.Remove(logPath)
 	}
 	return code
+}
+
+// installAsReadme installs Remedy with README's procedure, as written, and
+// the example approver role the parity test's alice holds.
+func installAsReadme(ctx context.Context, dir string) error {
+	adminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	if err := writeAdminKubeconfig(adminKubeconfig); err != nil {
+		return err
+	}
+	blocks, err := parseReadme()
+	if err != nil {
+		return err
+	}
+	work := filepath.Join(dir, "checkout")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return fmt.Errorf("create checkout: %w", err)
+	}
+	ca, err := os.ReadFile(env.WebhookClientCA)
+	if err != nil {
+		return fmt.Errorf("read the webhook client CA: %w", err)
+	}
+	// The file README's procedure reads: the CA of the API server's webhook client certificate.
+	if err := os.WriteFile(filepath.Join(work, "client-ca.crt"), ca, 0o600); err != nil {
+		return fmt.Errorf("write client-ca.crt: %w", err)
+	}
+	if err := runReadme(blocks.install, work); err != nil {
+		return err
+	}
+	return devenv.Install(ctx, env.Config, filepath.Join(root, "deploy", "rbac", "approver-example.yaml"))
+}
+
+func writeAdminKubeconfig(path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "admin"}
+	kc.CurrentContext = "c"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 func repoRoot() string {

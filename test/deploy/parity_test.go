@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,10 +13,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/pki"
 )
 
 // leaseDuration is controller-runtime's default, which the operator keeps.
@@ -26,7 +28,6 @@ const leaseDuration = 15 * time.Second
 func TestDeployedProcesses(t *testing.T) {
 	start := time.Now()
 	cas := issueCertificates(t)
-	clientCASecret(t)
 	worker := startPod(t, deployment(t, "remedy-worker"), 0)
 	drift := startPod(t, deployment(t, "remedy-drift-webhook"), 0)
 	operators := []*pod{startPod(t, deployment(t, "remedy-operator"), 0), startPod(t, deployment(t, "remedy-operator"), 1)}
@@ -51,7 +52,8 @@ func TestDeployedProcesses(t *testing.T) {
 	})
 	routeService(t, "remedy-webhook", operators...)
 	routeService(t, "remedy-drift-webhook", drift)
-	installWebhooks(t, cas)
+	injectCABundles(t, cas)
+	t.Run("every object under deploy/ is accepted as written", dryRunEveryObject)
 
 	var leader, follower *pod
 	t.Run("one operator replica leads", func(t *testing.T) {
@@ -69,7 +71,7 @@ func TestDeployedProcesses(t *testing.T) {
 	})
 	require.NotNil(t, leader)
 
-	kubectl := newKubectl(t)
+	kubectl := newKubectl()
 	ns := "parity"
 	kubectl.run(t, "create", "namespace", ns)
 	kubectl.run(t, "create", "deployment", "web", "-n", ns, "--image=nginx:1.27", "--replicas=1")
@@ -161,6 +163,49 @@ func TestDeployedProcesses(t *testing.T) {
 		kubectl.apply(t, execution(ns, "scale-after-failover", 1, false))
 		kubectl.waitPhase(t, ns, "scale-after-failover", "RollbackReady", "Completed")
 	})
+	t.Run("README's secured-Temporal and scaling commands act on the deployed objects", func(t *testing.T) {
+		blocks, err := parseReadme()
+		require.NoError(t, err)
+		dir := t.TempDir()
+		pair, err := pki.SelfSigned("temporal", []string{"temporal"})
+		require.NoError(t, err)
+		for name, content := range map[string][]byte{"ca.crt": pair.CertPEM, "tls.crt": pair.CertPEM, "tls.key": pair.KeyPEM} {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), content, 0o600))
+		}
+		require.NoError(t, runReadme(blocks.tls, dir))
+		require.NoError(t, runReadme(blocks.scale, dir))
+		// What the Deployments read is what the commands wrote.
+		cs := clientset(t)
+		settings, err := cs.CoreV1().Secrets(devenv.Namespace).Get(context.Background(), "remedy-temporal", metav1.GetOptions{})
+		require.NoError(t, err)
+		files, err := cs.CoreV1().Secrets(devenv.Namespace).Get(context.Background(), "remedy-temporal-tls", metav1.GetOptions{})
+		require.NoError(t, err)
+		for _, name := range []string{"remedy-operator", "remedy-worker", "remedy-drift-webhook"} {
+			d := deployment(t, name)
+			c := d.Spec.Template.Spec.Containers[0]
+			require.NotEmpty(t, c.EnvFrom, name)
+			assert.Equal(t, "remedy-temporal", c.EnvFrom[0].SecretRef.Name, name)
+			mounted := map[string]string{}
+			for _, m := range c.VolumeMounts {
+				mounted[m.Name] = m.MountPath
+			}
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.Secret != nil && v.Secret.SecretName == "remedy-temporal-tls" {
+					for key, path := range settings.Data {
+						if strings.HasPrefix(string(path), "/") {
+							assert.Equal(t, mounted[v.Name], filepath.Dir(string(path)), "%s: %s points into the mounted Secret", name, key)
+							assert.Contains(t, files.Data, filepath.Base(string(path)), "%s: %s names a file of remedy-temporal-tls", name, key)
+						}
+					}
+				}
+			}
+			live, err := cs.AppsV1().Deployments(devenv.Namespace).Get(context.Background(), name, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.NotEmpty(t, live.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"], "%s restarted", name)
+		}
+		assert.Equal(t, "remedy", string(settings.Data["TEMPORAL_NAMESPACE"]))
+		assert.Equal(t, "3", kubectl.run(t, "get", "deployment", "remedy-worker", "-n", devenv.Namespace, "-o", "jsonpath={.spec.replicas}"))
+	})
 	t.Logf("parity test took %.1fs", time.Since(start).Seconds())
 }
 
@@ -225,15 +270,8 @@ func readmeMetrics(t *testing.T) []string {
 // kubectl runs the pinned kubectl as cluster admin (or impersonating with --as).
 type kubectlCmd struct{ path, kubeconfig string }
 
-func newKubectl(t *testing.T) kubectlCmd {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "admin"}
-	kc.CurrentContext = "c"
-	path := filepath.Join(t.TempDir(), "admin.kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
-	return kubectlCmd{path: filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), kubeconfig: path}
+func newKubectl() kubectlCmd {
+	return kubectlCmd{path: filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), kubeconfig: adminKubeconfig}
 }
 
 func (k kubectlCmd) try(args ...string) (string, error) {
