@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
@@ -147,7 +145,7 @@ func check(b Block, out string, err error) string {
 // the pinned kubectl and temporal first on PATH.
 func shellEnv(t *testing.T) []string {
 	kubeconfig := filepath.Join(workDir, ".dev", "kubeconfig")
-	require.NoError(t, writeKubeconfig(kubeconfig))
+	require.NoError(t, harness.WriteKubeconfig(kubeconfig))
 	lines := fmt.Sprintf("KUBECONFIG=%s\nTEMPORAL_ADDRESS=%s\n", kubeconfig, harness.TemporalAddress())
 	require.NoError(t, os.WriteFile(filepath.Join(workDir, ".dev", "env"), []byte(lines), 0o644))
 
@@ -164,19 +162,6 @@ func shellEnv(t *testing.T) []string {
 		env = append(env, "USER=doctest")
 	}
 	return append(env, "PATH="+path, "KUBECONFIG="+kubeconfig, "TEMPORAL_ADDRESS="+harness.TemporalAddress())
-}
-
-func writeKubeconfig(path string) error {
-	c := harness.Config()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["dev"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
-	cfg.Contexts["dev"] = &clientcmdapi.Context{Cluster: "dev", AuthInfo: "admin"}
-	cfg.CurrentContext = "dev"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // runBlock runs one block in its own process group and returns its
