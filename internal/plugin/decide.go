@@ -42,6 +42,15 @@ for an rr the open request of its waiting step.`,
 	return cmd
 }
 
+// withApproverHint adds what deciding takes to a refusal that does not name
+// the approve verb (RBAC's, before the approval webhook is asked).
+func withApproverHint(err error) error {
+	if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), `"approve"`) {
+		return fmt.Errorf("%w (%s)", err, approverHint)
+	}
+	return err
+}
+
 func verbOf(d v1alpha1.Decision) string {
 	if d == v1alpha1.DecisionRejected {
 		return "reject"
@@ -53,7 +62,7 @@ func (s *session) decide(ctx context.Context, ref Ref, decision v1alpha1.Decisio
 	verb := verbOf(decision)
 	rar, err := s.approvalRequest(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", verb, ref, err)
+		return fmt.Errorf("%s %s: %w", verb, ref, withApproverHint(err))
 	}
 	name := fmt.Sprintf("rar/%s in namespace %q", rar.Name, s.namespace)
 	if d := rar.Status.Decision; d != "" {
@@ -68,10 +77,7 @@ func (s *session) decide(ctx context.Context, ref Ref, decision v1alpha1.Decisio
 		return fmt.Errorf("encode decision: %w", err)
 	}
 	if err := s.kube.Status().Patch(ctx, rar, ctrlclient.RawPatch(types.MergePatchType, patch)); err != nil {
-		if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), `"approve"`) {
-			return fmt.Errorf("%s %s: %w (%s)", verb, name, err, approverHint)
-		}
-		return fmt.Errorf("%s %s: %w", verb, name, err)
+		return fmt.Errorf("%s %s: %w", verb, name, withApproverHint(err))
 	}
 	by := "you"
 	if r := rar.Status.RequestedDecision; r != nil {

@@ -44,6 +44,16 @@ func run(m *testing.M) int {
 		return 1
 	}
 	workDir = dir
+	bin, err := os.MkdirTemp("", "remedy-doctest-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "doctest:", err)
+		return 1
+	}
+	defer os.RemoveAll(bin)
+	if err := linkPlugin(bin, filepath.Join(dir, ".dev", "bin")); err != nil {
+		fmt.Fprintln(os.Stderr, "doctest:", err)
+		return 1
+	}
 	// What `make dev` runs: kube-controller-manager, the drift webhook in
 	// enforce mode, the demo workloads, the operator and the worker.
 	return harness.Main(m, harness.Options{
@@ -70,6 +80,23 @@ func mirrorRepo(root, dir string) error {
 		}
 	}
 	return os.Mkdir(filepath.Join(dir, ".dev"), 0o755)
+}
+
+// linkPlugin builds remedy into bin and links it as dir/kubectl-remedy,
+// as `make dev` links .dev/bin/kubectl-remedy to bin/remedy.
+func linkPlugin(bin, dir string) error {
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "remedy"), "./cmd/remedy")
+	build.Dir = harness.Root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build remedy: %w: %s", err, out)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := os.Symlink(filepath.Join(bin, "remedy"), filepath.Join(dir, "kubectl-remedy")); err != nil {
+		return fmt.Errorf("link kubectl-remedy: %w", err)
+	}
+	return nil
 }
 
 // TestDocs runs README.md, then docs/*.md in name order, each block in
@@ -141,8 +168,9 @@ func check(b Block, out string, err error) string {
 	return ""
 }
 
-// shellEnv is a person's shell after `source .dev/env && export KUBECONFIG`:
-// the pinned kubectl and temporal first on PATH.
+// shellEnv is a person's shell after `source .dev/env && export KUBECONFIG`
+// and the PATH line `make dev` prints: the pinned kubectl and temporal, and
+// .dev/bin/kubectl-remedy, first on PATH.
 func shellEnv(t *testing.T) []string {
 	kubeconfig := filepath.Join(workDir, ".dev", "kubeconfig")
 	require.NoError(t, harness.WriteKubeconfig(kubeconfig))
@@ -157,7 +185,7 @@ func shellEnv(t *testing.T) []string {
 		}
 		env = append(env, kv)
 	}
-	path := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS")) + ":" + filepath.Dir(os.Getenv("TEMPORAL_CLI")) + ":" + os.Getenv("PATH")
+	path := filepath.Join(workDir, ".dev", "bin") + ":" + os.Getenv("KUBEBUILDER_ASSETS") + ":" + filepath.Dir(os.Getenv("TEMPORAL_CLI")) + ":" + os.Getenv("PATH")
 	if os.Getenv("USER") == "" {
 		env = append(env, "USER=doctest")
 	}

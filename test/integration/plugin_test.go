@@ -41,6 +41,12 @@ func TestPluginApproveNeedsTheApproveVerb(t *testing.T) {
 	assert.Contains(t, err.Error(), `needs the verb "approve"`)
 	assert.Equal(t, v1alpha1.PhaseWaitingApproval, queryPhase(t, k.Status.WorkflowID), "the refused decision did nothing")
 
+	// Without any grant RBAC refuses the read first; the plugin says what deciding takes.
+	out, err = kubectlRemedy(t, ns, "approve", k.Name, "--as", "mallory")
+	require.Error(t, err, out)
+	assert.Contains(t, err.Error(), `User "mallory" cannot get resource "remediationapprovalrequests"`)
+	assert.Contains(t, err.Error(), `deciding needs the verb "approve"`)
+
 	out, err = kubectlRemedy(t, ns, "approve", "kexec", k.Name, "-m", "ship it", "--as", "carol", "--wait", "1m")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "remediationapprovalrequest/"+rar.Name+": Approved requested by carol")
