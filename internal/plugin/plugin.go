@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -126,6 +127,13 @@ func (s *session) runE(name string, kinds []Kind, act func(ctx context.Context, 
 		}
 		return act(cmd.Context(), ref)
 	}
+}
+
+// readCommand is a command that only reads an execution or a remediation.
+func (s *session) readCommand(use, short, example string, act func(ctx context.Context, ref Ref) error) *cobra.Command {
+	name, _, _ := strings.Cut(use, " ")
+	return &cobra.Command{Use: use, Short: short, Example: example,
+		RunE: s.runE(name, []Kind{KindExecution, KindRemediation}, act)}
 }
 
 // await re-reads obj until done holds, for at most wait.

@@ -16,12 +16,8 @@ import (
 )
 
 func newStatusCommand(s *session) *cobra.Command {
-	return &cobra.Command{
-		Use:     "status (kexec|rr) NAME",
-		Short:   "Show a run's phase timeline, validation results, approval and Web UI link",
-		Example: "  kubectl remedy status kexec scale-web -n demo",
-		RunE:    s.runE("status", []Kind{KindExecution, KindRemediation}, s.status),
-	}
+	return s.readCommand("status (kexec|rr) NAME", "Show a run's phase timeline, validation results, approval and Web UI link",
+		"  kubectl remedy status kexec scale-web -n demo", s.status)
 }
 
 // WebUILink is the Temporal Web UI's workflow list filtered to one workflow ID.

@@ -14,12 +14,8 @@ import (
 )
 
 func newWhyCommand(s *session) *cobra.Command {
-	return &cobra.Command{
-		Use:     "why [kexec|rr] NAME",
-		Short:   "Explain a failed run: its reason, message and the check that stopped it",
-		Example: "  kubectl remedy why scale-missing -n demo",
-		RunE:    s.runE("why", []Kind{KindExecution, KindRemediation}, s.why),
-	}
+	return s.readCommand("why [kexec|rr] NAME", "Explain a failed run: its reason, message and the check that stopped it",
+		"  kubectl remedy why scale-ghost -n demo", s.why)
 }
 
 func (s *session) why(ctx context.Context, ref Ref) error {

@@ -123,10 +123,7 @@ func TestPluginApproveRemediationStep(t *testing.T) {
 
 func TestPluginRollback(t *testing.T) {
 	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "web", 1)
-	spec := scaleSpec(ns, "web", 4)
-	spec.RollbackWindow = v1alpha1.DurationOf(time.Hour)
-	k := waitPhase(t, createExecution(t, ns, "plugin-undo", spec), v1alpha1.PhaseRollbackReady)
+	k := rollbackReady(t, ns, "plugin-undo", 4, time.Hour)
 
 	// Rolling back is authorized for the inverse action at admission.
 	grantRules(t, ns, "viewer-vic", createExecutions)
