@@ -159,6 +159,11 @@ func runDev(ctx context.Context, args []string) error {
 	if err := writeAccess(env, kubeconfig, envFile); err != nil {
 		return err
 	}
+	pluginPath, unlink, err := linkKubectlPlugin(filepath.Join(devDir, "bin"))
+	if err != nil {
+		return err
+	}
+	defer unlink()
 
 	done = step("starting the operator and the worker")
 	stopped, err := compose.RunRemedy(ctx, env, *workerStop)
@@ -175,6 +180,7 @@ func runDev(ctx context.Context, args []string) error {
   logs:            %s
   metrics:         %s
   kubectl, temporal: %s, %s
+  kubectl plugin:  %s   (kubectl remedy: export PATH=%s:$PATH)
 
   Try it:
     export KUBECONFIG=%s
@@ -184,7 +190,8 @@ func runDev(ctx context.Context, args []string) error {
   Drift (docs/drift.md): scale demo/drift-demo's ReplicaSet by hand, watch the
   Deployment controller's revert be judged, and find RemedyKind='Drift' in the Web UI.
 
-`, kubeconfig, envFile, env.TemporalAddress, *uiPort, logFile.Name(), metrics.banner(), kubectl, opts.TemporalCLI, kubeconfig,
+`, kubeconfig, envFile, env.TemporalAddress, *uiPort, logFile.Name(), metrics.banner(), kubectl, opts.TemporalCLI,
+		pluginPath, filepath.Dir(pluginPath), kubeconfig,
 		kubectl, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), kubectl)
 	fmt.Println("remedy dev: ready")
 

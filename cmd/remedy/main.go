@@ -23,6 +23,8 @@ commands:
   exec       perform one action as the pod's ServiceAccount (the job executor's entrypoint)
   dev        run the whole platform locally: etcd, kube-apiserver, kube-controller-manager,
              Temporal with its Web UI, the operator, the worker and the drift webhook
+  kubectl    the kubectl plugin: approve, reject, rollback, status, why (also run as
+             kubectl-remedy, e.g. through a symlink on PATH: kubectl remedy ...)
 
 Run 'remedy <command> -h' for the flags of a command.
 `
@@ -30,14 +32,18 @@ Run 'remedy <command> -h' for the flags of a command.
 func main() {
 	// `remedy dev` starts its child processes through this binary.
 	devenv.ExecIfWrapped()
-	if len(os.Args) < 2 {
+	args := os.Args
+	if isKubectlPlugin(args[0]) {
+		args = append([]string{args[0], "kubectl"}, args[1:]...)
+	}
+	if len(args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	switch cmd, args := args[1], args[2:]; cmd {
 	case "operator":
 		err = runOperator(ctx, args)
 	case "worker":
@@ -48,6 +54,12 @@ func main() {
 		err = runDev(ctx, args)
 	case "exec":
 		err = runExec(ctx, args)
+	case "kubectl":
+		if err := runKubectl(ctx, args); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -29,6 +29,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{"-h"}, {"--help"}, {"help"},
 		{"operator", "-h"}, {"worker", "-h"}, {"webhook", "-h"}, {"exec", "-h"}, {"dev", "-h"},
 		{"operator", "--help"}, {"worker", "--help"}, {"webhook", "--help"}, {"exec", "--help"}, {"dev", "--help"},
+		{"kubectl", "-h"}, {"kubectl", "--help"}, {"kubectl", "approve", "-h"}, {"kubectl", "why", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			out, err := exec.Command(bin, args...).CombinedOutput()

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/compose"
@@ -46,6 +44,16 @@ func run(m *testing.M) int {
 		return 1
 	}
 	workDir = dir
+	bin, err := os.MkdirTemp("", "remedy-doctest-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "doctest:", err)
+		return 1
+	}
+	defer os.RemoveAll(bin)
+	if err := linkPlugin(bin, filepath.Join(dir, ".dev", "bin")); err != nil {
+		fmt.Fprintln(os.Stderr, "doctest:", err)
+		return 1
+	}
 	// What `make dev` runs: kube-controller-manager, the drift webhook in
 	// enforce mode, the demo workloads, the operator and the worker.
 	return harness.Main(m, harness.Options{
@@ -72,6 +80,23 @@ func mirrorRepo(root, dir string) error {
 		}
 	}
 	return os.Mkdir(filepath.Join(dir, ".dev"), 0o755)
+}
+
+// linkPlugin builds remedy into bin and links it as dir/kubectl-remedy,
+// as `make dev` links .dev/bin/kubectl-remedy to bin/remedy.
+func linkPlugin(bin, dir string) error {
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "remedy"), "./cmd/remedy")
+	build.Dir = harness.Root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build remedy: %w: %s", err, out)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := os.Symlink(filepath.Join(bin, "remedy"), filepath.Join(dir, "kubectl-remedy")); err != nil {
+		return fmt.Errorf("link kubectl-remedy: %w", err)
+	}
+	return nil
 }
 
 // TestDocs runs README.md, then docs/*.md in name order, each block in
@@ -145,11 +170,12 @@ func check(b Block, out string, err error) string {
 	return ""
 }
 
-// shellEnv is a person's shell after `source .dev/env && export KUBECONFIG`:
-// the pinned kubectl and temporal first on PATH.
+// shellEnv is a person's shell after `source .dev/env && export KUBECONFIG`
+// and the PATH line `make dev` prints: the pinned kubectl and temporal, and
+// .dev/bin/kubectl-remedy, first on PATH.
 func shellEnv(t *testing.T) []string {
 	kubeconfig := filepath.Join(workDir, ".dev", "kubeconfig")
-	require.NoError(t, writeKubeconfig(kubeconfig))
+	require.NoError(t, harness.WriteKubeconfig(kubeconfig))
 	lines := fmt.Sprintf("KUBECONFIG=%s\nTEMPORAL_ADDRESS=%s\n", kubeconfig, harness.TemporalAddress())
 	require.NoError(t, os.WriteFile(filepath.Join(workDir, ".dev", "env"), []byte(lines), 0o644))
 
@@ -161,24 +187,11 @@ func shellEnv(t *testing.T) []string {
 		}
 		env = append(env, kv)
 	}
-	path := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS")) + ":" + filepath.Dir(os.Getenv("TEMPORAL_CLI")) + ":" + os.Getenv("PATH")
+	path := filepath.Join(workDir, ".dev", "bin") + ":" + os.Getenv("KUBEBUILDER_ASSETS") + ":" + filepath.Dir(os.Getenv("TEMPORAL_CLI")) + ":" + os.Getenv("PATH")
 	if os.Getenv("USER") == "" {
 		env = append(env, "USER=doctest")
 	}
 	return append(env, "PATH="+path, "KUBECONFIG="+kubeconfig, "TEMPORAL_ADDRESS="+harness.TemporalAddress())
-}
-
-func writeKubeconfig(path string) error {
-	c := harness.Config()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["dev"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
-	cfg.Contexts["dev"] = &clientcmdapi.Context{Cluster: "dev", AuthInfo: "admin"}
-	cfg.CurrentContext = "dev"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // runBlock runs one block in its own process group and returns its

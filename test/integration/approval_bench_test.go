@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/plugin"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -78,14 +81,14 @@ func report(b *testing.B, samples []time.Duration, unit string) {
 	b.ReportMetric(at(0.95), "p95-"+unit)
 }
 
-// benchmarkApproval approves b.N, but at least minApprovals, waiting
+// benchmarkApproval approves b.N, but at least minSamples, waiting
 // executions one by one with decide (the b.N=1 probe run takes one sample).
-func benchmarkApproval(b *testing.B, decide func(k *v1alpha1.KubernetesExecution)) {
+func benchmarkApproval(b *testing.B, minSamples int, decide func(k *v1alpha1.KubernetesExecution)) {
 	ns := harness.Namespace(b)
 	harness.Deployment(b, ns, "web", 1)
 	n := b.N
 	if n > 1 {
-		n = max(n, minApprovals)
+		n = max(n, minSamples)
 	}
 	ks := waitingExecutions(b, ns, "approve", n, time.Hour)
 	var toWorkflow, toStatus []time.Duration
@@ -104,7 +107,7 @@ func benchmarkApproval(b *testing.B, decide func(k *v1alpha1.KubernetesExecution
 // BenchmarkApprovalLatencySignal: from the approve signal until the workflow,
 // then .status.phase, leaves WaitingApproval (target: p95 to workflow < 100 ms).
 func BenchmarkApprovalLatencySignal(b *testing.B) {
-	benchmarkApproval(b, func(k *v1alpha1.KubernetesExecution) {
+	benchmarkApproval(b, minApprovals, func(k *v1alpha1.KubernetesExecution) {
 		require.NoError(b, harness.Temporal().SignalWorkflow(context.Background(), k.Status.WorkflowID, "", workflows.SignalApprove,
 			workflows.ApprovalSignal{Approver: "bench"}))
 	})
@@ -113,10 +116,23 @@ func BenchmarkApprovalLatencySignal(b *testing.B) {
 // BenchmarkApprovalLatencyKubectl: the same from `kubectl patch rar
 // --subresource=status`, through the webhook, the operator's relay and the signal.
 func BenchmarkApprovalLatencyKubectl(b *testing.B) {
-	benchmarkApproval(b, func(k *v1alpha1.KubernetesExecution) {
+	benchmarkApproval(b, minApprovals, func(k *v1alpha1.KubernetesExecution) {
 		rar := &v1alpha1.RemediationApprovalRequest{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Status.ApprovalRequestRef.Name}}
 		require.NoError(b, harness.Kube().Status().Patch(context.Background(), rar,
 			ctrlclient.RawPatch(types.MergePatchType, []byte(`{"status":{"decision":"Approved","decisionMessage":"bench"}}`))))
+	})
+}
+
+// BenchmarkApprovalLatencyPlugin: the same from `kubectl remedy approve kexec
+// NAME`, each a whole invocation (kubeconfig, discovery, read, status patch),
+// over at least 20 approvals.
+func BenchmarkApprovalLatencyPlugin(b *testing.B) {
+	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
+	require.NoError(b, harness.WriteKubeconfig(kubeconfig))
+	benchmarkApproval(b, 20, func(k *v1alpha1.KubernetesExecution) {
+		var out bytes.Buffer
+		err := plugin.Run(context.Background(), []string{"--kubeconfig", kubeconfig, "-n", k.Namespace, "approve", "kexec", k.Name, "-m", "bench"}, &out, &out)
+		require.NoError(b, err, out.String())
 	})
 }
 

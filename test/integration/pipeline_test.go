@@ -47,6 +47,16 @@ func scaleSpec(ns, name string, replicas int32) v1alpha1.KubernetesExecutionSpec
 	}
 }
 
+// rollbackReady scales a fresh Deployment web of 1 replica in ns to replicas
+// and waits until the run offers its rollback for window.
+func rollbackReady(t *testing.T, ns, name string, replicas int32, window time.Duration) *v1alpha1.KubernetesExecution {
+	t.Helper()
+	harness.Deployment(t, ns, "web", 1)
+	spec := scaleSpec(ns, "web", replicas)
+	spec.RollbackWindow = v1alpha1.DurationOf(window)
+	return waitPhase(t, createExecution(t, ns, name, spec), v1alpha1.PhaseRollbackReady)
+}
+
 func replicasOf(t *testing.T, ns, name string) int32 {
 	t.Helper()
 	var d appsv1.Deployment
@@ -177,10 +187,7 @@ func TestBadConditionRegoIsInvalidParameters(t *testing.T) {
 func TestRollbackAnnotation(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "web", 1)
-	spec := scaleSpec(ns, "web", 4)
-	spec.RollbackWindow = v1alpha1.DurationOf(time.Hour)
-	k := waitPhase(t, createExecution(t, ns, "undo-me", spec), v1alpha1.PhaseRollbackReady)
+	k := rollbackReady(t, ns, "undo-me", 4, time.Hour)
 	patch := []byte(`{"metadata":{"annotations":{"remedy.dev/rollback":"error rate doubled"}}}`)
 	require.NoError(t, harness.Kube().Patch(ctx, k, ctrlclient.RawPatch("application/merge-patch+json", patch)))
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)

@@ -240,10 +240,7 @@ func TestRemediationStepsCarryTheRequester(t *testing.T) {
 func TestRollbackAnnotationNeedsTheInverseGrant(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "web", 1)
-	spec := scaleSpec(ns, "web", 3)
-	spec.RollbackWindow = v1alpha1.DurationOf(time.Minute)
-	k := waitPhase(t, createExecution(t, ns, "scale", spec), v1alpha1.PhaseRollbackReady)
+	k := rollbackReady(t, ns, "scale", 3, time.Minute)
 
 	// May annotate executions, but not scale: the rollback is refused.
 	// (Merge patches, as kubectl annotate sends.)

@@ -1,0 +1,150 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+func newStatusCommand(s *session) *cobra.Command {
+	return s.readCommand("status (kexec|rr) NAME", "Show a run's phase timeline, validation results, approval and Web UI link",
+		"  kubectl remedy status kexec scale-web -n demo", s.status)
+}
+
+// WebUILink is the Temporal Web UI's workflow list filtered to one workflow ID.
+func WebUILink(base, namespace, workflowID string) string {
+	return fmt.Sprintf("%s/namespaces/%s/workflows?query=%s", strings.TrimRight(base, "/"),
+		url.PathEscape(namespace), url.QueryEscape("WorkflowId='"+workflowID+"'"))
+}
+
+func (s *session) status(ctx context.Context, ref Ref) error {
+	w := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	defer w.Flush()
+	if ref.Kind == KindExecution {
+		k := &v1alpha1.KubernetesExecution{}
+		if err := s.get(ctx, ref, k); err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		s.writeExecution(ctx, w, k)
+		return nil
+	}
+	rr := &v1alpha1.RemediationRequest{}
+	if err := s.get(ctx, ref, rr); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	st := rr.Status
+	fmt.Fprintf(w, "RemediationRequest\t%s/%s\n", rr.Namespace, rr.Name)
+	fmt.Fprintf(w, "Phase:\t%s\n", phaseText(st.Phase, st.Reason))
+	s.writeRun(w, st.Message, st.WorkflowID)
+	fmt.Fprintf(w, "Steps:\n  STEP\tEXECUTION\tPHASE\tROLLED BACK\n")
+	for _, step := range st.Steps {
+		exec := "-"
+		if step.ExecutionRef != nil {
+			exec = step.ExecutionRef.Name
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%v\n", step.Name, exec, phaseText(step.Phase, step.Reason), step.RolledBack)
+	}
+	for _, step := range st.Steps {
+		if step.ExecutionRef == nil {
+			continue
+		}
+		k := &v1alpha1.KubernetesExecution{}
+		fmt.Fprintln(w)
+		if err := s.get(ctx, Ref{KindExecution, step.ExecutionRef.Name}, k); err != nil {
+			fmt.Fprintf(w, "Step %s:\t%v\n", step.Name, err)
+			continue
+		}
+		s.writeExecution(ctx, w, k)
+	}
+	return nil
+}
+
+// writeExecution writes one execution's status: phase, run, timeline,
+// validation, approval and rollback.
+func (s *session) writeExecution(ctx context.Context, w io.Writer, k *v1alpha1.KubernetesExecution) {
+	st := k.Status
+	t := k.Spec.Target
+	fmt.Fprintf(w, "KubernetesExecution\t%s/%s\n", k.Namespace, k.Name)
+	fmt.Fprintf(w, "Action:\t%s %s %s\n", k.Spec.Action, t.Kind, strings.TrimPrefix(t.Namespace+"/"+t.Name, "/"))
+	if st.Requester != "" {
+		fmt.Fprintf(w, "Requester:\t%s\n", st.Requester)
+	}
+	fmt.Fprintf(w, "Phase:\t%s\n", phaseText(st.Phase, st.Reason))
+	s.writeRun(w, st.Message, st.WorkflowID)
+	if len(st.PhaseTransitions) > 0 {
+		fmt.Fprintf(w, "Timeline:\n  TIME\tAFTER\tPHASE\tREASON\tMESSAGE\n")
+		first := st.PhaseTransitions[0].Time.Time
+		for _, p := range st.PhaseTransitions {
+			fmt.Fprintf(w, "  %s\t+%s\t%s\t%s\t%s\n", p.Time.UTC().Format(time.RFC3339), p.Time.Sub(first).Round(time.Second), p.Phase, p.Reason, oneLine(p.Message))
+		}
+	}
+	if checks := Checks(st.ValidationResults); len(checks) > 0 {
+		fmt.Fprintf(w, "Validation:\n")
+		for _, c := range checks {
+			fmt.Fprintf(w, "  %s\t%s\n", c.Name, oneLine(c.Result))
+		}
+	}
+	if ref := st.ApprovalRequestRef; ref != nil {
+		fmt.Fprintf(w, "Approval:\t%s: %s\n", ref.Name, s.approvalText(ctx, k.Namespace, ref.Name))
+	}
+	if rb := st.RollbackInformation; rb != nil {
+		if rb.Available {
+			fmt.Fprintf(w, "Rollback:\tavailable (%s%s)\n", rb.RollbackAction, rollbackParams(rb.RollbackParameters))
+		} else {
+			fmt.Fprintf(w, "Rollback:\tnone: %s\n", rb.Reason)
+		}
+	}
+}
+
+// writeRun writes a run's message, workflow ID and Web UI link.
+func (s *session) writeRun(w io.Writer, message, workflowID string) {
+	if message != "" {
+		fmt.Fprintf(w, "Message:\t%s\n", oneLine(message))
+	}
+	if workflowID != "" {
+		fmt.Fprintf(w, "Workflow:\t%s\n", workflowID)
+		fmt.Fprintf(w, "Web UI:\t%s\n", WebUILink(s.webUI, s.temporalNS, workflowID))
+	}
+}
+
+// approvalText says who decided the request, or what it waits for.
+func (s *session) approvalText(ctx context.Context, namespace, name string) string {
+	var rar v1alpha1.RemediationApprovalRequest
+	if err := s.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, &rar); err != nil {
+		return fmt.Sprintf("cannot read it: %v", err)
+	}
+	st := rar.Status
+	switch {
+	case st.Decision != "":
+		return describeDecision(st)
+	case st.RequestedDecision != nil:
+		r := st.RequestedDecision
+		return fmt.Sprintf("%s requested by %s at %s, on its way to the workflow", r.Decision, r.RequestedBy, r.RequestedAt.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("waiting for a decision until %s (kubectl remedy approve|reject rar %s -n %s)",
+		rar.Spec.RequiredBy.UTC().Format(time.RFC3339), name, namespace)
+}
+
+func rollbackParams(p *v1alpha1.ActionParameters) string {
+	if p == nil {
+		return ""
+	}
+	switch {
+	case p.Replicas != nil:
+		return fmt.Sprintf(" to replicas %d", *p.Replicas)
+	case p.Image != "":
+		return fmt.Sprintf(" container %s to image %s", p.Container, p.Image)
+	}
+	return ""
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
