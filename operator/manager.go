@@ -6,6 +6,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,11 @@ type Options struct {
 	// MaxConcurrentReconciles is each controller's number of reconcile
 	// workers (0: DefaultMaxConcurrentReconciles).
 	MaxConcurrentReconciles int
+	// WorkflowCheckInterval is how long a run that pushes its status may stay
+	// quiet before the operator looks at its workflow, and how often a request
+	// past requiredBy whose workflow still runs is looked at again
+	// (0: DefaultWorkflowCheckInterval).
+	WorkflowCheckInterval time.Duration
 	// SkipNameValidation lets one process build the operator more than once,
 	// as tests that stop and start it do.
 	SkipNameValidation bool
@@ -61,6 +67,10 @@ type WebhookOptions struct {
 	// WorkerUser is the worker's username, the only one that may pass a
 	// RemediationRequest's requester on to the request's steps.
 	WorkerUser string
+	// OperatorUser is the operator's own username: the only one, besides the
+	// worker, that may record Expired on a request past requiredBy whose
+	// workflow is gone.
+	OperatorUser string
 }
 
 // Scheme knows the built-in types and Remedy's.
@@ -105,36 +115,41 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
 	kexec := &ExecutionReconciler{
-		Client:   mgr.GetClient(),
-		Temporal: o.Temporal,
-		Recorder: mgr.GetEventRecorder("remedy-operator"),
-		Clock:    clock.RealClock{},
+		Client:        mgr.GetClient(),
+		Temporal:      o.Temporal,
+		Recorder:      mgr.GetEventRecorder("remedy-operator"),
+		Clock:         clock.RealClock{},
+		CheckInterval: o.WorkflowCheckInterval,
 	}
 	if err := kexec.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up KubernetesExecution reconciler: %w", err)
 	}
 	rr := &RemediationReconciler{
-		Client:   mgr.GetClient(),
-		Temporal: o.Temporal,
-		Recorder: mgr.GetEventRecorder("remedy-operator"),
-		Clock:    clock.RealClock{},
+		Client:        mgr.GetClient(),
+		Temporal:      o.Temporal,
+		Recorder:      mgr.GetEventRecorder("remedy-operator"),
+		Clock:         clock.RealClock{},
+		CheckInterval: o.WorkflowCheckInterval,
 	}
 	if err := rr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up RemediationRequest reconciler: %w", err)
 	}
 	rar := &ApprovalReconciler{
-		Client:   mgr.GetClient(),
-		Temporal: o.Temporal,
-		Recorder: mgr.GetEventRecorder("remedy-operator"),
-		Clock:    clock.RealClock{},
+		Client:        mgr.GetClient(),
+		Temporal:      o.Temporal,
+		Recorder:      mgr.GetEventRecorder("remedy-operator"),
+		Clock:         clock.RealClock{},
+		CheckInterval: o.WorkflowCheckInterval,
 	}
 	if err := rar.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up RemediationApprovalRequest reconciler: %w", err)
 	}
 	if o.Webhook != nil {
-		mgr.GetWebhookServer().Register(remedywebhook.ApprovalPath, &webhook.Admission{
-			Handler: remedywebhook.NewApproval(mgr.GetClient(), mgr.GetScheme(), o.Webhook.TrustedRecorders),
-		})
+		approval := remedywebhook.NewApproval(mgr.GetClient(), mgr.GetScheme(), o.Webhook.TrustedRecorders)
+		if o.Webhook.OperatorUser != "" {
+			approval.Expirers = []string{o.Webhook.OperatorUser}
+		}
+		mgr.GetWebhookServer().Register(remedywebhook.ApprovalPath, &webhook.Admission{Handler: approval})
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("build clientset: %w", err)

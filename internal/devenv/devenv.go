@@ -75,6 +75,9 @@ type Env struct {
 	AuditLogPath string
 	// WorkerStopTimeout is RunRemedy's worker.Options.StopTimeout.
 	WorkerStopTimeout time.Duration
+	// WorkflowCheckInterval is the operator's Options.WorkflowCheckInterval
+	// (0: its default).
+	WorkflowCheckInterval time.Duration
 
 	devServer *testsuite.DevServer
 	kcm       *exec.Cmd

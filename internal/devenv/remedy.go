@@ -64,12 +64,13 @@ func (e *Env) NewOperator(ctx context.Context) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true}
+	o := operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true, WorkflowCheckInterval: e.WorkflowCheckInterval}
 	if wh := e.Kube.WebhookInstallOptions; wh.LocalServingPort != 0 {
 		// The operator serves the admission webhooks envtest registered.
 		worker := "system:serviceaccount:" + Namespace + ":remedy-worker"
 		o.Webhook = &operator.WebhookOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-			ClientAuth: e.webhookClientAuth(), TrustedRecorders: []string{worker}, WorkerUser: worker}
+			ClientAuth: e.webhookClientAuth(), TrustedRecorders: []string{worker}, WorkerUser: worker,
+			OperatorUser: "system:serviceaccount:" + Namespace + ":remedy-operator"}
 	}
 	return operator.New(opCfg, o)
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// Manifests are directories applied after the drift webhook and before
 	// the operator and worker, as `remedy dev` applies the demo workloads.
 	Manifests []string
+	// WorkflowCheckInterval shortens how long a quiet run waits before the
+	// operator checks that its workflow exists (0: the operator's default).
+	WorkflowCheckInterval time.Duration
 	// LogPath receives the parts' logs; empty picks a file in the temp dir,
 	// removed when every test passed.
 	LogPath string
@@ -91,6 +94,7 @@ func Main(m *testing.M, o Options) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
+	env.WorkflowCheckInterval = o.WorkflowCheckInterval
 	if err := env.InstallRemedy(ctx, Root); err != nil {
 		fmt.Fprintln(os.Stderr, "harness: install:", err)
 		return 1
