@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -32,6 +33,11 @@ type ApprovalReconciler struct {
 	Temporal client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
+	// CheckInterval is how often the workflow of a request past requiredBy,
+	// still running when looked at, is looked at again (0: DefaultWorkflowCheckInterval).
+	CheckInterval time.Duration
+
+	checks runChecks
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=remediationapprovalrequests,verbs=get;list;watch
@@ -43,13 +49,32 @@ type ApprovalReconciler struct {
 func (r *ApprovalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rar v1alpha1.RemediationApprovalRequest
 	if err := r.Get(ctx, req.NamespacedName, &rar); err != nil {
+		r.checks.forget(req.NamespacedName)
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	subject, err := r.observeSubject(ctx, &rar)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := planApproval(&rar, subject, r.Clock.Now())
+	// Past requiredBy without a decision, the workflow is looked at: its timer
+	// decides unless it is gone. Looked at once at requiredBy (the countdown
+	// requeues then), then at most once per check interval.
+	now := r.Clock.Now()
+	var run runLook
+	if !expiryCheckDue(&rar, subject, now) {
+		r.checks.forget(req.NamespacedName)
+	} else {
+		due, wait := checkDue(time.Time{}, r.checks.get(req.NamespacedName), now, checkInterval(r.CheckInterval))
+		if due {
+			var err error
+			if run, _, err = describeRun[struct{}](ctx, r.Temporal, rar.Spec.WorkflowID, false); err != nil {
+				return ctrl.Result{}, err
+			}
+			r.checks.set(req.NamespacedName, now)
+		}
+		run.recheck = wait
+	}
+	p := planApproval(&rar, subject, run, now)
 
 	if p.signal != "" {
 		err := r.Temporal.SignalWorkflow(ctx, rar.Spec.WorkflowID, "", p.signal, p.payload)

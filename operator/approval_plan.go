@@ -49,9 +49,21 @@ type approvalPlan struct {
 	requeueAfter time.Duration
 }
 
-// planApproval decides from the RAR and what was observed of its subject.
-// It takes no client.
-func planApproval(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubject, now time.Time) approvalPlan {
+// OperatorName is the attribution (decidedBy) of a request the operator
+// expired because its workflow is gone.
+const OperatorName = "remedy-operator"
+
+// expiryCheckDue says whether the workflow of a request must be looked at:
+// the request is past requiredBy without a decision, and names a workflow of
+// its own namespace and subject. The workflow's timer records Expired itself;
+// only a workflow that is gone leaves the request open for the operator to expire.
+func expiryCheckDue(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubject, now time.Time) bool {
+	return rar.Status.Decision == "" && !rar.Spec.RequiredBy.After(now) && workflowMismatch(rar, subject.uid) == ""
+}
+
+// planApproval decides from the RAR, what was observed of its subject and,
+// past requiredBy, what a look at its workflow found (run). It takes no client.
+func planApproval(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubject, run runLook, now time.Time) approvalPlan {
 	var p approvalPlan
 	next := rar.Status.DeepCopy()
 	ready := meta.FindStatusCondition(rar.Status.Conditions, v1alpha1.ConditionReady)
@@ -60,23 +72,18 @@ func planApproval(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubj
 	switch {
 	case d != "":
 		next.TimeRemaining = ""
-		msg := fmt.Sprintf("%s by %s via %s", d, rar.Status.DecidedBy, rar.Status.DecidedVia)
-		if rar.Status.DecisionMessage != "" {
-			msg += ": " + rar.Status.DecisionMessage
+		p.events = decided(next, ready, rar.Generation, now)
+	case !rar.Spec.RequiredBy.After(now) && mismatch == "" && run.gone():
+		// Nothing will record the timer's Expired: the operator does, in its own name.
+		what := "does not exist in Temporal"
+		if run.state != runMissing {
+			what = "closed " + run.how
 		}
-		if ready == nil || ready.Reason != string(d) || ready.Message != msg {
-			setApprovalCondition(next, metav1.ConditionTrue, string(d), msg, rar.Generation, now)
-			t := corev1.EventTypeNormal
-			if d != v1alpha1.DecisionApproved {
-				t = corev1.EventTypeWarning
-			}
-			p.events = append(p.events, event{t, string(d), msg})
-			if req != nil && !(rar.Status.DecidedVia == v1alpha1.DecidedViaKubectl && rar.Status.DecidedBy == req.RequestedBy && d == req.Decision) {
-				p.events = append(p.events, event{corev1.EventTypeWarning, reasonDecisionIgnored, fmt.Sprintf(
-					"%s by %s via kubectl at %s did not count: the workflow had already taken %s (the first decision wins)",
-					req.Decision, req.RequestedBy, req.RequestedAt.UTC().Format(time.RFC3339), msg)})
-			}
-		}
+		next.Decision, next.DecidedBy, next.DecidedVia, next.DecidedAt = v1alpha1.DecisionExpired, OperatorName, v1alpha1.DecidedViaTimer, &metav1.Time{Time: now}
+		next.DecisionMessage = fmt.Sprintf("expired by %s: workflow %s %s, so its timer cannot record the expiry of %s",
+			OperatorName, rar.Spec.WorkflowID, what, rar.Spec.RequiredBy.UTC().Format(time.RFC3339))
+		next.TimeRemaining = ""
+		p.events = decided(next, ready, rar.Generation, now)
 	case req != nil && !subject.gone && mismatch == "" && (ready == nil || ready.Reason != reasonRelayed):
 		// Relayed even past requiredBy: the webhook accepted it before, and the
 		// workflow, not the relay, knows whether its timer came first.
@@ -92,14 +99,19 @@ func planApproval(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubj
 			"%s by %s via kubectl relayed to the workflow, which records it unless another decision reached it first", req.Decision, req.RequestedBy),
 			rar.Generation, now)
 	case !rar.Spec.RequiredBy.After(now):
-		// Past requiredBy the workflow's timer records Expired; there is nothing to add.
-		return p
+		// Past requiredBy the workflow's timer records Expired; its workflow,
+		// still running when looked at, is looked at again after run.recheck.
+		return approvalPlan{requeueAfter: run.recheck}
 	case subject.gone:
 		next.TimeRemaining = ""
 		if ready == nil || ready.Reason != reasonCanceled {
 			msg := "subject " + rar.Spec.SubjectRef.Name + " ended before a decision; nothing will be executed"
 			setApprovalCondition(next, metav1.ConditionFalse, reasonCanceled, msg, rar.Generation, now)
 			p.events = append(p.events, event{corev1.EventTypeNormal, reasonCanceled, msg})
+		}
+		if mismatch == "" {
+			// Its workflow is looked at once the request expires.
+			p.requeueAfter = rar.Spec.RequiredBy.Sub(now)
 		}
 	case mismatch != "":
 		next.TimeRemaining = ""
@@ -124,6 +136,32 @@ func planApproval(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubj
 		p.status = next
 	}
 	return p
+}
+
+// decided sets the Ready condition of a decided request and returns its
+// Events, unless the condition already says so: the decision, and a kubectl
+// decision that did not count.
+func decided(s *v1alpha1.RemediationApprovalRequestStatus, ready *metav1.Condition, generation int64, now time.Time) []event {
+	d, req := s.Decision, s.RequestedDecision
+	msg := fmt.Sprintf("%s by %s via %s", d, s.DecidedBy, s.DecidedVia)
+	if s.DecisionMessage != "" {
+		msg += ": " + s.DecisionMessage
+	}
+	if ready != nil && ready.Reason == string(d) && ready.Message == msg {
+		return nil
+	}
+	setApprovalCondition(s, metav1.ConditionTrue, string(d), msg, generation, now)
+	t := corev1.EventTypeNormal
+	if d != v1alpha1.DecisionApproved {
+		t = corev1.EventTypeWarning
+	}
+	events := []event{{t, string(d), msg}}
+	if req != nil && !(s.DecidedVia == v1alpha1.DecidedViaKubectl && s.DecidedBy == req.RequestedBy && d == req.Decision) {
+		events = append(events, event{corev1.EventTypeWarning, reasonDecisionIgnored, fmt.Sprintf(
+			"%s by %s via kubectl at %s did not count: the workflow had already taken %s (the first decision wins)",
+			req.Decision, req.RequestedBy, req.RequestedAt.UTC().Format(time.RFC3339), msg)})
+	}
+	return events
 }
 
 // workflowMismatch says why spec.workflowID is not a workflow of the request's

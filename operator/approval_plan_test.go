@@ -29,7 +29,7 @@ func TestPlanApproval(t *testing.T) {
 		}
 	}
 	t.Run("new request: Requested event with the commands, coarse timeRemaining", func(t *testing.T) {
-		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), waiting, now)
+		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), waiting, runLook{}, now)
 		require.NotNil(t, p.status)
 		assert.Equal(t, "14m30s", p.status.TimeRemaining)
 		assert.Equal(t, 10*time.Second, p.requeueAfter, "requeued when the value next changes")
@@ -42,15 +42,15 @@ func TestPlanApproval(t *testing.T) {
 		assert.Empty(t, p.signal)
 	})
 	t.Run("unchanged within a step: no write, no event", func(t *testing.T) {
-		first := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), waiting, now)
-		p := planApproval(base(*first.status), waiting, now.Add(5*time.Second))
+		first := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), waiting, runLook{}, now)
+		p := planApproval(base(*first.status), waiting, runLook{}, now.Add(5*time.Second))
 		assert.Nil(t, p.status)
 		assert.Empty(t, p.events)
 	})
 	t.Run("requested kubectl decision is relayed once as a signal naming the request and its namespace", func(t *testing.T) {
 		rar := base(v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: &v1alpha1.RequestedDecision{
 			Decision: v1alpha1.DecisionRejected, RequestedBy: "carol", RequestedAt: metav1.NewTime(now), Message: "no"}})
-		p := planApproval(rar, waiting, now)
+		p := planApproval(rar, waiting, runLook{}, now)
 		assert.Equal(t, workflows.SignalReject, p.signal)
 		assert.Equal(t, workflows.ApprovalSignal{Approver: "carol", Reason: "no", Via: "kubectl", Request: "scale-web-approval", Namespace: "shop"}, p.payload,
 			"the relay names its request and namespace, so it cannot decide a newer or another one")
@@ -58,14 +58,14 @@ func TestPlanApproval(t *testing.T) {
 		require.NotNil(t, p.status)
 		assert.Equal(t, reasonRelayed, meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionReady).Reason)
 		rar.Status = *p.status
-		again := planApproval(rar, waiting, now)
+		again := planApproval(rar, waiting, runLook{}, now)
 		assert.Empty(t, again.signal)
 		assert.Empty(t, again.events)
 	})
 	t.Run("the workflow's record of the relayed decision", func(t *testing.T) {
 		req := &v1alpha1.RequestedDecision{Decision: v1alpha1.DecisionRejected, RequestedBy: "carol", RequestedAt: metav1.NewTime(now), Message: "no"}
 		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: req, Decision: v1alpha1.DecisionRejected, DecidedBy: "carol",
-			DecidedVia: v1alpha1.DecidedViaKubectl, DecisionMessage: "no"}), waiting, now)
+			DecidedVia: v1alpha1.DecidedViaKubectl, DecisionMessage: "no"}), waiting, runLook{}, now)
 		assert.Empty(t, p.signal)
 		require.Len(t, p.events, 1)
 		assert.Equal(t, "Rejected", p.events[0].reason)
@@ -77,7 +77,7 @@ func TestPlanApproval(t *testing.T) {
 			DecidedVia: v1alpha1.DecidedViaSignal},
 		)
 		rar.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionUnknown, Reason: reasonRelayed}}
-		p := planApproval(rar, waiting, now)
+		p := planApproval(rar, waiting, runLook{}, now)
 		assert.Empty(t, p.signal)
 		require.Len(t, p.events, 2)
 		assert.Equal(t, "Rejected", p.events[0].reason)
@@ -87,17 +87,17 @@ func TestPlanApproval(t *testing.T) {
 		assert.Equal(t, metav1.ConditionTrue, meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionReady).Status)
 	})
 	t.Run("decision recorded by the workflow is not relayed back", func(t *testing.T) {
-		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionExpired, DecidedBy: "timer", DecidedVia: v1alpha1.DecidedViaTimer}), waiting, now)
+		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionExpired, DecidedBy: "timer", DecidedVia: v1alpha1.DecidedViaTimer}), waiting, runLook{}, now)
 		assert.Empty(t, p.signal)
 		assert.Equal(t, "Expired", p.events[0].reason)
 		assert.Equal(t, metav1.ConditionTrue, meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionReady).Status)
 	})
 	t.Run("past requiredBy the workflow's timer decides", func(t *testing.T) {
-		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), gone, now.Add(time.Hour))
+		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), gone, runLook{}, now.Add(time.Hour))
 		assert.Equal(t, approvalPlan{}, p)
 	})
 	t.Run("subject gone before a decision", func(t *testing.T) {
-		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "30s"}), gone, now)
+		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "30s"}), gone, runLook{}, now)
 		assert.Equal(t, reasonCanceled, p.events[0].reason)
 		assert.Empty(t, p.status.TimeRemaining)
 		assert.Equal(t, time.Duration(0), p.requeueAfter)
@@ -106,7 +106,7 @@ func TestPlanApproval(t *testing.T) {
 		rar := base(v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: &v1alpha1.RequestedDecision{
 			Decision: v1alpha1.DecisionApproved, RequestedBy: "mallory", RequestedAt: metav1.NewTime(now)}})
 		rar.Spec.WorkflowID = "kexec/payments/scale-web/u9"
-		p := planApproval(rar, waiting, now)
+		p := planApproval(rar, waiting, runLook{}, now)
 		assert.Empty(t, p.signal)
 		require.Len(t, p.events, 1)
 		assert.Equal(t, corev1.EventTypeWarning, p.events[0].eventType)
@@ -117,7 +117,7 @@ func TestPlanApproval(t *testing.T) {
 		assert.Equal(t, metav1.ConditionFalse, c.Status)
 		assert.Equal(t, reasonWorkflowMismatch, c.Reason)
 		rar.Status = *p.status
-		again := planApproval(rar, waiting, now)
+		again := planApproval(rar, waiting, runLook{}, now)
 		assert.Empty(t, again.signal)
 		assert.Empty(t, again.events, "warned once")
 	})

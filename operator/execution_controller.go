@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -37,6 +38,11 @@ type ExecutionReconciler struct {
 	Temporal client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
+	// CheckInterval is how long a run that pushes its status may stay quiet
+	// before its workflow is looked at (0: DefaultWorkflowCheckInterval).
+	CheckInterval time.Duration
+
+	checks runChecks
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions,verbs=get;list;watch;update;patch
@@ -51,11 +57,13 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	logger := log.FromContext(ctx)
 	var kexec v1alpha1.KubernetesExecution
 	if err := r.Get(ctx, req.NamespacedName, &kexec); err != nil {
+		r.checks.forget(req.NamespacedName)
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	id := workflows.ExecutionWorkflowID(kexec.Namespace, kexec.Name, string(kexec.UID))
 
 	if !kexec.DeletionTimestamp.IsZero() {
+		r.checks.forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, &kexec, id)
 	}
 	if before := kexec.DeepCopy(); controllerutil.AddFinalizer(&kexec, Finalizer) {
@@ -64,15 +72,15 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 
-	// Observe. A run that writes its own status (sequence > 0) is not queried.
-	var observed *v1alpha1.KubernetesExecutionStatus
-	if kexec.Status.WorkflowID != "" && !kexec.Status.Phase.Terminal() && kexec.Status.Sequence == 0 {
-		s, err := r.query(ctx, id)
-		if err != nil {
-			logger.Info("status query failed; retrying", "workflowID", id, "error", err.Error())
-			return ctrl.Result{RequeueAfter: queryRetry}, nil
-		}
-		observed = &s
+	// Observe. A run that writes its own status (sequence > 0) is not
+	// queried; once quiet for the check interval, its workflow is looked at.
+	now := r.Clock.Now()
+	run, observed, err := observeRun[v1alpha1.KubernetesExecutionStatus](ctx, r.Temporal, &r.checks, id, runSubject{key: req.NamespacedName,
+		workflowID: kexec.Status.WorkflowID, phase: kexec.Status.Phase, sequence: kexec.Status.Sequence, quietSince: quietSince(&kexec)},
+		checkInterval(r.CheckInterval), now)
+	if err != nil {
+		logger.Info("workflow check failed; retrying", "workflowID", id, "error", err.Error())
+		return ctrl.Result{RequeueAfter: queryRetry}, nil
 	}
 
 	decided := false
@@ -84,7 +92,7 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	// Plan.
-	p := planExecution(&kexec, id, observed, decided, r.Clock.Now())
+	p := planExecution(&kexec, id, observed, run, decided, now)
 
 	// Execute.
 	if p.start {
@@ -152,26 +160,32 @@ func (r *ExecutionReconciler) start(ctx context.Context, kexec *v1alpha1.Kuberne
 	return nil
 }
 
-func (r *ExecutionReconciler) query(ctx context.Context, id string) (v1alpha1.KubernetesExecutionStatus, error) {
-	var s v1alpha1.KubernetesExecutionStatus
-	v, err := r.Temporal.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
-	if err != nil {
-		return s, fmt.Errorf("query workflow %s: %w", id, err)
+// quietSince is when the execution last changed phase (or was created).
+func quietSince(kexec *v1alpha1.KubernetesExecution) time.Time {
+	t := kexec.CreationTimestamp.Time
+	if n := len(kexec.Status.PhaseTransitions); n > 0 && kexec.Status.PhaseTransitions[n-1].Time.After(t) {
+		t = kexec.Status.PhaseTransitions[n-1].Time.Time
 	}
-	return s, v.Get(&s)
+	return t
 }
 
-// finalize cancels a run that is still going, so deleting an execution stops its work.
+// finalize cancels a run that is still going, so deleting an execution stops
+// its work. The workflow ID is derived from the object, so a run whose start
+// was not yet recorded in status.workflowID (the finalizer is added before
+// the start) is canceled too.
 func (r *ExecutionReconciler) finalize(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string) error {
 	if !controllerutil.ContainsFinalizer(kexec, Finalizer) {
 		return nil
 	}
-	if kexec.Status.WorkflowID != "" && !kexec.Status.Phase.Terminal() {
+	if !kexec.Status.Phase.Terminal() {
 		var nf *serviceerror.NotFound
-		if err := r.Temporal.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, &nf) {
+		err := r.Temporal.CancelWorkflow(ctx, id, "")
+		if err != nil && !errors.As(err, &nf) {
 			return fmt.Errorf("cancel workflow %s: %w", id, err)
 		}
-		r.Recorder.Eventf(kexec, nil, corev1.EventTypeNormal, "Canceled", "Delete", "workflow %s canceled because the execution is being deleted", id)
+		if err == nil || kexec.Status.WorkflowID != "" {
+			r.Recorder.Eventf(kexec, nil, corev1.EventTypeNormal, "Canceled", "Delete", "workflow %s canceled because the execution is being deleted", id)
+		}
 	}
 	before := kexec.DeepCopy()
 	controllerutil.RemoveFinalizer(kexec, Finalizer)

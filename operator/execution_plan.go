@@ -55,14 +55,17 @@ const RollbackAnnotation = v1alpha1.RollbackAnnotation
 
 type executionPlan = plan[v1alpha1.KubernetesExecutionStatus]
 
-// planExecution decides the next status from the object and the workflow's
-// status query (nil when not queried). It takes no client. Runs that write
-// their own status (status.sequence > 0) are only started and signalled; the
-// query mirror is for runs started before the workflows pushed.
+// planExecution decides the next status from the object, the workflow's
+// status query (nil when not queried; for a closed workflow, its final
+// status when it could be read) and what a look at the workflow found (run).
+// It takes no client. Runs that write their own status (status.sequence > 0)
+// are only started, signalled and, when quiet, looked at (run.recheck); the
+// query mirror is for runs started before the workflows pushed. A run whose
+// workflow is gone before it wrote a final phase fails WorkflowLost.
 //
 // decided says the execution's approval request already carries a decision,
 // so the workflow is about to leave WaitingApproval.
-func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, observed *v1alpha1.KubernetesExecutionStatus, decided bool, now time.Time) executionPlan {
+func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, observed *v1alpha1.KubernetesExecutionStatus, run runLook, decided bool, now time.Time) executionPlan {
 	cur := kexec.Status
 	if cur.WorkflowID == "" && isStep(kexec) {
 		// A RemediationRequest's workflow starts its steps as child workflows.
@@ -92,11 +95,18 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 	if p := planLateRollback(kexec, now); p != nil {
 		return *p
 	}
-	if cur.Sequence > 0 {
-		// The workflow writes its own status: nothing to mirror, nothing to poll.
-		return executionPlan{rollback: rollbackRequest(kexec, cur.Phase)}
+	if p := planLostExecution(kexec, observed, run, now); p != nil {
+		return *p
 	}
-	if observed == nil || observed.Sequence > 0 {
+	// A workflow that ended by itself with a final phase its push did not
+	// store (or not yet, as the cache says) is mirrored from its last query.
+	late := run.state == runClosed && observed != nil && observed.Phase.Terminal() && !cur.Phase.Terminal() && observed.Sequence >= cur.Sequence
+	if cur.Sequence > 0 && !late {
+		// The workflow writes its own status: nothing to mirror, nothing to
+		// poll; a quiet run is looked at again after run.recheck.
+		return executionPlan{rollback: rollbackRequest(kexec, cur.Phase), requeueAfter: run.recheck}
+	}
+	if observed == nil || (observed.Sequence > 0 && !late) {
 		// Not queried, or the query found a run that pushes and whose first
 		// write is on its way: its watch event wakes the next reconcile.
 		return executionPlan{}
@@ -140,6 +150,44 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 		p.rollback = rollbackRequest(kexec, cur.Phase)
 	}
 	return p
+}
+
+// maxPhaseTransitions is the schema's bound on status.phaseTransitions.
+const maxPhaseTransitions = 32
+
+// planLostExecution fails a run whose workflow is gone before it wrote a
+// final phase (lostMessage); nil when it is not lost, or not known to be.
+// The sequence stays: should the workflow write after all, its write wins.
+func planLostExecution(kexec *v1alpha1.KubernetesExecution, observed *v1alpha1.KubernetesExecutionStatus, run runLook, now time.Time) *executionPlan {
+	cur := kexec.Status
+	if cur.Phase.Terminal() {
+		return nil
+	}
+	if run.state == runMissing && cur.Sequence == 0 && now.Sub(kexec.CreationTimestamp.Time) < missingGrace {
+		// A step's workflow is started by its parent just after the step exists.
+		return &executionPlan{requeueAfter: queryRetry}
+	}
+	var final *v1alpha1.Phase
+	if observed != nil {
+		final = &observed.Phase
+	}
+	msg := lostMessage(cur.WorkflowID, cur.Phase, run, final)
+	if msg == "" {
+		return nil
+	}
+	next := cur.DeepCopy()
+	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhaseFailed, v1alpha1.ReasonWorkflowLost, msg, kexec.Generation
+	e := phaseEntry{phase: string(v1alpha1.PhaseFailed), reason: v1alpha1.ReasonWorkflowLost}
+	if n := len(cur.PhaseTransitions); n > 0 {
+		prev := cur.PhaseTransitions[n-1]
+		e.prevPhase, e.prevDuration = string(prev.Phase), now.Sub(prev.Time.Time)
+	}
+	if len(next.PhaseTransitions) < maxPhaseTransitions {
+		next.PhaseTransitions = append(next.PhaseTransitions, v1alpha1.PhaseTransition{Phase: v1alpha1.PhaseFailed, Reason: v1alpha1.ReasonWorkflowLost, Message: msg, Time: metav1.NewTime(now)})
+	}
+	setReady(next, kexec.Generation, now)
+	return &executionPlan{status: next, entered: []phaseEntry{e},
+		events: []event{{corev1.EventTypeWarning, string(v1alpha1.PhaseFailed), joinReason(v1alpha1.ReasonWorkflowLost, msg)}}}
 }
 
 // refuseExecution fails a run whose spec the schema should have refused

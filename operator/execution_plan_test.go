@@ -49,7 +49,7 @@ func TestPlanExecution(t *testing.T) {
 		{name: "no query result, nothing to do", kexec: kexec(v1alpha1.PhaseCompleted, "id")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := planExecution(tc.kexec, "id", tc.observed, false, now)
+			p := planExecution(tc.kexec, "id", tc.observed, runLook{}, false, now)
 			assert.Equal(t, tc.wantStart, p.start)
 			assert.Equal(t, tc.wantRequeue, p.requeueAfter)
 			if !tc.wantWrite {
@@ -73,13 +73,13 @@ func TestPlanExecution(t *testing.T) {
 func TestPlanExecutionIsQuietWhenNothingChanged(t *testing.T) {
 	now := time.Now()
 	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
-	first := planExecution(k, "id", nil, false, now)
+	first := planExecution(k, "id", nil, runLook{}, false, now)
 	k.Status = *first.status
 	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseExecuting, Reason: "Executing",
 		PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseExecuting, Time: metav1.NewTime(now.Add(-time.Minute))}}}
-	second := planExecution(k, "id", obs, false, now)
+	second := planExecution(k, "id", obs, runLook{}, false, now)
 	k.Status = *second.status
-	third := planExecution(k, "id", obs.DeepCopy(), false, now.Add(time.Second))
+	third := planExecution(k, "id", obs.DeepCopy(), runLook{}, false, now.Add(time.Second))
 	assert.Nil(t, third.status, "an unchanged phase must not cause a status write")
 	assert.Empty(t, third.events)
 	assert.Equal(t, activePoll, third.requeueAfter, "a run long in one phase is polled less often")
@@ -94,7 +94,7 @@ func TestPlanExecutionEmitsSkippedPhases(t *testing.T) {
 	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseCompleted, Reason: "Succeeded", PhaseTransitions: []v1alpha1.PhaseTransition{
 		{Phase: v1alpha1.PhaseValidating}, {Phase: v1alpha1.PhaseExecuting, Reason: "Executing"}, {Phase: v1alpha1.PhaseCompleted, Reason: "Succeeded"},
 	}}
-	p := planExecution(k, "id", obs, false, time.Now())
+	p := planExecution(k, "id", obs, runLook{}, false, time.Now())
 	require.Len(t, p.events, 2)
 	assert.Equal(t, "Executing", p.events[0].reason)
 	assert.Equal(t, "Completed", p.events[1].reason)
@@ -105,8 +105,8 @@ func TestPlanExecutionPollsFastOnceApprovalIsDecided(t *testing.T) {
 	now := time.Now()
 	k := &v1alpha1.KubernetesExecution{Status: v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseWaitingApproval, WorkflowID: "id"}}
 	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseWaitingApproval}
-	assert.Equal(t, waitingPoll, planExecution(k, "id", obs, false, now).requeueAfter)
-	assert.Equal(t, freshPoll, planExecution(k, "id", obs, true, now).requeueAfter)
+	assert.Equal(t, waitingPoll, planExecution(k, "id", obs, runLook{}, false, now).requeueAfter)
+	assert.Equal(t, freshPoll, planExecution(k, "id", obs, runLook{}, true, now).requeueAfter)
 }
 
 // A spec stored before the schema checked durations fails without a
@@ -116,7 +116,7 @@ func TestPlanRefusesInvalidDurations(t *testing.T) {
 	bad := v1alpha1.Duration("5 m")
 	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
 	k.Spec.PostConditions = []v1alpha1.Condition{{Name: "up", Timeout: &bad}}
-	p := planExecution(k, "id", nil, false, now)
+	p := planExecution(k, "id", nil, runLook{}, false, now)
 	assert.False(t, p.start)
 	require.NotNil(t, p.status)
 	assert.Equal(t, v1alpha1.PhaseFailed, p.status.Phase)
@@ -125,15 +125,15 @@ func TestPlanRefusesInvalidDurations(t *testing.T) {
 	require.Len(t, p.events, 1)
 	assert.Equal(t, corev1.EventTypeWarning, p.events[0].eventType)
 	k.Status = *p.status
-	assert.Equal(t, executionPlan{}, planExecution(k, "id", nil, false, now.Add(time.Second)))
+	assert.Equal(t, executionPlan{}, planExecution(k, "id", nil, runLook{}, false, now.Add(time.Second)))
 
 	rr := &v1alpha1.RemediationRequest{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
 	rr.Spec.Steps = []v1alpha1.RemediationStep{{Name: "a"}, {Name: "b", Execution: v1alpha1.KubernetesExecutionSpec{RollbackWindow: &bad}}}
-	q := planRemediation(rr, "id", nil, now)
+	q := planRemediation(rr, "id", nil, runLook{}, now)
 	assert.False(t, q.start)
 	require.NotNil(t, q.status)
 	assert.Equal(t, v1alpha1.PhaseFailed, q.status.Phase)
 	assert.Contains(t, q.status.Message, `spec.steps[1].execution.rollbackWindow: "5 m" is not a duration`)
 	rr.Status = *q.status
-	assert.Nil(t, planRemediation(rr, "id", nil, now).status)
+	assert.Nil(t, planRemediation(rr, "id", nil, runLook{}, now).status)
 }

@@ -23,13 +23,13 @@ func TestPlanExecutionLeavesPushingRunsAlone(t *testing.T) {
 	}
 	for _, phase := range []v1alpha1.Phase{v1alpha1.PhaseValidating, v1alpha1.PhaseExecuting, v1alpha1.PhaseWaitingApproval, v1alpha1.PhaseRollbackReady} {
 		t.Run(string(phase), func(t *testing.T) {
-			p := planExecution(pushed(phase, nil), "id", nil, true, now)
+			p := planExecution(pushed(phase, nil), "id", nil, runLook{}, true, now)
 			assert.Equal(t, executionPlan{}, p)
 		})
 	}
 
 	t.Run("rollback annotation in RollbackReady is relayed", func(t *testing.T) {
-		p := planExecution(pushed(v1alpha1.PhaseRollbackReady, map[string]string{RollbackAnnotation: "bad rollout", v1alpha1.RollbackRequesterAnnotation: "alice"}), "id", nil, false, now)
+		p := planExecution(pushed(v1alpha1.PhaseRollbackReady, map[string]string{RollbackAnnotation: "bad rollout", v1alpha1.RollbackRequesterAnnotation: "alice"}), "id", nil, runLook{}, false, now)
 		require.NotNil(t, p.rollback)
 		assert.Equal(t, "alice", p.rollback.Requester)
 		assert.Equal(t, "bad rollout", p.rollback.Reason)
@@ -37,7 +37,7 @@ func TestPlanExecutionLeavesPushingRunsAlone(t *testing.T) {
 		assert.Zero(t, p.requeueAfter)
 	})
 	t.Run("rollback annotation outside RollbackReady waits", func(t *testing.T) {
-		p := planExecution(pushed(v1alpha1.PhaseExecuting, map[string]string{RollbackAnnotation: "x"}), "id", nil, false, now)
+		p := planExecution(pushed(v1alpha1.PhaseExecuting, map[string]string{RollbackAnnotation: "x"}), "id", nil, runLook{}, false, now)
 		assert.Nil(t, p.rollback)
 	})
 
@@ -46,14 +46,14 @@ func TestPlanExecutionLeavesPushingRunsAlone(t *testing.T) {
 		k.Status.Sequence = 0
 		obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseValidating, Sequence: 1,
 			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseValidating, Time: metav1.NewTime(now)}}}
-		assert.Equal(t, executionPlan{}, planExecution(k, "id", obs, false, now))
+		assert.Equal(t, executionPlan{}, planExecution(k, "id", obs, runLook{}, false, now))
 	})
 	t.Run("a run started before the push is still mirrored", func(t *testing.T) {
 		k := pushed(v1alpha1.PhasePending, nil)
 		k.Status.Sequence = 0
 		obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseValidating,
 			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseValidating, Time: metav1.NewTime(now)}}}
-		p := planExecution(k, "id", obs, false, now)
+		p := planExecution(k, "id", obs, runLook{}, false, now)
 		require.NotNil(t, p.status)
 		assert.Equal(t, v1alpha1.PhaseValidating, p.status.Phase)
 		assert.Equal(t, freshPoll, p.requeueAfter)
@@ -62,10 +62,10 @@ func TestPlanExecutionLeavesPushingRunsAlone(t *testing.T) {
 
 func TestPlanRemediationLeavesPushingRunsAlone(t *testing.T) {
 	rr := &v1alpha1.RemediationRequest{Status: v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhasePending, WorkflowID: "id"}}
-	p := planRemediation(rr, "id", &v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhaseExecuting, Sequence: 1}, time.Now())
+	p := planRemediation(rr, "id", &v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhaseExecuting, Sequence: 1}, runLook{}, time.Now())
 	assert.Nil(t, p.status)
 	assert.Zero(t, p.requeueAfter)
-	p = planRemediation(rr, "id", &v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhaseExecuting}, time.Now())
+	p = planRemediation(rr, "id", &v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhaseExecuting}, runLook{}, time.Now())
 	require.NotNil(t, p.status, "a run started before the push is still mirrored")
 	assert.Equal(t, v1alpha1.PhaseExecuting, p.status.Phase)
 }

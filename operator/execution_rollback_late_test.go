@@ -49,7 +49,7 @@ func TestPlanLateRollback(t *testing.T) {
 			want: `rollback requested, but this execution never offered one: it ended Failed (Forbidden), so nothing was rolled back (annotation remedy.dev/rollback="errors up")`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := planExecution(tc.kexec, "id", nil, false, now)
+			p := planExecution(tc.kexec, "id", nil, runLook{}, false, now)
 			if tc.want == "" {
 				assert.Nil(t, p.status)
 				assert.Empty(t, p.events)

@@ -5,6 +5,7 @@ package operator
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,6 +37,11 @@ type Options struct {
 	// MaxConcurrentReconciles is each controller's number of reconcile
 	// workers (0: DefaultMaxConcurrentReconciles).
 	MaxConcurrentReconciles int
+	// WorkflowCheckInterval is how long a run that pushes its status may stay
+	// quiet before the operator looks at its workflow, and how often a request
+	// past requiredBy whose workflow still runs is looked at again
+	// (0: DefaultWorkflowCheckInterval).
+	WorkflowCheckInterval time.Duration
 	// SkipNameValidation lets one process build the operator more than once,
 	// as tests that stop and start it do.
 	SkipNameValidation bool
@@ -80,28 +86,31 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
 	kexec := &ExecutionReconciler{
-		Client:   mgr.GetClient(),
-		Temporal: o.Temporal,
-		Recorder: mgr.GetEventRecorder("remedy-operator"),
-		Clock:    clock.RealClock{},
+		Client:        mgr.GetClient(),
+		Temporal:      o.Temporal,
+		Recorder:      mgr.GetEventRecorder("remedy-operator"),
+		Clock:         clock.RealClock{},
+		CheckInterval: o.WorkflowCheckInterval,
 	}
 	if err := kexec.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up KubernetesExecution reconciler: %w", err)
 	}
 	rr := &RemediationReconciler{
-		Client:   mgr.GetClient(),
-		Temporal: o.Temporal,
-		Recorder: mgr.GetEventRecorder("remedy-operator"),
-		Clock:    clock.RealClock{},
+		Client:        mgr.GetClient(),
+		Temporal:      o.Temporal,
+		Recorder:      mgr.GetEventRecorder("remedy-operator"),
+		Clock:         clock.RealClock{},
+		CheckInterval: o.WorkflowCheckInterval,
 	}
 	if err := rr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up RemediationRequest reconciler: %w", err)
 	}
 	rar := &ApprovalReconciler{
-		Client:   mgr.GetClient(),
-		Temporal: o.Temporal,
-		Recorder: mgr.GetEventRecorder("remedy-operator"),
-		Clock:    clock.RealClock{},
+		Client:        mgr.GetClient(),
+		Temporal:      o.Temporal,
+		Recorder:      mgr.GetEventRecorder("remedy-operator"),
+		Clock:         clock.RealClock{},
+		CheckInterval: o.WorkflowCheckInterval,
 	}
 	if err := rar.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up RemediationApprovalRequest reconciler: %w", err)

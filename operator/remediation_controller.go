@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +32,10 @@ type RemediationReconciler struct {
 	Temporal client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
+	// CheckInterval: see ExecutionReconciler.CheckInterval.
+	CheckInterval time.Duration
+
+	checks runChecks
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests,verbs=get;list;watch
@@ -40,29 +45,28 @@ type RemediationReconciler struct {
 func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rr v1alpha1.RemediationRequest
 	if err := r.Get(ctx, req.NamespacedName, &rr); err != nil {
+		r.checks.forget(req.NamespacedName)
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	if !rr.DeletionTimestamp.IsZero() {
 		// Owned step executions cancel their own workflows, which ends this one.
+		r.checks.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	id := workflows.RemediationWorkflowID(rr.Namespace, rr.Name, string(rr.UID))
 
-	var observed *v1alpha1.RemediationRequestStatus
-	if rr.Status.WorkflowID != "" && !rr.Status.Phase.Terminal() && rr.Status.Sequence == 0 {
-		var s v1alpha1.RemediationRequestStatus
-		v, err := r.Temporal.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
-		if err == nil {
-			err = v.Get(&s)
-		}
-		if err != nil {
-			log.FromContext(ctx).Info("status query failed; retrying", "workflowID", id, "error", err.Error())
-			return ctrl.Result{RequeueAfter: queryRetry}, nil
-		}
-		observed = &s
+	// Observe as the execution reconciler does: query runs that do not push,
+	// look at quiet ones that do.
+	now := r.Clock.Now()
+	run, observed, err := observeRun[v1alpha1.RemediationRequestStatus](ctx, r.Temporal, &r.checks, id, runSubject{key: req.NamespacedName,
+		workflowID: rr.Status.WorkflowID, phase: rr.Status.Phase, sequence: rr.Status.Sequence, quietSince: remediationQuietSince(&rr)},
+		checkInterval(r.CheckInterval), now)
+	if err != nil {
+		log.FromContext(ctx).Info("workflow check failed; retrying", "workflowID", id, "error", err.Error())
+		return ctrl.Result{RequeueAfter: queryRetry}, nil
 	}
 
-	p := planRemediation(&rr, id, observed, r.Clock.Now())
+	p := planRemediation(&rr, id, observed, run, now)
 
 	if p.start {
 		_, err := r.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -98,9 +102,10 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
 }
 
-// planRemediation decides the next status from the request and its workflow's
-// status query (nil when not queried). It takes no client.
-func planRemediation(rr *v1alpha1.RemediationRequest, workflowID string, observed *v1alpha1.RemediationRequestStatus, now time.Time) plan[v1alpha1.RemediationRequestStatus] {
+// planRemediation decides the next status from the request, its workflow's
+// status query (nil when not queried; a closed workflow's final status) and
+// what a look at the workflow found, as planExecution does. It takes no client.
+func planRemediation(rr *v1alpha1.RemediationRequest, workflowID string, observed *v1alpha1.RemediationRequestStatus, run runLook, now time.Time) plan[v1alpha1.RemediationRequestStatus] {
 	cur := rr.Status
 	if invalid := rr.Spec.ValidateDurations(); invalid != nil && cur.WorkflowID == "" {
 		return refuseRemediation(rr, invalid, now)
@@ -112,7 +117,29 @@ func planRemediation(rr *v1alpha1.RemediationRequest, workflowID string, observe
 		return plan[v1alpha1.RemediationRequestStatus]{start: true, status: next, requeueAfter: freshPoll,
 			events: []event{{corev1.EventTypeNormal, "Started", "workflow " + workflowID + " started"}}}
 	}
-	if observed == nil || observed.Sequence > 0 {
+	if !cur.Phase.Terminal() {
+		if run.state == runMissing && cur.Sequence == 0 && now.Sub(rr.CreationTimestamp.Time) < missingGrace {
+			return plan[v1alpha1.RemediationRequestStatus]{requeueAfter: queryRetry}
+		}
+		var final *v1alpha1.Phase
+		if observed != nil {
+			final = &observed.Phase
+		}
+		if msg := lostMessage(cur.WorkflowID, cur.Phase, run, final); msg != "" {
+			// The sequence stays: should the workflow write after all, its write wins.
+			next := cur.DeepCopy()
+			next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhaseFailed, v1alpha1.ReasonWorkflowLost, msg, rr.Generation
+			setCondition(&next.Conditions, next.Phase, next.Reason, next.Message, rr.Generation, now)
+			return plan[v1alpha1.RemediationRequestStatus]{status: next,
+				events: []event{{corev1.EventTypeWarning, string(next.Phase), joinReason(next.Reason, next.Message)}}}
+		}
+	}
+	late := run.state == runClosed && observed != nil && observed.Phase.Terminal() && !cur.Phase.Terminal() && observed.Sequence >= cur.Sequence
+	if cur.Sequence > 0 && !late {
+		// The workflow writes its own status; a quiet run is looked at again after run.recheck.
+		return plan[v1alpha1.RemediationRequestStatus]{requeueAfter: run.recheck}
+	}
+	if observed == nil || (observed.Sequence > 0 && !late) {
 		// Not queried, or the workflow writes its own status.
 		return plan[v1alpha1.RemediationRequestStatus]{}
 	}
@@ -145,6 +172,16 @@ func refuseRemediation(rr *v1alpha1.RemediationRequest, invalid error, now time.
 	setCondition(&next.Conditions, next.Phase, next.Reason, next.Message, rr.Generation, now)
 	return plan[v1alpha1.RemediationRequestStatus]{status: next,
 		events: []event{{corev1.EventTypeWarning, string(next.Phase), joinReason(next.Reason, next.Message)}}}
+}
+
+// remediationQuietSince is when the request's Ready condition last changed
+// (or it was created): a request has no phase history.
+func remediationQuietSince(rr *v1alpha1.RemediationRequest) time.Time {
+	t := rr.CreationTimestamp.Time
+	if c := meta.FindStatusCondition(rr.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.LastTransitionTime.After(t) {
+		t = c.LastTransitionTime.Time
+	}
+	return t
 }
 
 // SetupWithManager registers the reconciler; step executions wake their request.

@@ -28,7 +28,10 @@ type Approval struct {
 	Decoder admission.Decoder
 	// Trusted lists usernames whose decisions carry their own attribution (the worker).
 	Trusted []string
-	Now     func() time.Time
+	// Expirers lists usernames (the operator) that may record Expired past
+	// requiredBy on a request whose workflow is gone, and no other decision.
+	Expirers []string
+	Now      func() time.Time
 }
 
 // NewApproval returns the handler for scheme's types.
@@ -51,7 +54,10 @@ func (a *Approval) Handle(ctx context.Context, req admission.Request) admission.
 	for _, t := range a.Trusted {
 		c.Trusted = c.Trusted || t == c.User
 	}
-	if NeedsAuthorization(old.Status, cur.Status) {
+	for _, e := range a.Expirers {
+		c.Expirer = c.Expirer || e == c.User
+	}
+	if NeedsAuthorization(old.Status, cur.Status, c.Expirer) {
 		ok, err := a.authorized(ctx, req, cur.Namespace, cur.Name)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)

@@ -25,6 +25,9 @@ type StatusChange struct {
 	User string
 	// Trusted requesters (Remedy's worker) record decisions Temporal already attributed.
 	Trusted bool
+	// Expirer is the operator, which records Expired, and nothing else, on a
+	// request past requiredBy whose workflow is gone: no timer is left to.
+	Expirer bool
 	// Authorized is the SubjectAccessReview's answer for ApproveVerb; only
 	// asked when NeedsAuthorization.
 	Authorized bool
@@ -43,9 +46,10 @@ type Verdict struct {
 }
 
 // NeedsAuthorization reports whether the change sets a decision, which only
-// users granted ApproveVerb may do.
-func NeedsAuthorization(old, new v1alpha1.RemediationApprovalRequestStatus) bool {
-	return old.Decision == "" && new.Decision != ""
+// users granted ApproveVerb may do. The expirer's Expired needs no grant:
+// DecideStatusChange lets it through only past requiredBy.
+func NeedsAuthorization(old, new v1alpha1.RemediationApprovalRequestStatus, expirer bool) bool {
+	return old.Decision == "" && new.Decision != "" && !(expirer && new.Decision == v1alpha1.DecisionExpired)
 }
 
 // DecideStatusChange is the whole policy of RAR status updates: a decision
@@ -86,6 +90,13 @@ func decideStatusChange(c StatusChange) Verdict {
 	if next.Decision == "" {
 		if next.DecidedBy != "" || next.DecidedVia != "" || next.DecidedAt != nil {
 			return Verdict{Code: http.StatusUnprocessableEntity, Message: "decidedBy, decidedVia and decidedAt are set by the server with a decision"}
+		}
+		return Verdict{Allowed: true}
+	}
+	if c.Expirer && !c.Trusted && next.Decision == v1alpha1.DecisionExpired {
+		if c.Now.Before(c.RequiredBy) {
+			return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s/%s is open until %s (spec.requiredBy): it cannot be expired before",
+				c.Namespace, c.Name, c.RequiredBy.UTC().Format(time.RFC3339))}
 		}
 		return Verdict{Allowed: true}
 	}

@@ -148,6 +148,26 @@ func TestDecideStatusChange(t *testing.T) {
 			wantCode: http.StatusConflict,
 		},
 		{
+			name: "the operator expires a request past requiredBy whose workflow is gone, even one it closed, without the approve verb",
+			change: StatusChange{Old: canceled, New: withDecision(canceled, v1alpha1.DecisionExpired), User: "operator", Expirer: true,
+				RequiredBy: now, Now: now},
+		},
+		{
+			name:     "but not before requiredBy",
+			change:   StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionExpired}, User: "operator", Expirer: true, RequiredBy: requiredBy, Now: now},
+			wantCode: http.StatusConflict,
+		},
+		{
+			name:     "and it decides nothing else",
+			change:   StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionApproved}, User: "operator", Expirer: true, RequiredBy: now, Now: now},
+			wantCode: http.StatusForbidden,
+		},
+		{
+			name:     "nor expires a decided request",
+			change:   StatusChange{Old: decided, New: withDecision(decided, v1alpha1.DecisionExpired), User: "operator", Expirer: true, RequiredBy: now, Now: now},
+			wantCode: http.StatusConflict,
+		},
+		{
 			name:     "attribution without a decision is refused",
 			change:   StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{DecidedBy: "mallory"}, User: "mallory"},
 			wantCode: http.StatusUnprocessableEntity,
@@ -164,7 +184,11 @@ func TestDecideStatusChange(t *testing.T) {
 
 func TestNeedsAuthorization(t *testing.T) {
 	approved := v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionApproved}
-	assert.True(t, NeedsAuthorization(v1alpha1.RemediationApprovalRequestStatus{}, approved))
-	assert.False(t, NeedsAuthorization(approved, approved))
-	assert.False(t, NeedsAuthorization(v1alpha1.RemediationApprovalRequestStatus{}, v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "30s"}))
+	expired := v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionExpired}
+	assert.True(t, NeedsAuthorization(v1alpha1.RemediationApprovalRequestStatus{}, approved, false))
+	assert.False(t, NeedsAuthorization(approved, approved, false))
+	assert.False(t, NeedsAuthorization(v1alpha1.RemediationApprovalRequestStatus{}, v1alpha1.RemediationApprovalRequestStatus{TimeRemaining: "30s"}, false))
+	assert.True(t, NeedsAuthorization(v1alpha1.RemediationApprovalRequestStatus{}, approved, true), "the expirer decides nothing but Expired")
+	assert.False(t, NeedsAuthorization(v1alpha1.RemediationApprovalRequestStatus{}, expired, true))
+	assert.True(t, NeedsAuthorization(v1alpha1.RemediationApprovalRequestStatus{}, expired, false))
 }

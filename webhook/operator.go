@@ -26,6 +26,10 @@ type OperatorOptions struct {
 	// WorkerUser is the worker's username, the only one that may pass a
 	// RemediationRequest's requester on to the request's steps.
 	WorkerUser string
+	// OperatorUser is the operator's own username: the only one, besides the
+	// worker, that may record Expired on a request past requiredBy whose
+	// workflow is gone.
+	OperatorUser string
 }
 
 // NewOperatorServer is the TLS server the operator's manager runs the webhooks on.
@@ -41,9 +45,11 @@ func NewOperatorServer(o OperatorOptions) (ctrlwebhook.Server, error) {
 // mgr's webhook server, reading through mgr's cache and authorizing with
 // SubjectAccessReviews as cfg's identity.
 func RegisterOperatorWebhooks(mgr manager.Manager, cfg *rest.Config, o OperatorOptions) error {
-	mgr.GetWebhookServer().Register(ApprovalPath, &ctrlwebhook.Admission{
-		Handler: NewApproval(mgr.GetClient(), mgr.GetScheme(), o.TrustedRecorders),
-	})
+	approval := NewApproval(mgr.GetClient(), mgr.GetScheme(), o.TrustedRecorders)
+	if o.OperatorUser != "" {
+		approval.Expirers = []string{o.OperatorUser}
+	}
+	mgr.GetWebhookServer().Register(ApprovalPath, &ctrlwebhook.Admission{Handler: approval})
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("build clientset: %w", err)

@@ -166,7 +166,7 @@ func runDev(ctx context.Context, args []string) error {
 	defer unlink()
 
 	done = step("starting the operator and the worker")
-	stopped, err := compose.RunRemedy(ctx, env, *workerStop)
+	stopped, err := compose.RunRemedy(ctx, env, compose.RemedyOptions{WorkerStopTimeout: *workerStop})
 	if err != nil {
 		return err
 	}

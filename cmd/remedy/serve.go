@@ -33,6 +33,8 @@ func runOperator(ctx context.Context, args []string) error {
 	webhookCerts := fs.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with tls.crt and tls.key for the webhook")
 	clients := clientAuthFlags(fs)
 	workerSA := fs.String("worker-user", "system:serviceaccount:remedy-system:remedy-worker", "username of the worker, whose recorded approval decisions keep their attribution")
+	operatorSA := fs.String("operator-user", "system:serviceaccount:remedy-system:remedy-operator", "username of the operator, which may expire an approval request past requiredBy whose workflow is gone")
+	checkEvery := fs.Duration("workflow-check-interval", operator.DefaultWorkflowCheckInterval, "how long a run may stay quiet before the operator checks that its workflow still exists (one DescribeWorkflowExecution per quiet run per interval)")
 	reconciles := fs.Int("max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "reconcile workers per controller")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -47,7 +49,8 @@ func runOperator(ctx context.Context, args []string) error {
 		Temporal: tc, MetricsAddr: *metrics, ProbeAddr: *probes,
 		LeaderElection: *leader, LeaderElectionNamespace: *leaseNS,
 		MaxConcurrentReconciles: *reconciles,
-	}, webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA))
+		WorkflowCheckInterval:   *checkEvery,
+	}, webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA, *operatorSA))
 	if err != nil {
 		return err
 	}
@@ -120,9 +123,10 @@ func envOr(key, def string) string {
 	return def
 }
 
-func webhookOptions(port int, certDir string, clients webhook.ClientAuth, workerUser string) *webhook.OperatorOptions {
+func webhookOptions(port int, certDir string, clients webhook.ClientAuth, workerUser, operatorUser string) *webhook.OperatorOptions {
 	if port == 0 {
 		return nil
 	}
-	return &webhook.OperatorOptions{Port: port, CertDir: certDir, ClientAuth: clients, TrustedRecorders: []string{workerUser}, WorkerUser: workerUser}
+	return &webhook.OperatorOptions{Port: port, CertDir: certDir, ClientAuth: clients, TrustedRecorders: []string{workerUser}, WorkerUser: workerUser,
+		OperatorUser: operatorUser}
 }

@@ -43,11 +43,19 @@ func Operator(cfg *rest.Config, o operator.Options, hooks *webhook.OperatorOptio
 	return mgr, nil
 }
 
+// RemedyOptions tune the in-process operator and worker; zero values are their defaults.
+type RemedyOptions struct {
+	// WorkerStopTimeout is the worker's StopTimeout.
+	WorkerStopTimeout time.Duration
+	// WorkflowCheckInterval is the operator's WorkflowCheckInterval.
+	WorkflowCheckInterval time.Duration
+}
+
 // RunRemedy runs the operator and the worker in-process, each as its own
 // ServiceAccount, until ctx ends. It returns once both are running; done
-// reports how they stopped. workerStop is the worker's StopTimeout.
-func RunRemedy(ctx context.Context, e *devenv.Env, workerStop time.Duration) (done <-chan error, err error) {
-	mgr, err := NewOperator(ctx, e)
+// reports how they stopped.
+func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan error, err error) {
+	mgr, err := NewOperator(ctx, e, o)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +63,7 @@ func RunRemedy(ctx context.Context, e *devenv.Env, workerStop time.Duration) (do
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: wCfg, ActionNamespace: devenv.Namespace, StopTimeout: workerStop})
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: wCfg, ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +86,7 @@ func RunRemedy(ctx context.Context, e *devenv.Env, workerStop time.Duration) (do
 
 // NewOperator builds the operator as remedy-operator, serving the admission
 // webhooks the environment registered; the caller starts it, as often as it likes.
-func NewOperator(ctx context.Context, e *devenv.Env) (ctrl.Manager, error) {
+func NewOperator(ctx context.Context, e *devenv.Env, o RemedyOptions) (ctrl.Manager, error) {
 	opCfg, err := devenv.ServiceAccountConfig(ctx, e.Config, devenv.Namespace, "remedy-operator")
 	if err != nil {
 		return nil, err
@@ -88,9 +96,11 @@ func NewOperator(ctx context.Context, e *devenv.Env) (ctrl.Manager, error) {
 		// The operator serves the admission webhooks envtest registered.
 		worker := "system:serviceaccount:" + devenv.Namespace + ":remedy-worker"
 		hooks = &webhook.OperatorOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-			ClientAuth: clientAuth(e), TrustedRecorders: []string{worker}, WorkerUser: worker}
+			ClientAuth: clientAuth(e), TrustedRecorders: []string{worker}, WorkerUser: worker,
+			OperatorUser: "system:serviceaccount:" + devenv.Namespace + ":remedy-operator"}
 	}
-	return Operator(opCfg, operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true}, hooks)
+	return Operator(opCfg, operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true,
+		WorkflowCheckInterval: o.WorkflowCheckInterval}, hooks)
 }
 
 // clientAuth admits only the API server's client certificate.

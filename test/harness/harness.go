@@ -41,6 +41,9 @@ type Options struct {
 	// Manifests are directories applied after the drift webhook and before
 	// the operator and worker, as `remedy dev` applies the demo workloads.
 	Manifests []string
+	// WorkflowCheckInterval shortens how long a quiet run waits before the
+	// operator checks that its workflow exists (0: the operator's default).
+	WorkflowCheckInterval time.Duration
 	// LogPath receives the parts' logs; empty picks a file in the temp dir,
 	// removed when every test passed.
 	LogPath string
@@ -53,9 +56,10 @@ type Options struct {
 func init() { devenv.ExecIfWrapped() }
 
 var (
-	env     *devenv.Env
-	kube    ctrlclient.Client
-	logPath string
+	env        *devenv.Env
+	remedyOpts compose.RemedyOptions
+	kube       ctrlclient.Client
+	logPath    string
 	// Root is the repository root.
 	Root = repoRoot()
 )
@@ -99,6 +103,7 @@ func Main(m *testing.M, o Options) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
+	remedyOpts = compose.RemedyOptions{WorkflowCheckInterval: o.WorkflowCheckInterval}
 	if err := env.InstallRemedy(ctx, Root); err != nil {
 		fmt.Fprintln(os.Stderr, "harness: install:", err)
 		return 1
@@ -128,7 +133,7 @@ func Main(m *testing.M, o Options) int {
 	}
 	var stopped <-chan error
 	if o.Remedy {
-		if stopped, err = compose.RunRemedy(ctx, env, 0); err != nil {
+		if stopped, err = compose.RunRemedy(ctx, env, remedyOpts); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: run remedy:", err)
 			return 1
 		}

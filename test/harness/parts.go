@@ -18,7 +18,7 @@ import (
 func StartOperator(t testing.TB) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := compose.NewOperator(ctx, env)
+	mgr, err := compose.NewOperator(ctx, env, remedyOpts)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

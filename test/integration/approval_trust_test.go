@@ -142,7 +142,11 @@ func TestKubectlDecisionAfterRequiredByIsRefused(t *testing.T) {
 	ns := harness.Namespace(t)
 	grant(t, ns, "carol", "approve")
 	requiredBy := time.Now().Add(-time.Minute).Truncate(time.Second)
-	rar := forgedRequest(ns, "late", workflows.ReloadWorkflowID(ns, "Deployment", "web"), requiredBy)
+	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	// The request's workflow still runs (its timer has yet to record Expired):
+	// a workflow that is gone would let the operator expire the request first.
+	runIdle(t, id)
+	rar := forgedRequest(ns, "late", id, requiredBy)
 	require.NoError(t, asWorker(t).Create(ctx, rar))
 
 	err := impersonating(t, "carol").Status().Patch(ctx, rar.DeepCopy(), decisionPatch("Approved", "sorry I'm late", ""))

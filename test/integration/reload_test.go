@@ -275,21 +275,35 @@ func startReloadOperator(t testing.TB) (stop func()) {
 // until the API server enforces it. It returns a function that lifts it.
 func denyRestarts(t *testing.T, ns string) (lift func()) {
 	ctx := context.Background()
-	name := "deny-restarts-" + ns
+	lift = denyInNamespace(t, ns, "deny-restarts-"+ns, []admissionv1.OperationType{admissionv1.Update},
+		admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+		`!has(object.spec.template.metadata.annotations) || !('`+actions.RestartedAtAnnotation+`' in object.spec.template.metadata.annotations)`,
+		"restarts are frozen")
+
+	probe := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
+	patch := ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"`+actions.RestartedAtAnnotation+`":"probe"}}}}}`))
+	deadline := time.Now().Add(reloadTimeout)
+	for harness.Kube().Patch(ctx, probe, patch, ctrlclient.DryRunAll) == nil {
+		require.True(t, time.Now().Before(deadline), "admission policy never enforced")
+		time.Sleep(100 * time.Millisecond)
+	}
+	return lift
+}
+
+// denyInNamespace installs a ValidatingAdmissionPolicy, bound to ns, that
+// refuses ops on rule's resources wherever expression is false, with message.
+// It returns the function that lifts it, which also runs when the test ends;
+// the caller waits until the API server enforces it.
+func denyInNamespace(t *testing.T, ns, name string, ops []admissionv1.OperationType, rule admissionv1.Rule, expression, message string) (lift func()) {
+	ctx := context.Background()
 	vap := &admissionv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionv1.Fail),
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Update},
-					Rule:       admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
-				},
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: ops, Rule: rule},
 			}}},
-			Validations: []admissionv1.Validation{{
-				Expression: `!has(object.spec.template.metadata.annotations) || !('` + actions.RestartedAtAnnotation + `' in object.spec.template.metadata.annotations)`,
-				Message:    "restarts are frozen",
-			}},
+			Validations: []admissionv1.Validation{{Expression: expression, Message: message}},
 		},
 	}
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
@@ -308,14 +322,6 @@ func denyRestarts(t *testing.T, ns string) (lift func()) {
 		_ = harness.Kube().Delete(ctx, vap)
 	}
 	t.Cleanup(lift)
-
-	probe := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
-	patch := ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"`+actions.RestartedAtAnnotation+`":"probe"}}}}}`))
-	deadline := time.Now().Add(reloadTimeout)
-	for harness.Kube().Patch(ctx, probe, patch, ctrlclient.DryRunAll) == nil {
-		require.True(t, time.Now().Before(deadline), "admission policy never enforced")
-		time.Sleep(100 * time.Millisecond)
-	}
 	return lift
 }
 

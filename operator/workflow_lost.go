@@ -1,0 +1,271 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+// DefaultWorkflowCheckInterval is how long a run that pushes its own status
+// may stay quiet before the operator asks Temporal whether its workflow is
+// still there, and how often it asks again while the run stays quiet. A
+// look is one DescribeWorkflowExecution: a read of the execution's mutable
+// state on the history service, no workflow task, nothing written. At 2m,
+// 1,000 runs waiting in RollbackReady or WaitingApproval cost about 8 reads a
+// second, and a run that moves writes its status, which resets its clock, so
+// busy runs cost nothing. A lost run is rare (Temporal lost it, or someone
+// terminated it by hand); noticing it within 2-4 minutes is soon enough.
+const DefaultWorkflowCheckInterval = 2 * time.Minute
+
+// checkInterval is d, or DefaultWorkflowCheckInterval when d is not positive.
+func checkInterval(d time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return DefaultWorkflowCheckInterval
+}
+
+// missingGrace is how old an object whose status query finds no workflow
+// must be before that counts as lost: a RemediationRequest's step gets its
+// workflowID before its parent starts the child workflow.
+const missingGrace = 30 * time.Second
+
+// finalQueryTimeout bounds the status query of a closed workflow, which a
+// worker answers by replaying its history.
+const finalQueryTimeout = 10 * time.Second
+
+// runState is what the operator found of an object's workflow.
+type runState int
+
+const (
+	// runUnseen: not looked at; a status query result, if any, is an open run's.
+	runUnseen runState = iota
+	// runOpen: the latest run of the ID is running.
+	runOpen
+	// runClosed: the workflow ended by itself (completed, failed, canceled);
+	// its final status, when it could be read, is the observed status.
+	runClosed
+	// runKilled: terminated (by hand) or timed out.
+	runKilled
+	// runMissing: Temporal has no workflow with the ID.
+	runMissing
+)
+
+// runLook is one look at an object's workflow, and when to look again.
+type runLook struct {
+	state runState
+	// how names how a closed workflow ended, e.g. "Terminated".
+	how string
+	// recheck is when an open run that pushes its status is next due a look (0: never).
+	recheck time.Duration
+}
+
+// gone reports whether the workflow is no longer running.
+func (l runLook) gone() bool { return l.state >= runClosed }
+
+// lostMessage says why a run that has not written a final phase will never
+// write one, or returns "" when it may still. final is the status read from a
+// closed workflow (nil when it could not be read): a run that ended by itself
+// with a final phase is not lost, its status is only late.
+func lostMessage(id string, phase v1alpha1.Phase, l runLook, final *v1alpha1.Phase) string {
+	in := ""
+	if phase != "" {
+		in = " while in phase " + string(phase)
+	}
+	switch l.state {
+	case runMissing:
+		return fmt.Sprintf("workflow %s does not exist in Temporal%s; nothing will finish this run", id, in)
+	case runKilled:
+		how := strings.ToLower(l.how)
+		if l.how == "TimedOut" {
+			how = "timed out"
+		}
+		return fmt.Sprintf("workflow %s was %s%s; nothing will finish this run", id, how, in)
+	case runClosed:
+		if final != nil && final.Terminal() {
+			return ""
+		}
+		return fmt.Sprintf("workflow %s closed %s without a final phase%s; nothing will finish this run", id, l.how, in)
+	}
+	return ""
+}
+
+// checkDue says whether an open run that pushes its status is due a look at
+// its workflow: it has been quiet (no phase written) for every, and was not
+// looked at within every. Otherwise wait is how long until it is due.
+func checkDue(quietSince, lastLook, now time.Time, every time.Duration) (due bool, wait time.Duration) {
+	next := quietSince
+	if lastLook.After(next) {
+		next = lastLook
+	}
+	next = next.Add(every)
+	if !now.Before(next) {
+		return true, every
+	}
+	return false, next.Sub(now)
+}
+
+// runChecks remembers when each object's workflow was last looked at, so the
+// events of a quiet object (its approval request's countdown, a step's push)
+// do not each cost a look. Entries go when the object ends or disappears.
+type runChecks struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]time.Time
+}
+
+func (c *runChecks) get(key types.NamespacedName) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last[key]
+}
+
+func (c *runChecks) set(key types.NamespacedName, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last = map[types.NamespacedName]time.Time{}
+	}
+	c.last[key] = t
+}
+
+func (c *runChecks) forget(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.last, key)
+}
+
+// runSubject is what observeRun needs of an object's status.
+type runSubject struct {
+	key        types.NamespacedName
+	workflowID string
+	phase      v1alpha1.Phase
+	sequence   int64
+	// quietSince is when the object's status last changed, as far as it says.
+	quietSince time.Time
+}
+
+// observeRun looks at an object's workflow (id) as its status calls for:
+// not at all once it has a final phase or before it has a workflow; by its
+// status query while the run does not push (sequence 0); and, for a run that
+// pushes, by a look once it has been quiet for every (checkDue), whose
+// runLook.recheck says when the next is due.
+func observeRun[S any](ctx context.Context, tc client.Client, checks *runChecks, id string, o runSubject, every time.Duration, now time.Time) (runLook, *S, error) {
+	switch {
+	case o.workflowID == "" || o.phase.Terminal():
+		checks.forget(o.key)
+		return runLook{}, nil, nil
+	case o.sequence == 0:
+		return queryRun[S](ctx, tc, id)
+	}
+	due, wait := checkDue(o.quietSince, checks.get(o.key), now, every)
+	if !due {
+		return runLook{recheck: wait}, nil, nil
+	}
+	l, s, err := describeRun[S](ctx, tc, id, true)
+	if err != nil {
+		return runLook{}, nil, err
+	}
+	checks.set(o.key, now)
+	l.recheck = wait
+	return l, s, nil
+}
+
+// closedLook classifies the status of a workflow that is not running.
+func closedLook(s enums.WorkflowExecutionStatus) runLook {
+	switch s {
+	case enums.WORKFLOW_EXECUTION_STATUS_RUNNING, enums.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+		// Continued as new: the ID's latest run carries on.
+		return runLook{state: runOpen}
+	case enums.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return runLook{state: runKilled, how: "Terminated"}
+	case enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return runLook{state: runKilled, how: "TimedOut"}
+	case enums.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return runLook{state: runClosed, how: "Completed"}
+	case enums.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return runLook{state: runClosed, how: "Failed"}
+	case enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return runLook{state: runClosed, how: "Canceled"}
+	}
+	return runLook{state: runKilled, how: s.String()}
+}
+
+// describeRun looks at the latest run of id; with final set it also reads the
+// final status of a workflow that ended by itself (into *S).
+func describeRun[S any](ctx context.Context, tc client.Client, id string, final bool) (runLook, *S, error) {
+	resp, err := tc.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return runLook{state: runMissing}, nil, nil
+	}
+	if err != nil {
+		return runLook{}, nil, fmt.Errorf("describe workflow %s: %w", id, err)
+	}
+	l := closedLook(resp.GetWorkflowExecutionInfo().GetStatus())
+	if l.state != runClosed || !final {
+		return l, nil, nil
+	}
+	s, err := finalStatus[S](ctx, tc, id)
+	return l, s, err
+}
+
+// queryRun queries an open run's status; a closed run is rejected by the
+// server without a worker, and then classified (and its final status read)
+// as describeRun does.
+func queryRun[S any](ctx context.Context, tc client.Client, id string) (runLook, *S, error) {
+	resp, err := tc.QueryWorkflowWithOptions(ctx, &client.QueryWorkflowWithOptionsRequest{
+		WorkflowID: id, QueryType: workflows.QueryStatus, QueryRejectCondition: enums.QUERY_REJECT_CONDITION_NOT_OPEN,
+	})
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return runLook{state: runMissing}, nil, nil
+	}
+	if err != nil {
+		return runLook{}, nil, fmt.Errorf("query workflow %s: %w", id, err)
+	}
+	if rej := resp.QueryRejected; rej != nil {
+		l := closedLook(rej.GetStatus())
+		if l.state != runClosed {
+			return l, nil, nil
+		}
+		s, err := finalStatus[S](ctx, tc, id)
+		return l, s, err
+	}
+	var s S
+	if err := resp.QueryResult.Get(&s); err != nil {
+		return runLook{}, nil, fmt.Errorf("decode status of workflow %s: %w", id, err)
+	}
+	return runLook{state: runOpen}, &s, nil
+}
+
+// finalStatus reads the status query of a closed workflow (a worker replays
+// it). A query the workflow cannot answer leaves the final status unknown
+// (nil); any other error is returned, to be retried.
+func finalStatus[S any](ctx context.Context, tc client.Client, id string) (*S, error) {
+	qctx, cancel := context.WithTimeout(ctx, finalQueryTimeout)
+	defer cancel()
+	v, err := tc.QueryWorkflow(qctx, id, "", workflows.QueryStatus)
+	var qf *serviceerror.QueryFailed
+	if errors.As(err, &qf) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("query closed workflow %s: %w", id, err)
+	}
+	var s S
+	if err := v.Get(&s); err != nil {
+		return nil, nil
+	}
+	return &s, nil
+}
