@@ -1,4 +1,4 @@
-package deploy
+package procs
 
 import (
 	"context"
@@ -30,12 +30,12 @@ type certificate struct {
 	} `json:"spec"`
 }
 
-// issueCertificates does cert-manager's part for deploy/manager: each
+// IssueCertificates does cert-manager's part for deploy/manager: each
 // Certificate's Secret (tls.crt, tls.key, ca.crt) for its dnsNames from its
 // selfSigned Issuer. It returns each Certificate's CA by namespace/name.
-func issueCertificates(t *testing.T) map[string][]byte {
+func IssueCertificates(t testing.TB) map[string][]byte {
 	t.Helper()
-	objs := manifests(t, filepath.Join("deploy", "manager", "certificate.yaml"))
+	objs := Manifests(t, filepath.Join("deploy", "manager", "certificate.yaml"))
 	selfSigned := map[string]bool{}
 	for _, o := range objs {
 		if o["kind"] == "Issuer" {
@@ -45,7 +45,7 @@ func issueCertificates(t *testing.T) map[string][]byte {
 		}
 	}
 	cas := map[string][]byte{}
-	cs := clientset(t)
+	cs := Clientset(t)
 	for _, o := range objs {
 		if o["kind"] != "Certificate" {
 			continue
@@ -68,13 +68,13 @@ func issueCertificates(t *testing.T) map[string][]byte {
 	return cas
 }
 
-// clientCASecret is what README's procedure creates: the CA that signs the
+// ClientCASecret is what README's procedure creates: the CA that signs the
 // API server's webhook client certificate.
-func clientCASecret(t *testing.T) {
+func ClientCASecret(t testing.TB) {
 	t.Helper()
 	ca, err := os.ReadFile(env.WebhookClientCA)
 	require.NoError(t, err)
-	_, err = clientset(t).CoreV1().Secrets(devenv.Namespace).Create(context.Background(), &corev1.Secret{
+	_, err = Clientset(t).CoreV1().Secrets(devenv.Namespace).Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "remedy-webhook-client-ca", Namespace: devenv.Namespace},
 		Data:       map[string][]byte{"ca.crt": ca},
 	}, metav1.CreateOptions{})
@@ -83,17 +83,17 @@ func clientCASecret(t *testing.T) {
 	}
 }
 
-// installWebhooks applies deploy/webhook's configurations as written, with
+// InstallWebhooks applies deploy/webhook's configurations as written, with
 // the caBundle cert-manager's cainjector would set from inject-ca-from.
-func installWebhooks(t *testing.T, cas map[string][]byte) {
+func InstallWebhooks(t testing.TB, cas map[string][]byte) {
 	t.Helper()
-	cs := clientset(t)
-	for _, o := range manifests(t, filepath.Join("deploy", "webhook", "*.yaml")) {
+	cs := Clientset(t)
+	for _, o := range Manifests(t, filepath.Join("deploy", "webhook", "*.yaml")) {
 		if o["kind"] != "MutatingWebhookConfiguration" {
 			continue
 		}
 		var mwc admissionregistrationv1.MutatingWebhookConfiguration
-		require.NoError(t, convert(o, &mwc))
+		require.NoError(t, Convert(o, &mwc))
 		from := mwc.Annotations["cert-manager.io/inject-ca-from"]
 		require.Contains(t, cas, from, "%s: inject-ca-from names a Certificate of deploy/manager", mwc.Name)
 		for i := range mwc.Webhooks {
@@ -103,9 +103,5 @@ func installWebhooks(t *testing.T, cas map[string][]byte) {
 		_, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &mwc, metav1.CreateOptions{})
 		require.NoError(t, err, mwc.Name)
 	}
-	require.NoError(t, devenv.Install(context.Background(), env.Config, filepath.Join(root, "deploy", "webhook", "drift-policy.yaml")))
-}
-
-func convert(o map[string]any, into any) error {
-	return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o, into, true)
+	require.NoError(t, devenv.Install(context.Background(), env.Config, filepath.Join(Root, "deploy", "webhook", "drift-policy.yaml")))
 }
