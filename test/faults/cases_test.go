@@ -67,6 +67,38 @@ func deployment(t *testing.T, ns, name string) *appsv1.Deployment {
 
 func generation(t *testing.T, ns, name string) int64 { return deployment(t, ns, name).Generation }
 
+// Deployments bump metadata.generation on annotation changes too, and three
+// writers besides Remedy annotate them: the drift webhook (kausality.io/phase
+// and kausality.io/controllers, once each while the Deployment becomes
+// available), the Deployment controller (deployment.kubernetes.io/revision,
+// once per rollout) and, for reloads, the baseline's hash annotations. So a
+// case counts from a settled Deployment, and a rollout is two generations:
+// the template change and the controller's revision annotation.
+
+// settled waits until those writers are done with the Deployment and
+// returns its generation.
+func settled(t *testing.T, ns, name string) int64 {
+	t.Helper()
+	var last int64
+	since := time.Now()
+	harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, time.Minute, func(d *appsv1.Deployment) bool {
+		if d.Generation != last {
+			last, since = d.Generation, time.Now()
+		}
+		return d.Annotations["kausality.io/phase"] == "initialized" && d.Annotations["kausality.io/controllers"] != "" &&
+			d.Status.ObservedGeneration == d.Generation && time.Since(since) > time.Second
+	})
+	return last
+}
+
+// target creates a Deployment of no replicas, so it is available at once
+// without a kubelet, and returns its settled generation.
+func target(t *testing.T, ns string) int64 {
+	t.Helper()
+	harness.Deployment(t, ns, "web", 0)
+	return settled(t, ns, "web")
+}
+
 // replicaSets counts the ReplicaSets of the Deployment: one per pod template it rolled out.
 func replicaSets(t *testing.T, ns, app string) int {
 	t.Helper()
@@ -144,7 +176,7 @@ func signal(t *testing.T, id, name string, arg any) {
 // is the one down), and the run goes on once it is back: one write.
 func approvalWait(t *testing.T, p *parts, what string) string {
 	ns := harness.Namespace(t)
-	gen := harness.Deployment(t, ns, "web", 2).Generation
+	gen := target(t, ns)
 	spec := scaleSpec(ns, 4)
 	spec.Approval = &v1alpha1.ApprovalSpec{Required: true, Timeout: v1alpha1.DurationOf(10 * time.Minute)}
 	k := settle(t, execution(t, ns, "scale-web", spec), v1alpha1.PhaseWaitingApproval, 90*time.Second)
@@ -181,7 +213,7 @@ func approvalWait(t *testing.T, p *parts, what string) string {
 // held; then the process is killed. The run finishes with one write.
 func inlineWrite(t *testing.T, p *parts, what string) string {
 	ns := harness.Namespace(t)
-	gen := harness.Deployment(t, ns, "web", 2).Generation
+	gen := target(t, ns)
 	path := "/apis/apps/v1/namespaces/" + ns + "/deployments/web"
 	hold := p.proxy.HoldAfter(t, func(r *http.Request, _ []byte) bool { return r.Method == http.MethodPatch && r.URL.Path == path })
 	k := execution(t, ns, "scale-web", scaleSpec(ns, 5))
@@ -206,7 +238,7 @@ func inlineWrite(t *testing.T, p *parts, what string) string {
 	require.NotNil(t, res)
 	require.Len(t, res.ResourcesAffected, 1)
 	assert.Equal(t, "scaled", res.ResourcesAffected[0].Action, "the landed write, not an unchanged re-run")
-	assert.Equal(t, "replicas: 2", res.ResourcesAffected[0].Before)
+	assert.Equal(t, "replicas: 0", res.ResourcesAffected[0].Before)
 	if what == worker {
 		assert.Equal(t, int32(1), res.RetriesAttempted, "the killed attempt was retried")
 	}
@@ -219,7 +251,7 @@ func inlineWrite(t *testing.T, p *parts, what string) string {
 // run again, and the run fails saying so.
 func jobPastTTL(t *testing.T, p *parts) string {
 	ns := harness.Namespace(t)
-	gen := harness.Deployment(t, ns, "web", 2).Generation
+	gen := target(t, ns)
 	spec := scaleSpec(ns, 5)
 	spec.Executor = v1alpha1.ExecutorJob
 	k := settle(t, execution(t, ns, "scale-web", spec), v1alpha1.PhaseExecuting, 90*time.Second)
@@ -312,11 +344,14 @@ func reloadDebounce(t *testing.T, p *parts, what string) string {
 			return harness.Kube().Update(ctx, &cur) == nil
 		}, time.Minute, 200*time.Millisecond)
 	}
-	gen := generation(t, ns, "web")
+	gen := settled(t, ns, "web")
+	// A rollout: the template change and the Deployment controller's revision annotation.
+	const rollout = 2
 	edit("b") // the leading edge: restarts at once
-	rolled := harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}, time.Minute,
-		func(d *appsv1.Deployment) bool { return d.Generation > gen }).Generation
-	require.Equal(t, gen+1, rolled)
+	harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}, time.Minute,
+		func(d *appsv1.Deployment) bool { return d.Generation > gen })
+	rolled := settled(t, ns, "web")
+	require.Equal(t, gen+rollout, rolled, "the leading edge rolled once")
 	edit("c")
 	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
 	require.Eventually(t, func() bool {
@@ -326,15 +361,16 @@ func reloadDebounce(t *testing.T, p *parts, what string) string {
 	}, 20*time.Second, 20*time.Millisecond, "the change within the window waits for it to close")
 
 	p.kill(t, what)
-	want, note := rolled+1, "edit inside the window rolled once"
+	want, note := rolled+rollout, "edit inside the window rolled once"
 	switch what {
 	case operator:
 		// The pending change is Temporal's: it rolls with the operator down.
 		harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}, time.Minute,
 			func(d *appsv1.Deployment) bool { return d.Generation > rolled })
+		require.Equal(t, rolled+rollout, settled(t, ns, "web"))
 		edit("d")
-		want, note = rolled+2, "edit inside the window rolled once while the operator was down; an edit while down rolled once after its restart"
-		stays(t, ns, "web", rolled+1, debounce+time.Second, "nothing rolls for an edit while the operator is down")
+		want, note = rolled+2*rollout, "edit inside the window rolled once while the operator was down; an edit while down rolled once after its restart"
+		stays(t, ns, "web", rolled+rollout, debounce+time.Second, "nothing rolls for an edit while the operator is down")
 	case apiserver:
 		time.Sleep(down[what])
 	default:
@@ -348,7 +384,7 @@ func reloadDebounce(t *testing.T, p *parts, what string) string {
 	d := deployment(t, ns, "web")
 	assert.Equal(t, d.Annotations[hash], d.Spec.Template.Annotations[hash], "the last rollout applied the newest data")
 	rs := settledReplicaSets(t, ns, "web")
-	assert.Equal(t, int(want-gen)+1, rs, "one ReplicaSet per rollout, and the first")
+	assert.Equal(t, int(want-gen)/rollout+1, rs, "one ReplicaSet per rollout, and the first")
 	return fmt.Sprintf("%s; generation +%d; %d ReplicaSets", note, d.Generation-gen, rs)
 }
 
@@ -357,7 +393,7 @@ func reloadDebounce(t *testing.T, p *parts, what string) string {
 // the process is killed there. The request completes with each step done once.
 func rrBetweenSteps(t *testing.T, p *parts, what string) string {
 	ns := harness.Namespace(t)
-	gen := harness.Deployment(t, ns, "web", 1).Generation
+	gen := target(t, ns)
 	path := "/apis/remedy.dev/v1alpha1/namespaces/" + ns + "/kubernetesexecutions"
 	hold := p.proxy.HoldBefore(t, func(r *http.Request, body []byte) bool {
 		return r.Method == http.MethodPost && r.URL.Path == path && strings.Contains(string(body), `"fix-restart"`)
@@ -390,7 +426,7 @@ func rrBetweenSteps(t *testing.T, p *parts, what string) string {
 	rr = harness.Eventually(t, rr, 3*time.Minute, func(r *v1alpha1.RemediationRequest) bool { return r.Status.Phase.Terminal() })
 	require.Equal(t, v1alpha1.PhaseCompleted, rr.Status.Phase, "reason %s: %s", rr.Status.Reason, rr.Status.Message)
 	d := deployment(t, ns, "web")
-	assert.Equal(t, gen+2, d.Generation, "one scale and one restart")
+	assert.Equal(t, gen+3, d.Generation, "one scale (+1) and one restart (+2: the template and the controller's revision annotation)")
 	assert.Equal(t, int32(3), *d.Spec.Replicas)
 	assert.NotEmpty(t, d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"])
 	var steps v1alpha1.KubernetesExecutionList
@@ -465,7 +501,7 @@ func leaderFailover(t *testing.T, p *parts) {
 	leader := p.operator
 
 	ns := harness.Namespace(t)
-	gen := harness.Deployment(t, ns, "web", 2).Generation
+	gen := target(t, ns)
 	spec := scaleSpec(ns, 4)
 	spec.Approval = &v1alpha1.ApprovalSpec{Required: true, Timeout: v1alpha1.DurationOf(10 * time.Minute)}
 	k := settle(t, execution(t, ns, "scale-web", spec), v1alpha1.PhaseWaitingApproval, 90*time.Second)
