@@ -242,7 +242,11 @@ func inlineWrite(t *testing.T, p *parts, what string) string {
 	if what == worker {
 		assert.Equal(t, int32(1), res.RetriesAttempted, "the killed attempt was retried")
 	}
-	return fmt.Sprintf("generation +%d; %s; retries %d, the retry took the landed write", generation(t, ns, "web")-gen, k.Status.Phase, res.RetriesAttempted)
+	how := "the retry recognised the landed write"
+	if res.RetriesAttempted == 0 {
+		how = "the worker reported the landed write once " + what + " was back"
+	}
+	return fmt.Sprintf("generation +%d; %s; retries %d: %s", generation(t, ns, "web")-gen, k.Status.Phase, res.RetriesAttempted, how)
 }
 
 // jobPastTTL: the worker dies while its Job runs; the Job finishes (the
