@@ -85,7 +85,7 @@ func settled(t *testing.T, ns, name string) int64 {
 	t.Helper()
 	var last int64
 	since := time.Now()
-	harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, time.Minute, func(d *appsv1.Deployment) bool {
+	harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, 2*time.Minute, func(d *appsv1.Deployment) bool {
 		if d.Generation != last {
 			last, since = d.Generation, time.Now()
 		}
@@ -93,6 +93,15 @@ func settled(t *testing.T, ns, name string) int64 {
 			d.Status.ObservedGeneration == d.Generation && time.Since(since) > time.Second
 	})
 	return last
+}
+
+// whole waits until a new Deployment settles: the API server, the
+// Deployment controller and the drift webhook all answer again.
+func whole(t *testing.T) {
+	t.Helper()
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 0)
+	settled(t, ns, "web")
 }
 
 // target creates a Deployment of no replicas, so it is available at once
