@@ -167,7 +167,9 @@ func execution(t *testing.T, ns, name string, spec v1alpha1.KubernetesExecutionS
 // settle waits for the execution to reach phase, or to end elsewhere.
 func settle(t *testing.T, k *v1alpha1.KubernetesExecution, phase v1alpha1.Phase, timeout time.Duration) *v1alpha1.KubernetesExecution {
 	t.Helper()
-	k = harness.Eventually(t, k, timeout, func(k *v1alpha1.KubernetesExecution) bool { return k.Status.Phase == phase || k.Status.Phase.Terminal() })
+	k = harness.Eventually(t, k, timeout, func(k *v1alpha1.KubernetesExecution) bool {
+		return k.Status.Phase == phase || k.Status.Phase.Terminal()
+	})
 	require.Equal(t, phase, k.Status.Phase, "reason %s: %s", k.Status.Reason, k.Status.Message)
 	return k
 }

@@ -267,4 +267,3 @@ func (c *callbacks) count(parentUID, phase string) int {
 	defer c.mu.Unlock()
 	return c.reports[parentUID+"/"+phase]
 }
-
