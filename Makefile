@@ -30,8 +30,12 @@ dev: tools build ## Run the whole platform locally (API server, controllers, Tem
 	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR))
 
 .PHONY: test
-test: tools lint fuzz ## Run lint, the fuzz targets and every test against the real API server and Temporal dev server
-	go test $(GO_TEST_FLAGS) -count=1 ./...
+test: tools lint fuzz ## Run lint, the fuzz targets and every test against the real API server and Temporal dev server (not the fault suite: make faults)
+	go test $(GO_TEST_FLAGS) -count=1 $$(go list ./... | grep -v '/test/faults$$')
+
+.PHONY: faults
+faults: tools ## Kill the real operator, worker, webhook, Temporal and kube-apiserver at each point; print the fault matrix
+	go test $(GO_TEST_FLAGS) -count=1 -timeout 40m ./test/faults/
 
 .PHONY: help
 help: ## Show this help

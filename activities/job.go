@@ -43,8 +43,8 @@ const (
 // RequestEnv carries the actions.Request as JSON into `remedy exec`.
 const RequestEnv = "REMEDY_REQUEST"
 
-// jobTTL is how long a finished Job stays for a worker to read its result.
-const jobTTL = 300
+// DefaultJobTTL is how long a finished Job stays for a worker to read its result.
+const DefaultJobTTL = 300 * time.Second
 
 // maxTerminationMessage is what the kubelet keeps of a termination log.
 const maxTerminationMessage = 4096
@@ -63,6 +63,15 @@ type Jobs struct {
 	// Heartbeats records the Job's UID and result with the server at once
 	// (see Execution.Heartbeats); nil leaves only the throttled heartbeat.
 	Heartbeats Heartbeater
+	// TTL is the Jobs' ttlSecondsAfterFinished, whole seconds (default DefaultJobTTL).
+	TTL time.Duration
+}
+
+func (j *Jobs) ttl() int32 {
+	if j.TTL <= 0 {
+		return int32(DefaultJobTTL.Seconds())
+	}
+	return int32(math.Ceil(j.TTL.Seconds()))
 }
 
 // jobProgress is what a RunJob attempt leaves in its heartbeat for the next:
@@ -140,7 +149,7 @@ func (j *Jobs) ensure(ctx context.Context, in JobInput, prior jobProgress, b *be
 	job, err := jobs.Get(ctx, want.Name, metav1.GetOptions{})
 	if prior.UID != "" && (apierrors.IsNotFound(err) || err == nil && job.UID != prior.UID) {
 		return nil, permanent(ReasonExecutionFailed, fmt.Errorf("job %s/%s (uid %s) was deleted before its result was read, "+
-			"likely by its %ds TTL while no worker watched it; it is not run again: check the target", j.Namespace, prior.Name, prior.UID, jobTTL))
+			"likely by its %ds TTL while no worker watched it; it is not run again: check the target", j.Namespace, prior.Name, prior.UID, j.ttl()))
 	}
 	if apierrors.IsNotFound(err) {
 		if job, err = jobs.Create(ctx, want, metav1.CreateOptions{FieldManager: actions.FieldManager}); apierrors.IsAlreadyExists(err) {
@@ -183,7 +192,7 @@ func (j *Jobs) job(in JobInput) (*batchv1.Job, error) {
 		Spec: batchv1.JobSpec{
 			BackoffLimit:            ptr.To(in.MaxRetries),
 			ActiveDeadlineSeconds:   ptr.To(int64(math.Ceil(timeout.Seconds()))),
-			TTLSecondsAfterFinished: ptr.To[int32](jobTTL),
+			TTLSecondsAfterFinished: ptr.To(j.ttl()),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{

@@ -48,6 +48,8 @@ type Options struct {
 	// cancelling them (0: at once). A cancelled write stops heartbeating, so the
 	// server retries it on another worker within its heartbeat timeout.
 	StopTimeout time.Duration
+	// JobTTL is how long the job executor's finished Jobs stay (default activities.DefaultJobTTL).
+	JobTTL time.Duration
 }
 
 // DefaultExecImage is the released image of this binary.
@@ -80,7 +82,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	if o.ExecImage == "" {
 		o.ExecImage = DefaultExecImage
 	}
-	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal})
+	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL})
 	dyn, err := dynamic.NewForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)

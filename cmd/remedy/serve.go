@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/webhook"
@@ -64,10 +65,11 @@ func runWorker(ctx context.Context, args []string) error {
 	actionNS := fs.String("action-namespace", "remedy-system", "namespace of the remedy-action-<action> ServiceAccounts")
 	execImage := fs.String("exec-image", worker.DefaultExecImage, "image of the job executor's remedy exec pods")
 	metricsAddr := fs.String("metrics-addr", ":8083", "address of /metrics (0 disables)")
-	activities := fs.Int("max-concurrent-activities", 0, "activities run at once (0: Temporal SDK default, 1000)")
+	maxActivities := fs.Int("max-concurrent-activities", 0, "activities run at once (0: Temporal SDK default, 1000)")
 	localActivities := fs.Int("max-concurrent-local-activities", 0, "local activities (status writes) run at once (0: Temporal SDK default, 1000)")
 	workflowTasks := fs.Int("max-concurrent-workflow-tasks", 0, "workflow tasks run at once (0: Temporal SDK default, 1000)")
 	stopTimeout := fs.Duration("stop-timeout", worker.DefaultStopTimeout, "on SIGTERM, how long in-flight activities may finish before they are cancelled and retried elsewhere; keep it below the pod's terminationGracePeriodSeconds")
+	jobTTL := fs.Duration("job-ttl", activities.DefaultJobTTL, "ttlSecondsAfterFinished of the job executor's Jobs: how long a finished Job stays for a worker to read its result")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,8 +84,8 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	defer tc.Close()
 	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage,
-		MaxConcurrentActivities: *activities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
-		StopTimeout: *stopTimeout})
+		MaxConcurrentActivities: *maxActivities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
+		StopTimeout: *stopTimeout, JobTTL: *jobTTL})
 	if err != nil {
 		return err
 	}

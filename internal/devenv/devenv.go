@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +41,9 @@ type Options struct {
 	OperatorWebhooks []string
 	// ControllerManager also runs kube-controller-manager with real built-in controllers.
 	ControllerManager bool
+	// ExtraControllers are more kube-controller-manager controllers to run
+	// (e.g. ttl-after-finished-controller).
+	ExtraControllers []string
 	// AuditLog makes kube-apiserver write an audit log (Env.AuditLogPath).
 	AuditLog bool
 	// ExtraCRDs are more CRD files or directories to install (test fixtures).
@@ -264,7 +268,8 @@ func (e *Env) startControllerManager(o Options) error {
 		"--root-ca-file="+filepath.Join(certDir, "apiserver.crt"),
 		"--leader-elect=false",
 		"--secure-port=0",
-		"--controllers=deployment-controller,replicaset-controller,job-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller",
+		"--controllers="+strings.Join(append([]string{"deployment-controller", "replicaset-controller", "job-controller",
+			"garbage-collector-controller", "serviceaccount-controller", "serviceaccount-token-controller"}, o.ExtraControllers...), ","),
 	)
 	e.kcm.Stdout, e.kcm.Stderr = o.Log, o.Log
 	if o.DieWithParent {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
+
+	"github.com/remedy-dev/remedy/test/procs"
 )
 
 // dryRunEveryObject: every object under deploy/ and in temporal-dev.yaml is
@@ -25,21 +27,21 @@ import (
 // field validation), with Remedy's admission webhooks serving.
 func dryRunEveryObject(t *testing.T) {
 	var objs []map[string]any
-	require.NoError(t, filepath.WalkDir(filepath.Join(root, "deploy"), func(path string, d os.DirEntry, err error) error {
+	require.NoError(t, filepath.WalkDir(filepath.Join(procs.Root, "deploy"), func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") || d.Name() == "kustomization.yaml" ||
 			strings.HasSuffix(path, "_test.yaml") { // promtool's rule tests, not objects
 			return err
 		}
-		rel, _ := filepath.Rel(root, path)
-		objs = append(objs, manifests(t, rel)...)
+		rel, _ := filepath.Rel(procs.Root, path)
+		objs = append(objs, procs.Manifests(t, rel)...)
 		return nil
 	}))
-	objs = append(objs, manifests(t, "temporal-dev.yaml")...)
+	objs = append(objs, procs.Manifests(t, "temporal-dev.yaml")...)
 	require.Greater(t, len(objs), 50)
 
-	dyn, err := dynamic.NewForConfig(env.Config)
+	dyn, err := dynamic.NewForConfig(procs.Env().Config)
 	require.NoError(t, err)
-	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	dc, err := discovery.NewDiscoveryClientForConfig(procs.Env().Config)
 	require.NoError(t, err)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	ctx := context.Background()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -255,31 +254,6 @@ func TestDecisionRecordedAfterApprovalWebhookOutage(t *testing.T) {
 	assert.Equal(t, int32(4), *deployment(t, ns, "web").Spec.Replicas)
 }
 
-// jobsOf lists the Jobs of execution k.
-func jobsOf(t *testing.T, k *v1alpha1.KubernetesExecution) []batchv1.Job {
-	t.Helper()
-	var jobs batchv1.JobList
-	require.NoError(t, harness.Kube().List(context.Background(), &jobs, ctrlclient.InNamespace(devenv.Namespace),
-		ctrlclient.MatchingLabels{activities.LabelExecutionUID: string(k.UID)}))
-	return jobs.Items
-}
-
-// recordedJobUID is the Job UID the run's pending step recorded with the server.
-func recordedJobUID(t *testing.T, id string) string {
-	t.Helper()
-	desc, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
-	require.NoError(t, err)
-	for _, a := range desc.PendingActivities {
-		var progress struct {
-			UID string `json:"uid"`
-		}
-		if a.HeartbeatDetails != nil && converter.GetDefaultDataConverter().FromPayloads(a.HeartbeatDetails, &progress) == nil {
-			return progress.UID
-		}
-	}
-	return ""
-}
-
 // The worker dies while its Job runs and stays down until the Job is gone,
 // as the TTL controller deletes a finished Job after five minutes. The run
 // recorded the Job's UID, so the next worker knows the action was started and
@@ -296,8 +270,8 @@ func TestJobCollectedWhileWorkerDownIsNotRunAgain(t *testing.T) {
 	requirePhase(t, k, v1alpha1.PhaseExecuting)
 	var job batchv1.Job
 	require.Eventually(t, func() bool {
-		jobs := jobsOf(t, k)
-		if len(jobs) == 1 && recordedJobUID(t, k.Status.WorkflowID) == string(jobs[0].UID) {
+		jobs := harness.JobsOf(t, k)
+		if len(jobs) == 1 && harness.RecordedJobUID(t, k.Status.WorkflowID) == string(jobs[0].UID) {
 			job = jobs[0]
 			return true
 		}
@@ -306,14 +280,14 @@ func TestJobCollectedWhileWorkerDownIsNotRunAgain(t *testing.T) {
 
 	kill()
 	require.NoError(t, harness.Kube().Delete(ctx, &job, ctrlclient.PropagationPolicy(metav1.DeletePropagationBackground)))
-	require.Eventually(t, func() bool { return len(jobsOf(t, k)) == 0 }, 30*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return len(harness.JobsOf(t, k)) == 0 }, 30*time.Second, 100*time.Millisecond)
 	runWorker(t, nil)
 
 	k = waitPhase(t, k, v1alpha1.PhaseFailed, time.Minute)
 	requirePhase(t, k, v1alpha1.PhaseFailed)
 	assert.Equal(t, activities.ReasonExecutionFailed, k.Status.Reason)
 	assert.Contains(t, k.Status.Message, "it is not run again")
-	assert.Empty(t, jobsOf(t, k), "the collected Job was not created again")
+	assert.Empty(t, harness.JobsOf(t, k), "the collected Job was not created again")
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-job-collected.json")
 }
 

@@ -175,3 +175,15 @@ func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
+
+// Use makes the helpers of this package (Namespace, Deployment, Eventually,
+// WaitClosed, ReplayHistory, ...) work against parts another package started,
+// as test/faults does with test/procs, instead of calling Main.
+func Use(e *devenv.Env) error {
+	c, err := ctrlclient.New(e.Config, ctrlclient.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	env, kube = e, c
+	return nil
+}

@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -110,53 +109,6 @@ func await(t *testing.T, runs <-chan jobRun, timeout time.Duration) jobRun {
 	}
 }
 
-// pendingPod plays the scheduler's absence: it waits for the Job controller
-// to create a pod that has not finished yet.
-func pendingPod(t *testing.T, job string) *corev1.Pod {
-	t.Helper()
-	cs := admin(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		pods, err := cs.CoreV1().Pods(devenv.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=" + job})
-		require.NoError(t, err)
-		for i := range pods.Items {
-			if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil {
-				return p
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	require.FailNow(t, "no pending pod", "job %s", job)
-	return nil
-}
-
-// finishPod plays the kubelet: the container terminated with exitCode and
-// wrote msg to its termination log.
-func finishPod(t *testing.T, pod *corev1.Pod, exitCode int32, msg string) {
-	t.Helper()
-	pods := admin(t).CoreV1().Pods(pod.Namespace)
-	phase := corev1.PodSucceeded
-	if exitCode != 0 {
-		phase = corev1.PodFailed
-	}
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := pods.Get(context.Background(), pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		now := metav1.Now()
-		p.Status.Phase = phase
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{
-			Name: "exec", Image: p.Spec.Containers[0].Image,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: exitCode, Message: msg, StartedAt: now, FinishedAt: now,
-			}},
-		}}
-		_, err = pods.UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
-		return err
-	}))
-}
-
 func appError(t *testing.T, err error) *temporal.ApplicationError {
 	t.Helper()
 	var app *temporal.ApplicationError
@@ -186,7 +138,7 @@ func TestJobSucceedsAfterARetry(t *testing.T) {
 	runs := runJob(context.Background(), jobs, in, nil)
 
 	name := activities.JobName(in)
-	first := pendingPod(t, name)
+	first := harness.PendingPod(t, name)
 	var job batchv1.Job
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKey{Namespace: devenv.Namespace, Name: name}, &job))
 	assert.LessOrEqual(t, len(name), 63)
@@ -212,11 +164,11 @@ func TestJobSucceedsAfterARetry(t *testing.T) {
 	assert.Equal(t, ptr.To(true), pod.SecurityContext.RunAsNonRoot)
 
 	// The first pod fails; the Job controller replaces it (after its backoff) and the second succeeds.
-	finishPod(t, first, 1, "transient: connection refused")
-	second := pendingPod(t, name)
+	harness.FinishPod(t, first, 1, "transient: connection refused")
+	second := harness.PendingPod(t, name)
 	assert.NotEqual(t, first.Name, second.Name)
 	want := scalePlan(in)
-	finishPod(t, second, 0, mustJSON(t, want))
+	harness.FinishPod(t, second, 0, mustJSON(t, want))
 
 	r := await(t, runs, 60*time.Second)
 	require.NoError(t, r.err)
@@ -239,7 +191,7 @@ func TestJobFailureCarriesTheTerminationMessage(t *testing.T) {
 	in := jobInput(t, time.Minute, 0)
 	runs := runJob(context.Background(), jobs, in, nil)
 
-	finishPod(t, pendingPod(t, activities.JobName(in)), 1, `scale t/Deployment/web: deployments.apps "web" is forbidden`)
+	harness.FinishPod(t, harness.PendingPod(t, activities.JobName(in)), 1, `scale t/Deployment/web: deployments.apps "web" is forbidden`)
 
 	r := await(t, runs, 30*time.Second)
 	require.Error(t, r.err)
@@ -253,7 +205,7 @@ func TestJobDeadlineIsATimeout(t *testing.T) {
 	jobs := newJobs(t)
 	in := jobInput(t, 2*time.Second, 0)
 	runs := runJob(context.Background(), jobs, in, nil)
-	pendingPod(t, activities.JobName(in)) // never finished
+	harness.PendingPod(t, activities.JobName(in)) // never finished
 
 	r := await(t, runs, 30*time.Second)
 	require.Error(t, r.err)
@@ -270,7 +222,7 @@ func TestJobResumesAfterTheWorkerDies(t *testing.T) {
 	ctx, kill := context.WithCancel(context.Background())
 	beats := make(chan struct{}, 1)
 	runs := runJob(ctx, jobs, in, beats)
-	pod := pendingPod(t, name)
+	pod := harness.PendingPod(t, name)
 	<-beats                            // about to watch
 	time.Sleep(500 * time.Millisecond) // and watching
 	kill()
@@ -280,7 +232,7 @@ func TestJobResumesAfterTheWorkerDies(t *testing.T) {
 	runs = runJob(context.Background(), jobs, in, beats)
 	<-beats // the retry found the Job and watches it
 	want := scalePlan(in)
-	finishPod(t, pod, 0, mustJSON(t, want))
+	harness.FinishPod(t, pod, 0, mustJSON(t, want))
 
 	r := await(t, runs, 30*time.Second)
 	require.NoError(t, r.err)
@@ -368,7 +320,7 @@ func TestJobExecutorEndToEnd(t *testing.T) {
 		job = list.Items[0]
 		return true
 	}, runTimeout, 50*time.Millisecond)
-	pod := pendingPod(t, job.Name)
+	pod := harness.PendingPod(t, job.Name)
 
 	saCfg, err := devenv.ServiceAccountConfig(ctx, harness.Config(), devenv.Namespace, "remedy-action-scale")
 	require.NoError(t, err)
@@ -382,7 +334,7 @@ func TestJobExecutorEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	msg, err := os.ReadFile(logPath)
 	require.NoError(t, err)
-	finishPod(t, pod, 0, string(msg))
+	harness.FinishPod(t, pod, 0, string(msg))
 
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
 	assert.Equal(t, job.Name, k.Status.ExecutionResults.JobName)

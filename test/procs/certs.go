@@ -1,4 +1,4 @@
-package deploy
+package procs
 
 import (
 	"context"
@@ -26,12 +26,12 @@ type certificate struct {
 	} `json:"spec"`
 }
 
-// issueCertificates does cert-manager's part for deploy/manager: each
+// IssueCertificates does cert-manager's part for deploy/manager: each
 // Certificate's Secret (tls.crt, tls.key, ca.crt) for its dnsNames from its
 // selfSigned Issuer. It returns each Certificate's CA by namespace/name.
-func issueCertificates(t *testing.T) map[string][]byte {
+func IssueCertificates(t testing.TB) map[string][]byte {
 	t.Helper()
-	objs := manifests(t, filepath.Join("deploy", "manager", "certificate.yaml"))
+	objs := Manifests(t, filepath.Join("deploy", "manager", "certificate.yaml"))
 	selfSigned := map[string]bool{}
 	for _, o := range objs {
 		if o["kind"] == "Issuer" {
@@ -41,7 +41,7 @@ func issueCertificates(t *testing.T) map[string][]byte {
 		}
 	}
 	cas := map[string][]byte{}
-	cs := clientset(t)
+	cs := Clientset(t)
 	for _, o := range objs {
 		if o["kind"] != "Certificate" {
 			continue
@@ -64,13 +64,13 @@ func issueCertificates(t *testing.T) map[string][]byte {
 	return cas
 }
 
-// injectCABundles does cert-manager's cainjector's part for the webhook
+// InjectCABundles does cert-manager's cainjector's part for the webhook
 // configurations README's procedure applied from deploy/webhook: each gets
 // the CA of the Certificate its inject-ca-from names.
-func injectCABundles(t *testing.T, cas map[string][]byte) {
+func InjectCABundles(t testing.TB, cas map[string][]byte) {
 	t.Helper()
-	mwcs := clientset(t).AdmissionregistrationV1().MutatingWebhookConfigurations()
-	for _, o := range manifests(t, filepath.Join("deploy", "webhook", "*.yaml")) {
+	mwcs := Clientset(t).AdmissionregistrationV1().MutatingWebhookConfigurations()
+	for _, o := range Manifests(t, filepath.Join("deploy", "webhook", "*.yaml")) {
 		if o["kind"] != "MutatingWebhookConfiguration" {
 			continue
 		}
@@ -86,8 +86,4 @@ func injectCABundles(t *testing.T, cas map[string][]byte) {
 		_, err = mwcs.Update(context.Background(), mwc, metav1.UpdateOptions{})
 		require.NoError(t, err, mwc.Name)
 	}
-}
-
-func convert(o map[string]any, into any) error {
-	return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o, into, true)
 }

@@ -1,4 +1,4 @@
-package deploy
+package procs
 
 import (
 	"bytes"
@@ -25,6 +25,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -46,19 +47,33 @@ var portFlags = map[string]map[string]string{
 	"webhook":  {"webhook": "port", "metrics": "metrics-addr"},
 }
 
-// pod is one replica of a Deployment run as a subprocess.
-type pod struct {
-	name   string
-	cmd    *exec.Cmd
-	out    *syncBuffer
-	ports  map[string]int // container port name -> host port
-	exited chan struct{}
+// Pod is one replica of a Deployment run as a subprocess.
+type Pod struct {
+	Name  string
+	Out   *SyncBuffer
+	Ports map[string]int // container port name -> host port
+
+	args, env []string
+	dir       string
+	mu        sync.Mutex
+	cmd       *exec.Cmd
+	exited    chan struct{}
 }
 
-// manifests decodes every object in deploy/manager.
-func manifests(t *testing.T, glob string) []map[string]any {
+// PodOptions change how StartPod runs a replica.
+type PodOptions struct {
+	// Args are appended to the container's.
+	Args []string
+	// Server replaces the API server's address in the pod's kubeconfig, with
+	// the CA that verifies it (a Proxy).
+	Server string
+	CAData []byte
+}
+
+// Manifests decodes every object in the files glob matches under the repository root.
+func Manifests(t testing.TB, glob string) []map[string]any {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, glob))
+	files, err := filepath.Glob(filepath.Join(Root, glob))
 	require.NoError(t, err)
 	require.NotEmpty(t, files, glob)
 	var out []map[string]any
@@ -81,12 +96,13 @@ func manifests(t *testing.T, glob string) []map[string]any {
 	return out
 }
 
-func deployment(t *testing.T, name string) appsv1.Deployment {
+// Deployment is deploy/manager's Deployment name.
+func Deployment(t testing.TB, name string) appsv1.Deployment {
 	t.Helper()
-	for _, o := range manifests(t, filepath.Join("deploy", "manager", "*.yaml")) {
+	for _, o := range Manifests(t, filepath.Join("deploy", "manager", "*.yaml")) {
 		if o["kind"] == "Deployment" && o["metadata"].(map[string]any)["name"] == name {
 			var d appsv1.Deployment
-			require.NoError(t, convert(o, &d))
+			require.NoError(t, Convert(o, &d))
 			return d
 		}
 	}
@@ -94,17 +110,22 @@ func deployment(t *testing.T, name string) appsv1.Deployment {
 	return appsv1.Deployment{}
 }
 
-// startPod runs replica i of d: the container's args and env, its mounted
+// StartPod runs replica i of d: the container's args and env, its mounted
 // Secrets as files, its declared ports mapped to free host ports, and a
 // kubeconfig with a token of its ServiceAccount standing in for the
-// in-cluster one.
-func startPod(t *testing.T, d appsv1.Deployment, replica int) *pod {
+// in-cluster one. The pod stops when the test ends.
+func StartPod(t testing.TB, d appsv1.Deployment, replica int, po ...PodOptions) *Pod {
 	t.Helper()
+	var o PodOptions
+	if len(po) > 0 {
+		o = po[0]
+	}
 	ctx := context.Background()
 	require.Len(t, d.Spec.Template.Spec.Containers, 1, d.Name)
 	c := d.Spec.Template.Spec.Containers[0]
-	dir := t.TempDir()
-	cs := clientset(t)
+	dir, err := os.MkdirTemp("", "remedy-pod-")
+	require.NoError(t, err)
+	cs := Clientset(t)
 
 	mounts := map[string]string{}
 	required := map[string]bool{}
@@ -146,24 +167,25 @@ func startPod(t *testing.T, d appsv1.Deployment, replica int) *pod {
 		require.True(t, used[path], "%s mounts %s, but no arg names it: the process would read a default path", d.Name, path)
 	}
 
-	p := &pod{name: fmt.Sprintf("%s-%d", d.Name, replica), out: &syncBuffer{}, ports: map[string]int{}, exited: make(chan struct{})}
+	p := &Pod{Name: fmt.Sprintf("%s-%d", d.Name, replica), Out: &SyncBuffer{}, Ports: map[string]int{}, dir: dir}
 	defaults := flagDefaults(t, c.Args[0])
 	for _, port := range c.Ports {
 		flag, ok := portFlags[c.Name][port.Name]
 		require.True(t, ok, "%s: which flag binds port %s?", d.Name, port.Name)
 		require.Equal(t, strconv.Itoa(int(port.ContainerPort)), defaults[flag], "%s: --%s defaults to the declared containerPort %s", d.Name, flag, port.Name)
-		p.ports[port.Name] = freePort(t)
+		p.Ports[port.Name] = FreePort(t)
 		if strings.HasSuffix(flag, "-addr") {
-			args = append(args, fmt.Sprintf("--%s=:%d", flag, p.ports[port.Name]))
+			args = append(args, fmt.Sprintf("--%s=:%d", flag, p.Ports[port.Name]))
 		} else {
-			args = append(args, fmt.Sprintf("--%s=%d", flag, p.ports[port.Name]))
+			args = append(args, fmt.Sprintf("--%s=%d", flag, p.Ports[port.Name]))
 		}
 	}
+	p.args = append(args, o.Args...)
 
-	environ := []string{"KUBECONFIG=" + kubeconfig(t, dir, d.Spec.Template.Spec.ServiceAccountName), "HOME=" + dir}
+	p.env = []string{"KUBECONFIG=" + kubeconfig(t, dir, d.Spec.Template.Spec.ServiceAccountName, o), "HOME=" + dir}
 	for _, e := range c.Env {
 		require.Nil(t, e.ValueFrom, "%s: env %s from a reference", d.Name, e.Name)
-		environ = append(environ, e.Name+"="+e.Value)
+		p.env = append(p.env, e.Name+"="+e.Value)
 	}
 	for _, from := range c.EnvFrom {
 		require.NotNil(t, from.SecretRef, d.Name)
@@ -173,47 +195,85 @@ func startPod(t *testing.T, d appsv1.Deployment, replica int) *pod {
 		}
 		require.NoError(t, err)
 		for k, v := range sec.Data {
-			environ = append(environ, from.Prefix+k+"="+string(v))
+			p.env = append(p.env, from.Prefix+k+"="+string(v))
 		}
 	}
-
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env, p.cmd.Dir = environ, dir
-	p.cmd.Stdout = io.MultiWriter(p.out, prefixed(p.name))
-	p.cmd.Stderr = p.cmd.Stdout
-	require.NoError(t, p.cmd.Start())
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() { p.stop() })
+	p.start(t)
+	t.Cleanup(func() { p.Stop(); _ = os.RemoveAll(dir) })
 	return p
 }
 
-func (p *pod) stop() {
+func (p *Pod) start(t testing.TB) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cmd = exec.Command(bin, p.args...)
+	p.cmd.Env, p.cmd.Dir = p.env, p.dir
+	p.cmd.Stdout = io.MultiWriter(p.Out, prefixed(p.Name))
+	p.cmd.Stderr = p.cmd.Stdout
+	require.NoError(t, p.cmd.Start())
+	exited := make(chan struct{})
+	p.exited = exited
+	cmd := p.cmd
+	go func() { _ = cmd.Wait(); close(exited) }()
+}
+
+// Restart starts the pod again, as the kubelet restarts a container: the
+// same args, env, files and ports.
+func (p *Pod) Restart(t testing.TB) {
+	t.Helper()
+	p.Kill()
+	p.start(t)
+}
+
+// Stop ends the process with SIGINT, then SIGKILL after 20s.
+func (p *Pod) Stop() {
+	cmd, exited := p.current()
 	select {
-	case <-p.exited:
+	case <-exited:
 		return
 	default:
 	}
-	_ = p.cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Process.Signal(os.Interrupt)
 	select {
-	case <-p.exited:
+	case <-exited:
 	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+		_ = cmd.Process.Kill()
+		<-exited
 	}
 }
 
-func (p *pod) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+// Kill ends the process with SIGKILL and waits until it is gone.
+func (p *Pod) Kill() {
+	cmd, exited := p.current()
+	_ = cmd.Process.Kill()
+	<-exited
 }
 
-func (p *pod) url(port, path string) string {
-	return fmt.Sprintf("http://127.0.0.1:%d%s", p.ports[port], path)
+// Running says whether the process is alive.
+func (p *Pod) Running() bool {
+	_, exited := p.current()
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
+	}
 }
 
-// listening reports whether port accepts a TLS handshake.
-func (p *pod) tlsListening(port string) bool {
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", p.ports[port]), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only whether it listens
+func (p *Pod) current() (*exec.Cmd, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd, p.exited
+}
+
+// URL is http://127.0.0.1:<host port of the named container port><path>.
+func (p *Pod) URL(port, path string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d%s", p.Ports[port], path)
+}
+
+// TLSListening reports whether port accepts a TLS handshake.
+func (p *Pod) TLSListening(port string) bool {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", p.Ports[port]), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only whether it listens
 	if err != nil {
 		return false
 	}
@@ -224,7 +284,7 @@ func (p *pod) tlsListening(port string) bool {
 var helpDefault = regexp.MustCompile(`(?m)^\s+-([a-z-]+) \w+\n.*\(default "?:?(\d+)"?\)$`)
 
 // flagDefaults reads `remedy <command> -h`: flag -> numeric default.
-func flagDefaults(t *testing.T, command string) map[string]string {
+func flagDefaults(t testing.TB, command string) map[string]string {
 	t.Helper()
 	out, _ := exec.Command(bin, command, "-h").CombinedOutput()
 	defaults := map[string]string{}
@@ -236,12 +296,16 @@ func flagDefaults(t *testing.T, command string) map[string]string {
 }
 
 // kubeconfig writes a kubeconfig with a TokenRequest token of the account.
-func kubeconfig(t *testing.T, dir, account string) string {
+func kubeconfig(t testing.TB, dir, account string, o PodOptions) string {
 	t.Helper()
 	cfg, err := devenv.ServiceAccountConfig(context.Background(), env.Config, devenv.Namespace, account)
 	require.NoError(t, err)
+	server, ca := cfg.Host, cfg.CAData
+	if o.Server != "" {
+		server, ca = o.Server, o.CAData
+	}
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
 	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
 	kc.CurrentContext = "c"
@@ -250,19 +314,19 @@ func kubeconfig(t *testing.T, dir, account string) string {
 	return path
 }
 
-// routeService points a deploy/manager Service at the pods that serve it,
+// RouteService points a deploy/manager Service at the pods that serve it,
 // as the EndpointSlice controller would, with each pod's mapped port.
-func routeService(t *testing.T, service string, pods ...*pod) {
+func RouteService(t testing.TB, service string, pods ...*Pod) {
 	t.Helper()
 	var svc corev1.Service
-	for _, o := range manifests(t, filepath.Join("deploy", "manager", "*.yaml")) {
+	for _, o := range Manifests(t, filepath.Join("deploy", "manager", "*.yaml")) {
 		if o["kind"] == "Service" && o["metadata"].(map[string]any)["name"] == service {
-			require.NoError(t, convert(o, &svc))
+			require.NoError(t, Convert(o, &svc))
 		}
 	}
 	require.Equal(t, service, svc.Name, "deploy/manager has Service %s", service)
 	ctx := context.Background()
-	cs := clientset(t)
+	cs := Clientset(t)
 	_, err := cs.CoreV1().Services(svc.Namespace).Create(ctx, &svc, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
@@ -271,11 +335,11 @@ func routeService(t *testing.T, service string, pods ...*pod) {
 	for _, p := range pods {
 		var ports []discoveryv1.EndpointPort
 		for _, sp := range svc.Spec.Ports {
-			require.Contains(t, p.ports, sp.TargetPort.StrVal, "%s's pods declare the target port %s", service, sp.TargetPort.StrVal)
-			ports = append(ports, discoveryv1.EndpointPort{Name: ptr.To(sp.Name), Port: ptr.To(int32(p.ports[sp.TargetPort.StrVal])), Protocol: ptr.To(corev1.ProtocolTCP)})
+			require.Contains(t, p.Ports, sp.TargetPort.StrVal, "%s's pods declare the target port %s", service, sp.TargetPort.StrVal)
+			ports = append(ports, discoveryv1.EndpointPort{Name: ptr.To(sp.Name), Port: ptr.To(int32(p.Ports[sp.TargetPort.StrVal])), Protocol: ptr.To(corev1.ProtocolTCP)})
 		}
 		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: p.name, Namespace: svc.Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+			ObjectMeta:  metav1.ObjectMeta{Name: p.Name, Namespace: svc.Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 			Ports:       ports,
@@ -285,17 +349,17 @@ func routeService(t *testing.T, service string, pods ...*pod) {
 	}
 }
 
-// unroute removes p's EndpointSlices, as the EndpointSlice controller does
+// Unroute removes p's EndpointSlices, as the EndpointSlice controller does
 // for a pod that is no longer ready.
-func unroute(t *testing.T, p *pod) {
+func Unroute(t testing.TB, p *Pod) {
 	t.Helper()
-	err := clientset(t).DiscoveryV1().EndpointSlices(devenv.Namespace).Delete(context.Background(), p.name, metav1.DeleteOptions{})
+	err := Clientset(t).DiscoveryV1().EndpointSlices(devenv.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{})
 	require.NoError(t, err)
 }
 
 // hostIP is this machine's first non-loopback IPv4 address: the API server
 // refuses loopback endpoints.
-func hostIP(t *testing.T) string {
+func hostIP(t testing.TB) string {
 	addrs, err := net.InterfaceAddrs()
 	require.NoError(t, err)
 	for _, a := range addrs {
@@ -307,21 +371,23 @@ func hostIP(t *testing.T) string {
 	return ""
 }
 
-func clientset(t *testing.T) *kubernetes.Clientset {
+// Clientset is a cluster-admin clientset.
+func Clientset(t testing.TB) *kubernetes.Clientset {
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
 	return cs
 }
 
-func freePort(t *testing.T) int {
+// FreePort is a TCP port nothing listens on.
+func FreePort(t testing.TB) int {
 	l, err := net.Listen("tcp", ":0")
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// get returns the status and body of url.
-func get(url string) (int, string) {
+// Get returns the status and body of url.
+func Get(url string) (int, string) {
 	c := http.Client{Timeout: 2 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
@@ -332,19 +398,24 @@ func get(url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// syncBuffer collects a subprocess's output while tests read it.
-type syncBuffer struct {
+// Convert decodes an unstructured object strictly.
+func Convert(o map[string]any, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o, into, true)
+}
+
+// SyncBuffer collects a subprocess's output while tests read it.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -362,3 +433,9 @@ func (w prefixWriter) Write(p []byte) (int, error) {
 }
 
 func prefixed(name string) io.Writer { return prefixWriter{prefix: name + ": "} }
+
+// AccountKubeconfig writes into dir a kubeconfig with a token of the
+// ServiceAccount remedy-system/account, as a pod running as it mounts.
+func AccountKubeconfig(t testing.TB, dir, account string) string {
+	return kubeconfig(t, dir, account, PodOptions{})
+}

@@ -1,0 +1,98 @@
+package procs
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// LeaseDuration is controller-runtime's default, which the operator keeps.
+const LeaseDuration = 15 * time.Second
+
+// Leads says whether p holds the operator's leader lease, by its metrics.
+func Leads(p *Pod) bool {
+	_, body := Get(p.URL("metrics", "/metrics"))
+	return regexp.MustCompile(`(?m)^leader_election_master_status\{name="remedy-operator.remedy.dev"\} 1$`).MatchString(body)
+}
+
+// Reconciles is the KubernetesExecution controller's reconcile count.
+func Reconciles(p *Pod) int {
+	_, body := Get(p.URL("metrics", "/metrics"))
+	total := 0
+	for _, m := range regexp.MustCompile(`(?m)^controller_runtime_reconcile_total\{controller="kubernetesexecution",result="[a-z_]+"\} (\d+)$`).FindAllStringSubmatch(body, -1) {
+		var n int
+		fmt.Sscan(m[1], &n)
+		total += n
+	}
+	return total
+}
+
+// Kubectl runs the pinned kubectl as cluster admin (or impersonating with --as).
+type Kubectl struct{ path, kubeconfig string }
+
+// NewKubectl writes a cluster-admin kubeconfig for the test.
+func NewKubectl(t testing.TB) Kubectl {
+	path := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	require.NoError(t, writeAdminKubeconfig(path))
+	return Kubectl{path: filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), kubeconfig: path}
+}
+
+func writeAdminKubeconfig(path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "admin"}
+	kc.CurrentContext = "c"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Try runs kubectl and returns its trimmed output.
+func (k Kubectl) Try(args ...string) (string, error) {
+	cmd := exec.Command(k.path, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// Run runs kubectl and fails the test if it fails.
+func (k Kubectl) Run(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := k.Try(args...)
+	require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
+	return out
+}
+
+// Apply applies manifest.
+func (k Kubectl) Apply(t testing.TB, manifest string) {
+	t.Helper()
+	cmd := exec.Command(k.path, "--kubeconfig", k.kubeconfig, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+// WaitPhase waits for the KubernetesExecution to reach one of phases.
+func (k Kubectl) WaitPhase(t testing.TB, ns, name string, phases ...string) {
+	t.Helper()
+	var phase string
+	require.Eventually(t, func() bool {
+		phase, _ = k.Try("get", "kubernetesexecutions", name, "-n", ns, "-o", "jsonpath={.status.phase}")
+		for _, p := range phases {
+			if phase == p {
+				return true
+			}
+		}
+		return false
+	}, 90*time.Second, 250*time.Millisecond, "%s/%s phase %q, want %v", ns, name, phase, phases)
+}

@@ -1,0 +1,144 @@
+// Package procs runs deploy/manager as written: the built binary as the
+// operator, worker and drift webhook processes their Deployments declare,
+// each under its own ServiceAccount's token, against the real API server
+// (with kube-controller-manager) and Temporal. test/deploy checks the
+// manifests with it; test/faults kills the processes and the parts. Call
+// Main from TestMain.
+package procs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/remedy-dev/remedy/internal/devenv"
+)
+
+// Options say what a package needs beyond the default parts.
+type Options struct {
+	// Name prefixes the temporary directory, the log file and messages.
+	Name string
+	// Restartable keeps kube-apiserver's certificates and Temporal's
+	// database in a state directory, so KillAPIServer and KillTemporal can
+	// bring them back as they were.
+	Restartable bool
+	// ExtraControllers are more kube-controller-manager controllers.
+	ExtraControllers []string
+}
+
+var (
+	env *devenv.Env
+	// bin is the remedy binary built from this tree, as the image holds it.
+	bin string
+	// Root is the repository root.
+	Root = repoRoot()
+	// logFile receives the parts' and the processes' output.
+	logFile *os.File
+	logPath string
+	// adminKubeconfig is cluster-admin's, for README's commands.
+	adminKubeconfig string
+)
+
+// See test/harness's init: the parts die with this test binary.
+func init() { devenv.ExecIfWrapped() }
+
+// Env is the running parts.
+func Env() *devenv.Env { return env }
+
+// Bin is the built remedy binary.
+func Bin() string { return bin }
+
+// LogPath is the file that receives every process's output.
+func LogPath() string { return logPath }
+
+// Log is that file, for a test's own processes.
+func Log() io.Writer { return logFile }
+
+// Main builds the binary and starts the parts while it builds, runs the
+// package's tests and stops everything.
+func Main(m *testing.M, o Options) int {
+	start := time.Now()
+	dir, err := os.MkdirTemp("", "remedy-"+o.Name+"-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, o.Name+":", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	logPath = filepath.Join(os.TempDir(), fmt.Sprintf("remedy-%s-test-%d.log", o.Name, os.Getpid()))
+	if logFile, err = os.Create(logPath); err != nil {
+		fmt.Fprintln(os.Stderr, o.Name+":", err)
+		return 1
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
+	log.SetOutput(logFile)
+
+	built := make(chan error, 1)
+	bin = filepath.Join(dir, "remedy")
+	go func() {
+		// The image's build: static, no cgo (internal/image).
+		build := exec.Command("go", "build", "-o", bin, "./cmd/remedy")
+		build.Dir, build.Env = Root, append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("build remedy: %w: %s", err, out)
+		}
+		built <- err
+	}()
+
+	opts, err := devenv.OptionsFromEnv(Root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, o.Name+":", err)
+		return 1
+	}
+	// deploy/webhook's configurations are installed as written, by the test.
+	opts.OperatorWebhooks = nil
+	opts.ControllerManager = true
+	opts.ExtraControllers = o.ExtraControllers
+	opts.ExtraCRDs = []string{filepath.Join(Root, "test", "testdata", "cert-manager"), filepath.Join(Root, "test", "testdata", "prometheus-operator")}
+	// Webhook Services resolve through their EndpointSlices, as kube-proxy-less
+	// clusters (and this one, which has no Service network) route them.
+	opts.APIServerFlags = map[string]string{"enable-aggregator-routing": "true"}
+	if o.Restartable {
+		opts.StateDir = filepath.Join(dir, "state")
+	}
+	opts.Log = logFile
+	opts.DieWithParent = true
+	ctx := context.Background()
+	if env, err = devenv.Start(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, o.Name+": start:", err, "(logs:", logPath+")")
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	defer stopRestarted()
+	if err := installAsReadme(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, o.Name+": install:", err, "(logs:", logPath+")")
+		return 1
+	}
+	if err := <-built; err != nil {
+		fmt.Fprintln(os.Stderr, o.Name+":", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "%s: real parts up and binary built in %.1fs (logs: %s)\n", o.Name, time.Since(start).Seconds(), logPath)
+	code := m.Run()
+	fmt.Fprintf(os.Stderr, "%s: package took %.1fs\n", o.Name, time.Since(start).Seconds())
+	if code == 0 {
+		_ = os.Remove(logPath)
+	}
+	return code
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}

@@ -1,0 +1,97 @@
+package procs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/test/docs"
+)
+
+// ReadmeBlocks are the blocks of README's "Running against a real cluster"
+// marked `doctest: deploy`, in order: the install, the Temporal namespace,
+// the secured Temporal's Secrets and the scaling.
+type ReadmeBlocks struct{ Install, Temporal, TLS, Scale docs.Block }
+
+// ParseReadme finds them.
+func ParseReadme() (ReadmeBlocks, error) {
+	raw, err := os.ReadFile(filepath.Join(Root, "README.md"))
+	if err != nil {
+		return ReadmeBlocks{}, fmt.Errorf("read README.md: %w", err)
+	}
+	all, err := docs.Parse("README.md", string(raw))
+	if err != nil {
+		return ReadmeBlocks{}, err
+	}
+	var deploy []docs.Block
+	for _, b := range all {
+		if b.Mode == docs.Deploy {
+			deploy = append(deploy, b)
+		}
+	}
+	want := []string{"kubectl apply -k deploy/manager", "temporal operator namespace create", "secret generic remedy-temporal-tls", "scale deploy/remedy-worker"}
+	if len(deploy) != len(want) {
+		return ReadmeBlocks{}, fmt.Errorf("README.md has %d `doctest: deploy` blocks, this test runs %d", len(deploy), len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(deploy[i].Script, w) {
+			return ReadmeBlocks{}, fmt.Errorf("%s: deploy block %d should contain %q", deploy[i], i+1, w)
+		}
+	}
+	return ReadmeBlocks{deploy[0], deploy[1], deploy[2], deploy[3]}, nil
+}
+
+// RunReadme runs b as a person would from a checkout, in dir (which holds
+// deploy/ and whatever files the block reads), with the pinned kubectl and
+// temporal on PATH pointed at this package's parts.
+func RunReadme(b docs.Block, dir string) error {
+	for _, name := range []string{"deploy", "temporal-dev.yaml"} {
+		if err := os.Symlink(filepath.Join(Root, name), filepath.Join(dir, name)); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("link %s: %w", name, err)
+		}
+	}
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-euo", "pipefail", "-c", b.Script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"PATH="+os.Getenv("KUBEBUILDER_ASSETS")+":"+filepath.Dir(os.Getenv("TEMPORAL_CLI"))+":"+os.Getenv("PATH"),
+		"KUBECONFIG="+adminKubeconfig, "TEMPORAL_ADDRESS="+env.TemporalAddress)
+	out, err := cmd.CombinedOutput()
+	fmt.Fprintf(logFile, "procs: ran %s:\n%s%s\n", b, b.Script, out)
+	if err != nil {
+		return fmt.Errorf("%s: %w:\n%s", b, err, out)
+	}
+	return nil
+}
+
+// installAsReadme installs Remedy with README's procedure, as written, and
+// the example approver role the tests' alice holds.
+func installAsReadme(ctx context.Context, dir string) error {
+	adminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	if err := writeAdminKubeconfig(adminKubeconfig); err != nil {
+		return err
+	}
+	blocks, err := ParseReadme()
+	if err != nil {
+		return err
+	}
+	work := filepath.Join(dir, "checkout")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return fmt.Errorf("create checkout: %w", err)
+	}
+	ca, err := os.ReadFile(env.WebhookClientCA)
+	if err != nil {
+		return fmt.Errorf("read the webhook client CA: %w", err)
+	}
+	// The file README's procedure reads: the CA of the API server's webhook client certificate.
+	if err := os.WriteFile(filepath.Join(work, "client-ca.crt"), ca, 0o600); err != nil {
+		return fmt.Errorf("write client-ca.crt: %w", err)
+	}
+	if err := RunReadme(blocks.Install, work); err != nil {
+		return err
+	}
+	return devenv.Install(ctx, env.Config, filepath.Join(Root, "deploy", "rbac", "approver-example.yaml"))
+}
