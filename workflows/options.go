@@ -22,6 +22,23 @@ var quickOptions = workflow.ActivityOptions{
 	},
 }
 
+// stepCreateOptions ride out an outage of the requester webhook, which the
+// operator serves and every KubernetesExecution create passes (failurePolicy
+// Fail): an operator restart or failover takes longer than quickOptions'
+// five attempts. A retry finds the execution an earlier attempt created, and
+// refusals (Forbidden, Invalid) are permanent at once. Retry policies are not
+// part of replay, so runs in flight take these too.
+var stepCreateOptions = workflow.ActivityOptions{
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        500 * time.Millisecond,
+		BackoffCoefficient:     2,
+		MaximumInterval:        10 * time.Second,
+		NonRetryableErrorTypes: activities.NonRetryable,
+	},
+}
+
 // Defaults for specs built without the CRD's defaulting, e.g. in replays.
 const (
 	defaultExecutionTimeout = 5 * time.Minute

@@ -90,7 +90,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	for i, step := range in.Spec.Steps {
 		st.CurrentStep = int32(i + 1)
 		var ref activities.StepRef
-		err := workflow.ExecuteActivity(quick, remediation.CreateStepExecution, activities.StepInput{
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepCreateOptions), remediation.CreateStepExecution, activities.StepInput{
 			Namespace: in.Namespace, Request: in.Name, RequestUID: in.UID, Step: step, Requester: in.Spec.Requester,
 		}).Get(ctx, &ref)
 		if err != nil {

@@ -45,11 +45,7 @@ func cases() []faultCase {
 	for _, proc := range []string{worker, operator, temporal, apiserver} {
 		cs = append(cs, faultCase{proc, pointReload, func(t *testing.T, p *parts) string { return reloadDebounce(t, p, proc) }})
 	}
-	rrKills := []string{worker, temporal, apiserver}
-	if os.Getenv("FAULTS_KNOWN") == "1" {
-		rrKills = append(rrKills, operator) // fails: see knownBugs
-	}
-	for _, proc := range rrKills {
+	for _, proc := range []string{worker, operator, temporal, apiserver} {
 		cs = append(cs, faultCase{proc, pointRR, func(t *testing.T, p *parts) string { return rrBetweenSteps(t, p, proc) }})
 	}
 	for _, proc := range []string{webhook, worker, temporal} {

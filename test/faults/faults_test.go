@@ -56,13 +56,6 @@ var notApplicable = map[[2]string]string{
 	{apiserver, pointDrift}:  "n/a: admission happens inside the API server; with it down no drift can be judged or resolved",
 }
 
-// knownBugs are pairs whose case finds a bug not fixed yet; they run only
-// with FAULTS_KNOWN=1, so that make faults stays green until the fix.
-var knownBugs = map[[2]string]string{
-	{operator, pointRR}: "KNOWN BUG (FAULTS_KNOWN=1 runs it): the worker creates step 2's KubernetesExecution through the operator's requester webhook " +
-		"(failurePolicy Fail); with the operator down 8s the create fails past CreateStepExecution's 5 quick attempts and the request ends Failed (StepFailed)",
-}
-
 type row struct{ outcome, detail string }
 
 var (
@@ -205,8 +198,6 @@ func printTable(t *testing.T, took time.Duration) {
 			r, ok := table[key]
 			switch {
 			case ok:
-			case knownBugs[key] != "":
-				r = row{outcome: "known bug", detail: knownBugs[key]}
 			case notApplicable[key] != "":
 				r = row{outcome: "n/a", detail: strings.TrimPrefix(notApplicable[key], "n/a: ")}
 			default:
