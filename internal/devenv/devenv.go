@@ -269,7 +269,9 @@ func (e *Env) startControllerManager(o Options) error {
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--controllers="+strings.Join(append([]string{"deployment-controller", "replicaset-controller", "job-controller",
-			"garbage-collector-controller", "serviceaccount-controller", "serviceaccount-token-controller"}, o.ExtraControllers...), ","),
+			"garbage-collector-controller", "serviceaccount-controller", "serviceaccount-token-controller",
+			// Fills ClusterRoles with an aggregationRule, such as remedy-drift-resources.
+			"clusterrole-aggregation-controller"}, o.ExtraControllers...), ","),
 	)
 	e.kcm.Stdout, e.kcm.Stderr = o.Log, o.Log
 	if o.DieWithParent {

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -105,23 +107,40 @@ func installGizmoCRD(t *testing.T, gvr schema.GroupVersionResource) {
 }
 
 // grantWebhook gives the drift webhook the verbs on gvr it has on the
-// default parent kinds, as docs/drift.md tells a site adding a kind.
+// default parent kinds, and the worker get, with the two labelled
+// ClusterRoles docs/drift.md tells a site adding a kind to write; ClusterRole
+// aggregation does the rest.
 func grantWebhook(t *testing.T, gvr schema.GroupVersionResource) {
 	t.Helper()
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(harness.Config())
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "remedy-webhook-test-" + gvr.Resource}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{gvr.Group}, Resources: []string{gvr.Resource}, Verbs: []string{"get", "list", "watch", "update", "patch"},
-	}}}
-	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
+	for label, verbs := range map[string][]string{
+		"remedy.dev/aggregate-to-drift-webhook": {"get", "list", "watch", "update", "patch"},
+		"remedy.dev/aggregate-to-drift-reader":  {"get"},
+	} {
+		role := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "test-" + gvr.Resource + "-" + strings.TrimPrefix(label, "remedy.dev/"), Labels: map[string]string{label: "true"}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{gvr.Group}, Resources: []string{gvr.Resource}, Verbs: verbs}},
+		}
+		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: devenv.Namespace, Name: "remedy-webhook"}},
+	for account, verb := range map[string]string{"remedy-webhook": "patch", "remedy-worker": "get"} {
+		user := "system:serviceaccount:" + devenv.Namespace + ":" + account
+		require.Eventually(t, func() bool {
+			r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, Groups: []string{"system:serviceaccounts"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Group: gvr.Group, Resource: gvr.Resource, Verb: verb},
+			}}, metav1.CreateOptions{})
+			return err == nil && r.Status.Allowed
+		}, 30*time.Second, 200*time.Millisecond, "%s may %s %s through the aggregated ClusterRole", account, verb, gvr.Resource)
 	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
+	// The worker may read the kind, and nothing more.
+	r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + devenv.Namespace + ":remedy-worker",
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: gvr.Group, Resource: gvr.Resource, Verb: "patch"},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.False(t, r.Status.Allowed, "the worker may not patch %s", gvr.Resource)
 }
