@@ -1,23 +1,5 @@
 package harness
 
-import (
-	"fmt"
-
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-)
-
 // WriteKubeconfig writes a cluster-admin kubeconfig of the parts to path,
 // for kubectl and the kubectl plugin.
-func WriteKubeconfig(path string) error {
-	c := env.Config
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["dev"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
-	cfg.Contexts["dev"] = &clientcmdapi.Context{Cluster: "dev", AuthInfo: "admin"}
-	cfg.CurrentContext = "dev"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
+func WriteKubeconfig(path string) error { return env.WriteAdminKubeconfig(path) }

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // LeaseDuration is controller-runtime's default, which the operator keeps.
@@ -42,20 +40,8 @@ type Kubectl struct{ path, kubeconfig string }
 // NewKubectl writes a cluster-admin kubeconfig for the test.
 func NewKubectl(t testing.TB) Kubectl {
 	path := filepath.Join(t.TempDir(), "admin.kubeconfig")
-	require.NoError(t, writeAdminKubeconfig(path))
+	require.NoError(t, env.WriteAdminKubeconfig(path))
 	return Kubectl{path: filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), kubeconfig: path}
-}
-
-func writeAdminKubeconfig(path string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "admin"}
-	kc.CurrentContext = "c"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // Try runs kubectl and returns its trimmed output.

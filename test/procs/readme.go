@@ -71,7 +71,7 @@ func RunReadme(b docs.Block, dir string) error {
 // the example approver role the tests' alice holds.
 func installAsReadme(ctx context.Context, dir string) error {
 	adminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	if err := writeAdminKubeconfig(adminKubeconfig); err != nil {
+	if err := env.WriteAdminKubeconfig(adminKubeconfig); err != nil {
 		return err
 	}
 	blocks, err := ParseReadme()
