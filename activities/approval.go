@@ -146,11 +146,13 @@ type DecisionInput struct {
 // the workflow in agreement.
 func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decision, error) {
 	var got Decision
+	var created time.Time
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var rar v1alpha1.RemediationApprovalRequest
 		if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, &rar); err != nil {
 			return err
 		}
+		created = rar.CreationTimestamp.Time
 		if rar.Status.Decision != "" {
 			got = Decision{Decision: rar.Status.Decision, DecidedBy: rar.Status.DecidedBy, Via: rar.Status.DecidedVia, Message: rar.Status.DecisionMessage}
 			if rar.Status.DecidedAt != nil {
@@ -167,12 +169,7 @@ func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decis
 	if err != nil {
 		return Decision{}, classify(ReasonInvalidParameters, fmt.Errorf("record decision on %s: %w", in.Name, err))
 	}
-	var rar v1alpha1.RemediationApprovalRequest
-	latency := time.Duration(0)
-	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, &rar); err == nil {
-		latency = got.At.Sub(rar.CreationTimestamp.Time)
-	}
-	metrics.ObserveApproval(string(got.Decision), string(got.Via), latency)
+	metrics.ObserveApproval(string(got.Decision), string(got.Via), got.At.Sub(created))
 	activity.GetLogger(ctx).Info("approval decision", "decision", got.Decision, "approver", got.DecidedBy,
 		"via", got.Via, "workflowID", in.WorkflowID, "approvalRequest", in.Name, "message", got.Message)
 	return got, nil

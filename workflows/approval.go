@@ -7,6 +7,7 @@ import (
 	"path"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities"
@@ -170,11 +171,7 @@ func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (act
 			At: workflow.Now(ctx), Message: "no decision before " + requiredBy.UTC().Format(time.RFC3339)}
 	}
 	g.open = nil
-	var d activities.Decision
-	record := workflow.WithActivityOptions(ctx, recordOptions(workflow.Now(ctx), open.requiredBy))
-	err = workflow.ExecuteActivity(record, approvals.RecordDecision, activities.DecisionInput{
-		Namespace: ask.Namespace, Name: ask.Name, WorkflowID: id, Decision: *open.decision,
-	}).Get(ctx, &d)
+	d, err := record(ctx, activities.DecisionInput{Namespace: ask.Namespace, Name: ask.Name, WorkflowID: id, Decision: *open.decision}, open.requiredBy)
 	if err != nil {
 		return activities.Decision{}, fmt.Errorf("record decision: %w", err)
 	}
@@ -300,4 +297,40 @@ func upsertApprovalStatus(ctx workflow.Context, value string) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, AttrApprovalStatus.ValueSet(value)); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert ApprovalStatus", "error", err)
 	}
+}
+
+// versionLocalRecord records a decision as a local activity in the workflow
+// task that received it: the run leaves its waiting phase one activity round
+// trip (an activity task and a workflow task) sooner. Runs that took their
+// decision before it replay the activity; runs waiting across the upgrade
+// take the local activity.
+const versionLocalRecord = "local-record"
+
+// recordLocalOptions give the local write a few seconds; an approval-webhook
+// outage outlasts them and falls back to the activity, which retries until requiredBy.
+var recordLocalOptions = workflow.LocalActivityOptions{
+	ScheduleToCloseTimeout: 10 * time.Second,
+	StartToCloseTimeout:    5 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    200 * time.Millisecond,
+		BackoffCoefficient: 2,
+		MaximumInterval:    2 * time.Second,
+	},
+}
+
+// record writes the decision on the RAR and returns the one that stands
+// there (a decision written first, e.g. by kubectl, wins).
+func record(ctx workflow.Context, in activities.DecisionInput, requiredBy time.Time) (activities.Decision, error) {
+	var d activities.Decision
+	if workflow.GetVersion(ctx, versionLocalRecord, workflow.DefaultVersion, 1) >= 1 {
+		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, recordLocalOptions), approvals.RecordDecision, in).Get(ctx, &d)
+		if err == nil {
+			return d, nil
+		}
+		workflow.GetLogger(ctx).Warn("recording the decision locally failed; retrying as an activity until requiredBy",
+			"approvalRequest", in.Name, "error", err)
+	}
+	opts := workflow.WithActivityOptions(ctx, recordOptions(workflow.Now(ctx), requiredBy))
+	err := workflow.ExecuteActivity(opts, approvals.RecordDecision, in).Get(ctx, &d)
+	return d, err
 }

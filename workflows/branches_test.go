@@ -81,6 +81,8 @@ var versionHistories = map[string][]string{
 	versionUnsnooze:                  {"drift-unsnoozed.json"},
 	"drift-approved-resolved-report": {"drift-unsnoozed.json"},
 	versionDriftContinueWhileAsking:  {"drift-continued-as-new-1.json"},
+	versionLocalRecord:               {"execution-approval-local-record.json", "execution-approval-record-fallback.json"},
+	versionParallelChecks:            {"execution-parallel-checks-completed.json"},
 }
 
 // continuedHistories maps each workflow that continues as new to a run that did.
@@ -106,6 +108,8 @@ var otherBranches = []struct {
 		func(h recorded) bool { return strings.Contains(h.payloads, `"undelivered":[{`) }},
 	{"a drift run continued from an earlier one resumes its open request", "drift-continued-as-new-2.json",
 		func(h recorded) bool { return h.continued && strings.Contains(h.payloads, `"approvalRequiredBy":"`) }},
+	{"a decision the local write could not record is recorded by the activity", "execution-approval-record-fallback.json",
+		func(h recorded) bool { return h.versions[versionLocalRecord] && h.activities["RecordDecision"] }},
 	{"a reload restart refused for good fails the run", "reload-protected-namespace.json",
 		func(h recorded) bool { return h.closed == "EVENT_TYPE_WORKFLOW_EXECUTION_FAILED" }},
 	{"a reload whose workload is gone ends without failing", "reload-workload-gone.json",
@@ -221,6 +225,8 @@ type recorded struct {
 	// application failures (activities', retried activities', the run's own).
 	reasons map[string]bool
 	phases  map[string]bool
+	// activities are the types of the activities it scheduled (not local ones).
+	activities map[string]bool
 	// payloads is every payload decoded, one a line.
 	payloads string
 }
@@ -243,7 +249,7 @@ func recordedHistories(t *testing.T) map[string]recorded {
 		}
 		require.NoError(t, json.Unmarshal(b, &h), f)
 		require.NotEmpty(t, h.Events, f)
-		r := recorded{versions: map[string]bool{}, reasons: map[string]bool{}, phases: map[string]bool{}}
+		r := recorded{versions: map[string]bool{}, reasons: map[string]bool{}, phases: map[string]bool{}, activities: map[string]bool{}}
 		start, _ := h.Events[0]["workflowExecutionStartedEventAttributes"].(map[string]any)
 		r.workflowType = str(start, "workflowType", "name")
 		r.child = start["parentWorkflowExecution"] != nil
@@ -263,6 +269,9 @@ func recordedHistories(t *testing.T) map[string]recorded {
 				}
 				if typ := str(v, "applicationFailureInfo", "type"); typ != "" {
 					r.reasons[typ] = true
+				}
+				if a, ok := v["activityTaskScheduledEventAttributes"].(map[string]any); ok {
+					r.activities[str(a, "activityType", "name")] = true
 				}
 				if str(v, "markerName") == "Version" {
 					if p, ok := v["details"].(map[string]any)["change-id"].(map[string]any)["payloads"].([]any); ok && len(p) == 1 {

@@ -81,6 +81,10 @@ type executionRun struct {
 	// localChecks is set at the first read-only check: true when checks run
 	// as local activities (execution_checks.go).
 	localChecks *bool
+	// parallelChecks is set with it: true when checks start in groups, and
+	// early holds those started ahead of their turn, by function.
+	parallelChecks *bool
+	early          map[string]workflow.Future
 }
 
 var (
@@ -114,11 +118,12 @@ func (r *executionRun) run(ctx workflow.Context) {
 	if r.pushing = pushes(ctx); r.pushing {
 		r.status.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	}
-	if !r.verifySubject(ctx) {
+	if !r.verifySubject(ctx, req) {
 		return
 	}
 
 	before, ok := r.validate(ctx, req)
+	r.early = nil
 	if !ok {
 		return
 	}

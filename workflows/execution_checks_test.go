@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"
@@ -50,4 +51,51 @@ func TestChecksRunAsLocalActivities(t *testing.T) {
 	}
 	assert.Equal(t, 2, local["InspectTarget"], "the failed read is retried locally")
 	assert.Equal(t, []string{"ExecuteInline"}, slices.Sorted(maps.Keys(remote)), "only the write goes through the task queue")
+}
+
+// Checks start in two groups, but the first failure in the seed's order still
+// decides the run, and nothing reads the target or the policy before the
+// subject and the requester hold.
+func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
+	forbidden := permanentErr(activities.ReasonForbidden, "no")
+	for _, tt := range []struct {
+		name                     string
+		subject, spec, requester error
+		rbac, target             error
+		reason                   string
+		readTarget               bool
+	}{
+		{name: "forged subject", subject: permanentErr(activities.ReasonSubjectMismatch, "gone"), spec: permanentErr(activities.ReasonInvalidParameters, "bad"),
+			reason: activities.ReasonSubjectMismatch},
+		{name: "bad spec before a refused requester", spec: permanentErr(activities.ReasonInvalidParameters, "bad"), requester: forbidden,
+			reason: activities.ReasonInvalidParameters},
+		{name: "refused requester", requester: forbidden, reason: activities.ReasonForbidden},
+		{name: "RBAC before a missing target", rbac: forbidden, target: permanentErr(activities.ReasonNotFound, "gone"),
+			reason: activities.ReasonForbidden, readTarget: true},
+		{name: "missing target", target: permanentErr(activities.ReasonNotFound, "gone"), reason: activities.ReasonNotFound, readTarget: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := untrustedEnvOf(t, &testsuite.WorkflowTestSuite{})
+			env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(tt.subject).Maybe()
+			env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(tt.spec).Maybe()
+			env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(tt.requester).Maybe()
+			env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(tt.rbac).Maybe()
+			env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, tt.target).Maybe()
+			env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(allowed, nil).Maybe()
+			started := map[string]int{}
+			env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+				started[info.ActivityType.Name]++
+			})
+			env.ExecuteWorkflow(ExecutionWorkflow, scaleInput(0, false))
+			s := result(t, env)
+			require.Equal(t, v1alpha1.PhaseFailed, s.Phase)
+			assert.Equal(t, tt.reason, s.Reason, s.Message)
+			for _, name := range []string{"VerifyExecution", "CheckSpec", "CheckRequester"} {
+				assert.Equal(t, 1, started[name], "%s starts in the first group", name)
+			}
+			for _, name := range []string{"CheckRBAC", "InspectTarget", "EvaluatePolicy"} {
+				assert.Equal(t, tt.readTarget, started[name] == 1, "%s starts only once the subject and requester hold", name)
+			}
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -16,13 +17,19 @@ var subjects *activities.Subjects
 
 // verifySubject is the run's first activity: a start forged from outside,
 // for an object that does not exist or has another UID or spec, does nothing.
-func (r *executionRun) verifySubject(ctx workflow.Context) bool {
+func (r *executionRun) verifySubject(ctx workflow.Context, req actions.Request) bool {
 	r.trust = workflow.GetVersion(ctx, versionTrust, workflow.DefaultVersion, 1) >= 1
 	if !r.trust {
 		return true
 	}
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "verifying the KubernetesExecution requested by "+orUnknown(requesterName(r.in.Spec.Requester)))
 	ref := activities.SubjectRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID}
+	if r.parallel(ctx) {
+		// None of these reads the target, so a forged start learns nothing of it.
+		r.ahead(ctx, subjects.VerifyExecution, ref, r.in.Spec)
+		r.ahead(ctx, validation.CheckSpec, r.in.Spec, req)
+		r.ahead(ctx, validation.CheckRequester, r.requesterCheck(r.in.Spec.Action))
+	}
 	err := r.check(ctx, subjects.VerifyExecution, ref, r.in.Spec).Get(ctx, nil)
 	if err != nil {
 		r.fail(ctx, err, activities.ReasonSubjectMismatch)
@@ -33,8 +40,11 @@ func (r *executionRun) verifySubject(ctx workflow.Context) bool {
 
 // checkRequester asks whether the requester may still have the action run.
 func (r *executionRun) checkRequester(ctx workflow.Context, action string) error {
-	in := activities.RequesterCheck{Namespace: r.in.Namespace, Requester: r.in.Spec.Requester, Action: action, Target: r.in.Spec.Target}
-	return r.check(ctx, validation.CheckRequester, in).Get(ctx, nil)
+	return r.check(ctx, validation.CheckRequester, r.requesterCheck(action)).Get(ctx, nil)
+}
+
+func (r *executionRun) requesterCheck(action string) activities.RequesterCheck {
+	return activities.RequesterCheck{Namespace: r.in.Namespace, Requester: r.in.Spec.Requester, Action: action, Target: r.in.Spec.Target}
 }
 
 func requesterName(r *v1alpha1.Requester) string {

@@ -35,6 +35,13 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		}
 	}
 
+	if r.pipeline && r.parallelChecks != nil && *r.parallelChecks {
+		// The subject and the requester hold: read the target and the policy.
+		r.ahead(ctx, validation.CheckRBAC, req)
+		r.ahead(ctx, execution.InspectTarget, req)
+		r.ahead(ctx, validation.EvaluatePolicy, req)
+	}
+
 	if r.pipeline {
 		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+actions.ServiceAccountName(spec.Action))
 		err := r.check(ctx, validation.CheckRBAC, req).Get(ctx, nil)

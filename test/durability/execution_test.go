@@ -252,6 +252,8 @@ func TestDecisionRecordedAfterApprovalWebhookOutage(t *testing.T) {
 	assert.Equal(t, v1alpha1.DecisionApproved, rar.Status.Decision)
 	assert.Equal(t, "alice", rar.Status.DecidedBy)
 	assert.Equal(t, int32(4), *deployment(t, ns, "web").Spec.Replicas)
+	rollBack(t, k)
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-approval-record-fallback.json")
 }
 
 // The worker dies while its Job runs and stays down until the Job is gone,

@@ -118,7 +118,7 @@ func TestApproveBySignalThroughCLI(t *testing.T) {
 	require.NotNil(t, rar.Status.DecidedAt)
 	awaitApprovalStatus(t, id, string(v1alpha1.DecisionApproved))
 	assertEvents(t, ns, rar.Name, "Requested", "Approved")
-	harness.ReplayHistory(t, id, "execution-approval-approved.json")
+	harness.ReplayHistory(t, id, "execution-approval-local-record.json")
 }
 
 func TestRejectByUpdateAfterARefusedUpdate(t *testing.T) {

@@ -49,8 +49,13 @@ func BenchmarkIdleCPUOpenRuns(b *testing.B) {
 		o, a := idleCPU()
 		open, apiOpen = open+o, apiOpen+a
 		b.StopTimer()
-		// Deleting cancels the runs, so later benchmarks start from none.
+		// Deleting cancels the runs; waiting until they are gone lets later
+		// benchmarks start from none, not behind a thousand cancellations.
 		require.NoError(b, harness.Kube().DeleteAllOf(ctx, &v1alpha1.KubernetesExecution{}, ctrlclient.InNamespace(ns)))
+		require.Eventually(b, func() bool {
+			var left v1alpha1.KubernetesExecutionList
+			return harness.Kube().List(ctx, &left, ctrlclient.InNamespace(ns)) == nil && len(left.Items) == 0
+		}, 10*time.Minute, time.Second, "the deleted runs were not finalized")
 	}
 	per := func(d time.Duration) float64 { return d.Seconds() / idleWindow.Seconds() / float64(b.N) }
 	b.ReportMetric(per(none), "cpu-none")

@@ -122,7 +122,7 @@ func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("history events of a pushed happy path: %d", d.WorkflowExecutionInfo.GetHistoryLength())
 	assert.LessOrEqual(t, d.WorkflowExecutionInfo.GetHistoryLength(), int64(60))
-	harness.ReplayHistory(t, id, "execution-checks-completed.json")
+	harness.ReplayHistory(t, id, "execution-parallel-checks-completed.json")
 }
 
 // manyScale is the i-th of many scale executions (no rollback window) spread
