@@ -38,11 +38,9 @@ type ExecutionReconciler struct {
 	Temporal client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
-	// CheckInterval is how long a run that pushes its status may stay quiet
-	// before its workflow is looked at (0: DefaultWorkflowCheckInterval).
-	CheckInterval time.Duration
-
-	checks runChecks
+	checks   runChecks
+	// swept wakes executions whose workflow the sweep found not running.
+	swept *sweptKind
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions,verbs=get;list;watch;update;patch
@@ -73,11 +71,10 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	// Observe. A run that writes its own status (sequence > 0) is not
-	// queried; once quiet for the check interval, its workflow is looked at.
+	// queried; its workflow is looked at when the sweep finds it not running.
 	now := r.Clock.Now()
 	run, observed, err := observeRun[v1alpha1.KubernetesExecutionStatus](ctx, r.Temporal, &r.checks, id, runSubject{key: req.NamespacedName,
-		workflowID: kexec.Status.WorkflowID, phase: kexec.Status.Phase, sequence: kexec.Status.Sequence, quietSince: quietSince(&kexec)},
-		checkInterval(r.CheckInterval), now)
+		workflowID: kexec.Status.WorkflowID, phase: kexec.Status.Phase, sequence: kexec.Status.Sequence})
 	if err != nil {
 		logger.Info("workflow check failed; retrying", "workflowID", id, "error", err.Error())
 		return ctrl.Result{RequeueAfter: queryRetry}, nil
@@ -205,10 +202,12 @@ func subjectOf(_ context.Context, o ctrlclient.Object) []reconcile.Request {
 
 // SetupWithManager registers the reconciler.
 func (r *ExecutionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.swept = newSweptKind(&r.checks)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.KubernetesExecution{}).
 		// A decision on the approval request wakes its subject at once.
 		Watches(&v1alpha1.RemediationApprovalRequest{}, handler.EnqueueRequestsFromMapFunc(subjectOf)).
+		WatchesRawSource(r.swept.source()).
 		Named("kubernetesexecution").
 		Complete(r)
 }

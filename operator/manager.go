@@ -86,21 +86,19 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
 	kexec := &ExecutionReconciler{
-		Client:        mgr.GetClient(),
-		Temporal:      o.Temporal,
-		Recorder:      mgr.GetEventRecorder("remedy-operator"),
-		Clock:         clock.RealClock{},
-		CheckInterval: o.WorkflowCheckInterval,
+		Client:   mgr.GetClient(),
+		Temporal: o.Temporal,
+		Recorder: mgr.GetEventRecorder("remedy-operator"),
+		Clock:    clock.RealClock{},
 	}
 	if err := kexec.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up KubernetesExecution reconciler: %w", err)
 	}
 	rr := &RemediationReconciler{
-		Client:        mgr.GetClient(),
-		Temporal:      o.Temporal,
-		Recorder:      mgr.GetEventRecorder("remedy-operator"),
-		Clock:         clock.RealClock{},
-		CheckInterval: o.WorkflowCheckInterval,
+		Client:   mgr.GetClient(),
+		Temporal: o.Temporal,
+		Recorder: mgr.GetEventRecorder("remedy-operator"),
+		Clock:    clock.RealClock{},
 	}
 	if err := rr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up RemediationRequest reconciler: %w", err)
@@ -123,6 +121,11 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	if err := reload.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up ConfigReloadPolicy reconciler: %w", err)
+	}
+	sweep := &runSweep{client: mgr.GetClient(), temporal: o.Temporal, clock: clock.RealClock{},
+		every: checkInterval(o.WorkflowCheckInterval), kexec: kexec.swept, rr: rr.swept}
+	if err := mgr.Add(sweep); err != nil {
+		return nil, fmt.Errorf("add workflow sweep: %w", err)
 	}
 	if err := addProbes(mgr, o.WebhookServer != nil); err != nil {
 		return nil, err

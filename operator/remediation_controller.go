@@ -32,10 +32,9 @@ type RemediationReconciler struct {
 	Temporal client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
-	// CheckInterval: see ExecutionReconciler.CheckInterval.
-	CheckInterval time.Duration
-
-	checks runChecks
+	checks   runChecks
+	// swept: see ExecutionReconciler.swept.
+	swept *sweptKind
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests,verbs=get;list;watch
@@ -56,11 +55,10 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	id := workflows.RemediationWorkflowID(rr.Namespace, rr.Name, string(rr.UID))
 
 	// Observe as the execution reconciler does: query runs that do not push,
-	// look at quiet ones that do.
+	// look at those that do when the sweep finds them not running.
 	now := r.Clock.Now()
 	run, observed, err := observeRun[v1alpha1.RemediationRequestStatus](ctx, r.Temporal, &r.checks, id, runSubject{key: req.NamespacedName,
-		workflowID: rr.Status.WorkflowID, phase: rr.Status.Phase, sequence: rr.Status.Sequence, quietSince: remediationQuietSince(&rr)},
-		checkInterval(r.CheckInterval), now)
+		workflowID: rr.Status.WorkflowID, phase: rr.Status.Phase, sequence: rr.Status.Sequence})
 	if err != nil {
 		log.FromContext(ctx).Info("workflow check failed; retrying", "workflowID", id, "error", err.Error())
 		return ctrl.Result{RequeueAfter: queryRetry}, nil
@@ -186,9 +184,11 @@ func remediationQuietSince(rr *v1alpha1.RemediationRequest) time.Time {
 
 // SetupWithManager registers the reconciler; step executions wake their request.
 func (r *RemediationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.swept = newSweptKind(&r.checks)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.RemediationRequest{}).
 		Owns(&v1alpha1.KubernetesExecution{}).
+		WatchesRawSource(r.swept.source()).
 		Named("remediationrequest").
 		Complete(r)
 }

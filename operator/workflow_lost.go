@@ -17,15 +17,14 @@ import (
 	"github.com/remedy-dev/remedy/workflows"
 )
 
-// DefaultWorkflowCheckInterval is how long a run that pushes its own status
-// may stay quiet before the operator asks Temporal whether its workflow is
-// still there, and how often it asks again while the run stays quiet. A
-// look is one DescribeWorkflowExecution: a read of the execution's mutable
-// state on the history service, no workflow task, nothing written. At 2m,
-// 1,000 runs waiting in RollbackReady or WaitingApproval cost about 8 reads a
-// second, and a run that moves writes its status, which resets its clock, so
-// busy runs cost nothing. A lost run is rare (Temporal lost it, or someone
-// terminated it by hand); noticing it within 2-4 minutes is soon enough.
+// DefaultWorkflowCheckInterval is how often the operator lists the running
+// workflows (runSweep), and how long a run that pushes its status must have
+// been quiet before a workflow missing from that list counts: the list is one
+// paged visibility read per interval, whatever the number of runs, and only
+// runs missing from it are described. For a request past requiredBy it is how
+// often its workflow is looked at again. A lost run is rare (Temporal lost
+// it, or someone terminated it by hand); noticing it within 2-4 minutes is
+// soon enough.
 const DefaultWorkflowCheckInterval = 2 * time.Minute
 
 // checkInterval is d, or DefaultWorkflowCheckInterval when d is not positive.
@@ -117,11 +116,32 @@ func checkDue(quietSince, lastLook, now time.Time, every time.Duration) (due boo
 }
 
 // runChecks remembers when each object's workflow was last looked at, so the
-// events of a quiet object (its approval request's countdown, a step's push)
-// do not each cost a look. Entries go when the object ends or disappears.
+// events of a quiet object (its approval request's countdown) do not each
+// cost a look, and which objects the sweep marked for a look (runSweep).
+// Entries go when the object ends or disappears.
 type runChecks struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]time.Time
+	mu      sync.Mutex
+	last    map[types.NamespacedName]time.Time
+	flagged map[types.NamespacedName]bool
+}
+
+// flag marks key for a look at its workflow.
+func (c *runChecks) flag(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flagged == nil {
+		c.flagged = map[types.NamespacedName]bool{}
+	}
+	c.flagged[key] = true
+}
+
+// take reports whether key was marked for a look, and clears the mark.
+func (c *runChecks) take(key types.NamespacedName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok := c.flagged[key]
+	delete(c.flagged, key)
+	return ok
 }
 
 func (c *runChecks) get(key types.NamespacedName) time.Time {
@@ -143,6 +163,7 @@ func (c *runChecks) forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.last, key)
+	delete(c.flagged, key)
 }
 
 // runSubject is what observeRun needs of an object's status.
@@ -151,34 +172,27 @@ type runSubject struct {
 	workflowID string
 	phase      v1alpha1.Phase
 	sequence   int64
-	// quietSince is when the object's status last changed, as far as it says.
-	quietSince time.Time
 }
 
 // observeRun looks at an object's workflow (id) as its status calls for:
 // not at all once it has a final phase or before it has a workflow; by its
 // status query while the run does not push (sequence 0); and, for a run that
-// pushes, by a look once it has been quiet for every (checkDue), whose
-// runLook.recheck says when the next is due.
-func observeRun[S any](ctx context.Context, tc client.Client, checks *runChecks, id string, o runSubject, every time.Duration, now time.Time) (runLook, *S, error) {
+// pushes, by a look only when the sweep found its workflow not running.
+func observeRun[S any](ctx context.Context, tc client.Client, checks *runChecks, id string, o runSubject) (runLook, *S, error) {
 	switch {
 	case o.workflowID == "" || o.phase.Terminal():
 		checks.forget(o.key)
 		return runLook{}, nil, nil
 	case o.sequence == 0:
 		return queryRun[S](ctx, tc, id)
-	}
-	due, wait := checkDue(o.quietSince, checks.get(o.key), now, every)
-	if !due {
-		return runLook{recheck: wait}, nil, nil
+	case !checks.take(o.key):
+		return runLook{}, nil, nil
 	}
 	l, s, err := describeRun[S](ctx, tc, id, true)
 	if err != nil {
-		return runLook{}, nil, err
+		checks.flag(o.key)
 	}
-	checks.set(o.key, now)
-	l.recheck = wait
-	return l, s, nil
+	return l, s, err
 }
 
 // closedLook classifies the status of a workflow that is not running.

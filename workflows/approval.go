@@ -7,7 +7,6 @@ import (
 	"path"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities"
@@ -305,18 +304,6 @@ func upsertApprovalStatus(ctx workflow.Context, value string) {
 // decision before it replay the activity; runs waiting across the upgrade
 // take the local activity.
 const versionLocalRecord = "local-record"
-
-// recordLocalOptions give the local write a few seconds; an approval-webhook
-// outage outlasts them and falls back to the activity, which retries until requiredBy.
-var recordLocalOptions = workflow.LocalActivityOptions{
-	ScheduleToCloseTimeout: 10 * time.Second,
-	StartToCloseTimeout:    5 * time.Second,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:    200 * time.Millisecond,
-		BackoffCoefficient: 2,
-		MaximumInterval:    2 * time.Second,
-	},
-}
 
 // record writes the decision on the RAR and returns the one that stands
 // there (a decision written first, e.g. by kubectl, wins).

@@ -129,3 +129,15 @@ func recordOptions(now, requiredBy time.Time) workflow.ActivityOptions {
 	o.RetryPolicy = &policy
 	return o
 }
+
+// recordLocalOptions give the local write a few seconds; an approval-webhook
+// outage outlasts them and falls back to the activity, which retries until requiredBy.
+var recordLocalOptions = workflow.LocalActivityOptions{
+	ScheduleToCloseTimeout: 10 * time.Second,
+	StartToCloseTimeout:    5 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    200 * time.Millisecond,
+		BackoffCoefficient: 2,
+		MaximumInterval:    2 * time.Second,
+	},
+}

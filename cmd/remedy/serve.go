@@ -35,7 +35,7 @@ func runOperator(ctx context.Context, args []string) error {
 	clients := clientAuthFlags(fs)
 	workerSA := fs.String("worker-user", "system:serviceaccount:remedy-system:remedy-worker", "username of the worker, whose recorded approval decisions keep their attribution")
 	operatorSA := fs.String("operator-user", "system:serviceaccount:remedy-system:remedy-operator", "username of the operator, which may expire an approval request past requiredBy whose workflow is gone")
-	checkEvery := fs.Duration("workflow-check-interval", operator.DefaultWorkflowCheckInterval, "how long a run may stay quiet before the operator checks that its workflow still exists (one DescribeWorkflowExecution per quiet run per interval)")
+	checkEvery := fs.Duration("workflow-check-interval", operator.DefaultWorkflowCheckInterval, "how often the operator lists running workflows to find quiet runs whose workflow is gone (one paged ListWorkflowExecutions per interval), and how long a run must be quiet to count")
 	reconciles := fs.Int("max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "reconcile workers per controller")
 	if err := fs.Parse(args); err != nil {
 		return err

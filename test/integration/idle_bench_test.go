@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,13 +50,18 @@ func BenchmarkIdleCPUOpenRuns(b *testing.B) {
 		o, a := idleCPU()
 		open, apiOpen = open+o, apiOpen+a
 		b.StopTimer()
-		// Deleting cancels the runs; waiting until they are gone lets later
-		// benchmarks start from none, not behind a thousand cancellations.
+		// Deleting cancels the runs; waiting until the objects and their
+		// workflows are gone lets later benchmarks start from none, not behind
+		// a thousand cancellations.
 		require.NoError(b, harness.Kube().DeleteAllOf(ctx, &v1alpha1.KubernetesExecution{}, ctrlclient.InNamespace(ns)))
 		require.Eventually(b, func() bool {
 			var left v1alpha1.KubernetesExecutionList
 			return harness.Kube().List(ctx, &left, ctrlclient.InNamespace(ns)) == nil && len(left.Items) == 0
 		}, 10*time.Minute, time.Second, "the deleted runs were not finalized")
+		require.Eventually(b, func() bool {
+			resp, err := harness.Temporal().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: "ExecutionStatus = 'Running'", PageSize: 1})
+			return err == nil && len(resp.GetExecutions()) == 0
+		}, 10*time.Minute, time.Second, "the canceled runs did not end")
 	}
 	per := func(d time.Duration) float64 { return d.Seconds() / idleWindow.Seconds() / float64(b.N) }
 	b.ReportMetric(per(none), "cpu-none")
