@@ -119,10 +119,13 @@ func replicaSets(t *testing.T, ns, app string) int {
 }
 
 // settledReplicaSets waits until the Deployment controller has caught up
-// with the Deployment and counts its ReplicaSets.
+// with the Deployment and counts its ReplicaSets. After kube-apiserver was
+// killed, kube-controller-manager was once seen to take more than a minute
+// to catch up (its status write 40s after the last change still named the
+// generation before), so it gets three.
 func settledReplicaSets(t *testing.T, ns, name string) int {
 	t.Helper()
-	harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, time.Minute,
+	harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, 3*time.Minute,
 		func(d *appsv1.Deployment) bool { return d.Status.ObservedGeneration == d.Generation })
 	return replicaSets(t, ns, name)
 }
