@@ -43,7 +43,7 @@ func reorderedExecution(ctx workflow.Context, in ExecutionInput) (ExecutionResul
 func TestReorderedCommandsFailReplay(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(reorderedExecution, workflow.RegisterOptions{Name: "ExecutionWorkflow"})
-	err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/histories/execution-v0-scale-window-closed.json")
+	err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/histories/execution-scale-window-closed.json")
 	require.Error(t, err)
 	// TMPRL1100 is the SDK's code for a history the code no longer matches.
 	assert.Contains(t, err.Error(), "TMPRL1100")
