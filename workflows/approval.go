@@ -247,8 +247,7 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 	}
 	g.listening = true
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, raw json.RawMessage) (string, error) {
-		// The validator refused anything but a strict payload; updates accepted
-		// before it was strict replay with what they named.
+		// The validator refused anything but a strict payload.
 		var req DecideRequest
 		//workflowcheck:ignore
 		if err := json.Unmarshal(raw, &req); err != nil {

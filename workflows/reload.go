@@ -155,7 +155,7 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 		if len(r.status.Pending) == 0 {
 			return ReloadResult{Status: r.status}, nil
 		}
-		if r.gated(ctx) {
+		if r.gated() {
 			approved, err := r.approve(ctx)
 			if err != nil {
 				return r.end(ctx, err)

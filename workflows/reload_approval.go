@@ -36,7 +36,7 @@ func ReloadApprovalRequestName(kind, workload string, at time.Time) string {
 }
 
 // gated reports whether this run asks before restarting.
-func (r *reloadRun) gated(ctx workflow.Context) bool {
+func (r *reloadRun) gated() bool {
 	return r.in.Approval != nil
 }
 
