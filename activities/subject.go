@@ -31,11 +31,17 @@ type SubjectRef struct {
 
 // VerifyExecution requires the KubernetesExecution to exist with the UID and spec the workflow has.
 func (s *Subjects) VerifyExecution(ctx context.Context, ref SubjectRef, spec v1alpha1.KubernetesExecutionSpec) error {
+	_, err := s.execution(ctx, ref, spec)
+	return err
+}
+
+// execution reads the KubernetesExecution and requires the UID and spec the run has.
+func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec v1alpha1.KubernetesExecutionSpec) (*v1alpha1.KubernetesExecution, error) {
 	var k v1alpha1.KubernetesExecution
 	if err := s.get(ctx, ref, "KubernetesExecution", &k); err != nil {
-		return err
+		return nil, err
 	}
-	return s.compare(ctx, ref, "KubernetesExecution", string(k.UID), equality.Semantic.DeepEqual(k.Spec, spec))
+	return &k, s.compare(ctx, ref, "KubernetesExecution", string(k.UID), equality.Semantic.DeepEqual(k.Spec, spec))
 }
 
 // VerifyRemediation requires the RemediationRequest to exist with the UID and spec the workflow has.

@@ -150,6 +150,9 @@ func (v *Validation) CheckRequester(ctx context.Context, in RequesterCheck) erro
 	return nil
 }
 
+// builtinProtected names the protected-namespace rule in a policy verdict.
+const builtinProtected = "builtin/protected-namespaces"
+
 // PolicyResult is the safety policy's verdict as recorded in status.
 type PolicyResult struct {
 	Validation      v1alpha1.PolicyValidation `json:"validation"`
@@ -178,7 +181,7 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 		in.Namespace.Labels = ns.Labels
 		if IsProtectedNamespace(ns) {
 			return PolicyResult{Validation: v1alpha1.PolicyValidation{
-				PolicyName: "builtin/protected-namespaces",
+				PolicyName: builtinProtected,
 				Messages:   []string{ProtectedNamespaceMessage(ns.Name)},
 			}}, nil
 		}

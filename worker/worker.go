@@ -74,26 +74,29 @@ func New(o Options) (sdkworker.Worker, error) {
 		WorkerStopTimeout:                       o.StopTimeout,
 	})
 	workflows.RegisterAll(w)
-	w.RegisterActivity(&activities.Execution{Config: o.Kube, ActionNamespace: o.ActionNamespace, Mapper: mapper, Heartbeats: o.Temporal})
 	cs, err := kubernetes.NewForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build clientset: %w", err)
 	}
-	if o.ExecImage == "" {
-		o.ExecImage = DefaultExecImage
-	}
-	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL})
 	dyn, err := dynamic.NewForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
 	}
-	w.RegisterActivity(&activities.Validation{
-		Kube: cs, Dynamic: dyn, Mapper: mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(),
-	})
 	kc, err := ctrlclient.New(o.Kube, ctrlclient.Options{Scheme: scheme()})
 	if err != nil {
 		return nil, fmt.Errorf("build client: %w", err)
 	}
+	validation := &activities.Validation{
+		Kube: cs, Dynamic: dyn, Mapper: mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(),
+	}
+	w.RegisterActivity(validation)
+	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
+	gate := &activities.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Checks: validation}
+	w.RegisterActivity(&activities.Execution{Gate: gate, Mapper: mapper, Heartbeats: o.Temporal})
+	if o.ExecImage == "" {
+		o.ExecImage = DefaultExecImage
+	}
+	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL, Gate: gate})
 	w.RegisterActivity(&activities.Remediation{Client: kc})
 	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
 	w.RegisterActivity(&activities.Subjects{Client: kc})
