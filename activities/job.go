@@ -99,9 +99,9 @@ type JobInput struct {
 	ExecutionUID       string          `json:"executionUID"`
 	Request            actions.Request `json:"request"`
 	// Execution is the spec the run was started with, for the write gate.
-	Execution v1alpha1.KubernetesExecutionSpec `json:"execution"`
-	Timeout            time.Duration   `json:"timeout"`
-	MaxRetries         int32           `json:"maxRetries"`
+	Execution  v1alpha1.KubernetesExecutionSpec `json:"execution"`
+	Timeout    time.Duration                    `json:"timeout"`
+	MaxRetries int32                            `json:"maxRetries"`
 }
 
 // JobName is deterministic so a retried activity finds the Job its earlier
