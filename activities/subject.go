@@ -35,13 +35,27 @@ func (s *Subjects) VerifyExecution(ctx context.Context, ref SubjectRef, spec v1a
 	return err
 }
 
-// execution reads the KubernetesExecution and requires the UID and spec the run has.
+// execution reads the KubernetesExecution and requires the UID and spec the
+// run has, an unfinished object, and this run's workflow ID: a start replayed
+// with the UID and spec of an execution that finished long ago, or under
+// another ID, does nothing.
 func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec v1alpha1.KubernetesExecutionSpec) (*v1alpha1.KubernetesExecution, error) {
 	var k v1alpha1.KubernetesExecution
 	if err := s.get(ctx, ref, "KubernetesExecution", &k); err != nil {
 		return nil, err
 	}
-	return &k, s.compare(ctx, ref, "KubernetesExecution", string(k.UID), equality.Semantic.DeepEqual(k.Spec, spec))
+	if err := s.compare(ctx, ref, "KubernetesExecution", string(k.UID), equality.Semantic.DeepEqual(k.Spec, spec)); err != nil {
+		return nil, err
+	}
+	want := fmt.Sprintf("kexec/%s/%s/%s", ref.Namespace, ref.Name, ref.UID)
+	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != want || (k.Status.WorkflowID != "" && k.Status.WorkflowID != want) {
+		return nil, permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s is run by workflow %s only, not %s", ref.Namespace, ref.Name, want, id))
+	}
+	if k.Status.Phase.Terminal() {
+		return nil, permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s already finished (%s, %s): a finished execution never runs again",
+			ref.Namespace, ref.Name, k.Status.Phase, k.Status.Reason))
+	}
+	return &k, nil
 }
 
 // VerifyRemediation requires the RemediationRequest to exist with the UID and spec the workflow has.
