@@ -184,11 +184,22 @@ func (r *executionRun) execute(ctx workflow.Context, req actions.Request, done *
 	if spec.Executor == v1alpha1.ExecutorJob {
 		in := activities.JobInput{
 			ExecutionNamespace: r.in.Namespace, ExecutionName: r.in.Name, ExecutionUID: r.in.UID,
-			Request: req, Timeout: executionTimeout(spec), MaxRetries: maxRetries(spec),
+			Request: req, Execution: spec, Timeout: executionTimeout(spec), MaxRetries: maxRetries(spec),
 		}
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, jobOptions(spec)), jobs.RunJob, in).Get(ctx, done)
 	}
-	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(spec)), execution.ExecuteInline, req).Get(ctx, done)
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(spec)), execution.ExecuteInline, r.write(req)).Get(ctx, done)
+}
+
+// write asks for req as a write on the execution's behalf: the write gate
+// re-reads the execution and its requester's grant right before it.
+func (r *executionRun) write(req actions.Request) activities.Write {
+	spec := r.in.Spec
+	return activities.Write{
+		Subject: activities.Subject{Kind: activities.SubjectExecution, Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Execution: &spec},
+		Request: req,
+		As:      actions.ServiceAccountName(req.Action),
+	}
 }
 
 func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reason, message string) {

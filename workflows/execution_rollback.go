@@ -86,7 +86,7 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 		return
 	}
 	var done activities.ExecuteResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(r.in.Spec)), execution.ExecuteInline, back).Get(ctx, &done)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(r.in.Spec)), execution.ExecuteInline, r.write(back)).Get(ctx, &done)
 	if err != nil {
 		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, messageOf(err))
 		return
