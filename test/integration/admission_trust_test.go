@@ -47,6 +47,14 @@ func requireAbsent(t *testing.T, obj ctrlclient.Object) {
 	assert.True(t, apierrors.IsNotFound(err), "%s was created: %v", obj.GetName(), err)
 }
 
+// namespaceWith is a fresh namespace holding Deployment name with replicas.
+func namespaceWith(t *testing.T, name string, replicas int32) string {
+	t.Helper()
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, name, replicas)
+	return ns
+}
+
 var (
 	patchExecutions = rbacv1.PolicyRule{APIGroups: []string{"remedy.dev"}, Resources: []string{"kubernetesexecutions"}, Verbs: []string{"get", "patch"}}
 	bodyAdmin       = &v1alpha1.Requester{Username: "system:admin", Groups: []string{"system:masters"}}
@@ -110,8 +118,7 @@ func TestAdmissionRollbackWithoutRollbackInformationIsRefused(t *testing.T) {
 // and a body requester of system:admin. It is refused naming the field and
 // what the API server serves, and never stored.
 func TestAdmissionRefusesAnUnservedTargetWithABodyRequester(t *testing.T) {
-	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "web", 1)
+	ns := namespaceWith(t, "web", 1)
 	grantRules(t, ns, "typo-tim", createExecutions, execute("scale", "patch"))
 	for _, tc := range []struct {
 		name       string
@@ -175,8 +182,7 @@ func TestAdmissionRefusesAWrongParameterType(t *testing.T) {
 // refusal names both.
 func TestAdmissionChecksEveryRemediationStep(t *testing.T) {
 	ctx := context.Background()
-	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "web", 1)
+	ns := namespaceWith(t, "web", 1)
 	grantRules(t, ns, "oncall-otto", createExecutions, execute("scale"))
 	first := scaleSpec(ns, "web", 2)
 	first.Target.Kind = "deployment"
@@ -203,8 +209,7 @@ func TestAdmissionChecksEveryRemediationStep(t *testing.T) {
 // not created to fail later.
 func TestAdmissionRefusesAProtectedNamespace(t *testing.T) {
 	ctx := context.Background()
-	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "core", 2)
+	ns := namespaceWith(t, "core", 2)
 	labelNamespace(t, ns, map[string]string{"remedy.dev/protected": "true"})
 	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: "touch-core", Namespace: ns}, Spec: scaleSpec(ns, "core", 0)}
 	// The webhook reads namespaces from the operator's cache: wait until it has the label.
@@ -226,8 +231,7 @@ func TestAdmissionRefusesAProtectedNamespace(t *testing.T) {
 // leaves out, is refused at admission naming the condition's field.
 func TestAdmissionRefusesConditionRegoThatDoesNotCompile(t *testing.T) {
 	ctx := context.Background()
-	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "web", 1)
+	ns := namespaceWith(t, "web", 1)
 	url, hits := sandboxtest.Listener(t)
 	probe := fmt.Sprintf("package post.probe\n\nresp := http.send({\"method\": \"POST\", \"url\": %q, \"body\": input.target})\n\npass := true\n", url)
 
