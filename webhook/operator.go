@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/internal/authz"
 )
 
@@ -43,7 +44,8 @@ func NewOperatorServer(o OperatorOptions) (ctrlwebhook.Server, error) {
 
 // RegisterOperatorWebhooks serves the approval and requester webhooks on
 // mgr's webhook server, reading through mgr's cache and authorizing with
-// SubjectAccessReviews as cfg's identity.
+// SubjectAccessReviews as cfg's identity. Conditions compile in the same
+// sandbox the worker's validation uses.
 func RegisterOperatorWebhooks(mgr manager.Manager, cfg *rest.Config, o OperatorOptions) error {
 	approval := NewApproval(mgr.GetClient(), mgr.GetScheme(), o.TrustedRecorders)
 	if o.OperatorUser != "" {
@@ -56,8 +58,9 @@ func RegisterOperatorWebhooks(mgr manager.Manager, cfg *rest.Config, o OperatorO
 	}
 	review, mapper := authz.SARReview(cs.AuthorizationV1().SubjectAccessReviews()), mgr.GetRESTMapper()
 	authorize := func(ctx context.Context, r authz.Request) error { return authz.Authorize(ctx, review, mapper, r) }
-	mgr.GetWebhookServer().Register(RequesterPath, &ctrlwebhook.Admission{
-		Handler: NewRequester(authorize, mgr.GetAPIReader(), mgr.GetScheme(), o.WorkerUser),
-	})
+	mgr.GetWebhookServer().Register(RequesterPath, &ctrlwebhook.Admission{Handler: &Requester{
+		Authorize: authorize, Client: mgr.GetAPIReader(), Namespaces: mgr.GetClient(),
+		CheckCondition: policy.NewEngine().CheckCondition, Worker: o.WorkerUser,
+	}})
 	return nil
 }

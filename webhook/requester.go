@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -26,24 +30,30 @@ import (
 const RequesterPath = "/mutate-remedy-dev-v1alpha1-requester"
 
 // Requester stamps the authenticated user into spec.requester and refuses
-// what that user may not have Remedy do.
+// what that user may not have Remedy do, and what cannot run at all.
+//
+// It reads only what the API server vouches for: the user from userInfo,
+// the spec and the rollback reason from the object, and the status and every
+// record of who asked for what from oldObject. A mutating webhook sees a
+// caller's status and annotations before the API server drops or checks them.
 type Requester struct {
 	// Authorize is authz.Authorize bound to the API server.
 	Authorize func(ctx context.Context, r authz.Request) error
 	// Client reads the RemediationRequest a step names.
-	Client  ctrlclient.Reader
-	Decoder admission.Decoder
+	Client ctrlclient.Reader
+	// Namespaces reads a target's namespace, for the protected-namespace rule.
+	Namespaces ctrlclient.Reader
+	// CheckCondition compiles a condition's Rego in the sandbox validation
+	// uses (policy.Engine.CheckCondition).
+	CheckCondition func(ctx context.Context, name, module string) error
 	// Worker is the worker's username: the only one that may pass a
 	// RemediationRequest's requester on to its steps.
 	Worker string
 }
 
-// NewRequester returns the handler for scheme's types.
-func NewRequester(authorize func(context.Context, authz.Request) error, c ctrlclient.Reader, scheme *runtime.Scheme, worker string) *Requester {
-	return &Requester{Authorize: authorize, Client: c, Decoder: admission.NewDecoder(scheme), Worker: worker}
-}
-
-// Handle decodes, asks the authorizer, and answers with a patch or a refusal.
+// Handle checks and authorizes, and answers with a patch or a refusal:
+// 422 naming the fields for input that cannot run, 403 for what the user may
+// not do. Nothing is admitted unchecked.
 func (h *Requester) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var err error
 	var stamp func(obj map[string]any) error
@@ -58,12 +68,16 @@ func (h *Requester) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Allowed("")
 	}
 	var denied *authz.Denied
+	var inv *invalidError
 	var malformed *authz.Malformed
 	if errors.As(err, &malformed) {
-		// Bad input: the CRD schema and CEL, which run after this webhook,
-		// refuse it with their own message. Nothing is stamped, so should
-		// they let it through, validation refuses the run for want of a requester.
-		return admission.Allowed("")
+		inv = &invalidError{errs: field.ErrorList{malformed.Under(field.NewPath("spec"))}}
+	}
+	if inv != nil || errors.As(err, &inv) {
+		log.FromContext(ctx).Info("request refused", "user", req.UserInfo.Username, "kind", req.Kind.Kind,
+			"object", req.Namespace+"/"+req.Name, "reason", inv.Error())
+		st := apierrors.NewInvalid(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, inv.errs).ErrStatus
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
 	}
 	if errors.As(err, &denied) {
 		log.FromContext(ctx).Info("request refused", "user", req.UserInfo.Username, "kind", req.Kind.Kind,
@@ -91,10 +105,22 @@ func (h *Requester) Handle(ctx context.Context, req admission.Request) admission
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
+// invalidError refuses input that cannot run with a 422 whose causes name
+// the fields, as the API server's own validation does (kubectl prints them).
+type invalidError struct{ errs field.ErrorList }
+
+func (e *invalidError) Error() string { return e.errs.ToAggregate().Error() }
+
+func invalid(errs ...*field.Error) error { return &invalidError{errs: errs} }
+
 func (h *Requester) createExecution(ctx context.Context, req admission.Request) (func(map[string]any) error, error) {
 	var k v1alpha1.KubernetesExecution
-	if err := h.Decoder.DecodeRaw(req.Object, &k); err != nil {
-		return nil, &authz.Denied{Msg: fmt.Sprintf("decode KubernetesExecution: %v", err)}
+	if err := decodeObject(req.Object.Raw, &k); err != nil {
+		return nil, err
+	}
+	if _, ok := k.Annotations[v1alpha1.RollbackAnnotation]; ok {
+		return nil, invalid(field.Forbidden(rollbackAnnotationPath(),
+			"a rollback is asked for once the run is RollbackReady, not when the execution is created"))
 	}
 	who := StampedRequester(req.UserInfo, k.Spec.Requester, k.Spec.RemediationRequestRef != nil, h.Worker)
 	if !sameRequester(who, fromUser(req.UserInfo)) {
@@ -107,26 +133,47 @@ func (h *Requester) createExecution(ctx context.Context, req admission.Request) 
 			return nil, &authz.Denied{Msg: fmt.Sprintf("step requester %q is not the requester of RemediationRequest %s", who.Username, rr.Name)}
 		}
 	}
-	if err := h.Authorize(ctx, authz.Request{Requester: who, Namespace: req.Namespace, Action: k.Spec.Action, Target: k.Spec.Target}); err != nil {
+	errs, err := h.checkSpec(ctx, req.Namespace, k.Spec, field.NewPath("spec"), who)
+	if len(errs) > 0 {
+		return nil, &invalidError{errs: errs}
+	} else if err != nil {
 		return nil, err
 	}
-	return func(obj map[string]any) error { return setRequester(obj, who, "spec", "requester") }, nil
+	return func(obj map[string]any) error {
+		// Only this webhook writes who asked for a rollback, and only on update.
+		unstructured.RemoveNestedField(obj, "metadata", "annotations", v1alpha1.RollbackRequesterAnnotation)
+		return setRequester(obj, who, "spec", "requester")
+	}, nil
 }
 
+// createRemediation checks and authorizes every step, and refuses naming
+// each step that cannot run or that the user may not have run.
 func (h *Requester) createRemediation(ctx context.Context, req admission.Request) (func(map[string]any) error, error) {
 	var rr v1alpha1.RemediationRequest
-	if err := h.Decoder.DecodeRaw(req.Object, &rr); err != nil {
-		return nil, &authz.Denied{Msg: fmt.Sprintf("decode RemediationRequest: %v", err)}
+	if err := decodeObject(req.Object.Raw, &rr); err != nil {
+		return nil, err
 	}
 	who := fromUser(req.UserInfo)
-	for _, s := range rr.Spec.Steps {
-		err := h.Authorize(ctx, authz.Request{Requester: who, Namespace: req.Namespace, Action: s.Execution.Action, Target: s.Execution.Target})
+	var errs field.ErrorList
+	var denials []string
+	for i, s := range rr.Spec.Steps {
+		path := field.NewPath("spec", "steps").Index(i).Child("execution")
+		stepErrs, err := h.checkSpec(ctx, req.Namespace, s.Execution, path, who)
+		errs = append(errs, stepErrs...)
 		var denied *authz.Denied
 		if errors.As(err, &denied) {
-			return nil, &authz.Denied{Msg: "step " + s.Name + ": " + denied.Msg}
+			denials = append(denials, "step "+s.Name+": "+denied.Msg)
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf("step %s: %s", s.Name, denied.Msg)))
 		} else if err != nil {
 			return nil, err
 		}
+	}
+	switch {
+	case len(errs) > len(denials):
+		// Some step cannot run at all: name every problem of every step.
+		return nil, &invalidError{errs: errs}
+	case len(denials) > 0:
+		return nil, &authz.Denied{Msg: strings.Join(denials, "; ")}
 	}
 	return func(obj map[string]any) error {
 		// Steps run for the request's requester, whatever a step's body says.
@@ -140,50 +187,6 @@ func (h *Requester) createRemediation(ctx context.Context, req admission.Request
 			return fmt.Errorf("set spec.steps: %w", err)
 		}
 		return setRequester(obj, who, "spec", "requester")
-	}, nil
-}
-
-// updateExecution authorizes a rollback request made by annotation for the
-// inverse action, and records who made it; nobody else may write that record.
-func (h *Requester) updateExecution(ctx context.Context, req admission.Request) (func(map[string]any) error, error) {
-	var old, cur v1alpha1.KubernetesExecution
-	if err := h.Decoder.DecodeRaw(req.OldObject, &old); err != nil {
-		return nil, &authz.Denied{Msg: fmt.Sprintf("decode old KubernetesExecution: %v", err)}
-	}
-	if err := h.Decoder.DecodeRaw(req.Object, &cur); err != nil {
-		return nil, &authz.Denied{Msg: fmt.Sprintf("decode KubernetesExecution: %v", err)}
-	}
-	reason, asked := cur.Annotations[v1alpha1.RollbackAnnotation]
-	oldReason, wasAsked := old.Annotations[v1alpha1.RollbackAnnotation]
-	record := old.Annotations[v1alpha1.RollbackRequesterAnnotation]
-	if asked && (!wasAsked || reason != oldReason) {
-		action := cur.Spec.Action
-		if rb := cur.Status.RollbackInformation; rb != nil && rb.RollbackAction != "" {
-			action = rb.RollbackAction
-		}
-		err := h.Authorize(ctx, authz.Request{Requester: fromUser(req.UserInfo), Namespace: req.Namespace, Action: action, Target: cur.Spec.Target})
-		var denied *authz.Denied
-		if errors.As(err, &denied) {
-			return nil, &authz.Denied{Msg: "rollback: " + denied.Msg}
-		} else if err != nil {
-			return nil, err
-		}
-		record = req.UserInfo.Username
-	}
-	if cur.Annotations[v1alpha1.RollbackRequesterAnnotation] == record {
-		return nil, nil
-	}
-	return func(obj map[string]any) error {
-		ann, _, _ := unstructured.NestedStringMap(obj, "metadata", "annotations")
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		if record == "" {
-			delete(ann, v1alpha1.RollbackRequesterAnnotation)
-		} else {
-			ann[v1alpha1.RollbackRequesterAnnotation] = record
-		}
-		return unstructured.SetNestedStringMap(obj, ann, "metadata", "annotations")
 	}, nil
 }
 

@@ -7,12 +7,14 @@ package authz
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 
 	"github.com/remedy-dev/remedy/activities/actions"
@@ -45,12 +47,22 @@ type Denied struct{ Msg string }
 func (d *Denied) Error() string { return d.Msg }
 
 // Malformed says the request cannot be authorized because it is bad input
-// (an unknown action or kind, a namespaced target without a namespace). The
-// admission webhook leaves it to the CRD schema and CEL, which run after
-// mutating webhooks and name the problem; validation fails it InvalidParameters.
-type Malformed struct{ Msg string }
+// (an unknown action, an unserved kind, a namespaced target without a
+// namespace). Field names the bad field relative to the execution spec
+// (target.kind, action); the admission webhook refuses it with a 422 naming
+// the field under the object's own path, and validation fails it InvalidParameters.
+type Malformed struct{ Field *field.Error }
 
-func (m *Malformed) Error() string { return m.Msg }
+func (m *Malformed) Error() string { return m.Field.Error() }
+
+// Under is the field error with its path under spec, the path of the execution spec in the object.
+func (m *Malformed) Under(spec *field.Path) *field.Error {
+	e := *m.Field
+	e.Field = spec.String() + "." + e.Field
+	return &e
+}
+
+func malformed(e *field.Error) error { return &Malformed{Field: e} }
 
 // Authorize returns nil when the requester may run the action, a *Denied
 // naming what is missing when not, and other errors when it could not ask.
@@ -60,9 +72,9 @@ func (m *Malformed) Error() string { return m.Msg }
 // namespace (cluster scope for cluster-scoped targets), or could make every
 // write the action makes on the target themselves.
 func Authorize(ctx context.Context, review Review, mapper meta.RESTMapper, r Request) error {
-	a, ok := actions.Lookup(r.Action)
-	if !ok {
-		return &Malformed{Msg: fmt.Sprintf("action %q is not in Remedy's catalog", r.Action)}
+	a, err := lookup(r.Action)
+	if err != nil {
+		return err
 	}
 	gvr, namespaced, err := resourceOf(mapper, r.Target)
 	if err != nil {
@@ -72,14 +84,14 @@ func Authorize(ctx context.Context, review Review, mapper meta.RESTMapper, r Req
 	if namespaced {
 		ns = r.Target.Namespace
 		if ns == "" {
-			return &Malformed{Msg: fmt.Sprintf("target.namespace is required for kind %s", r.Target.Kind)}
+			return malformed(field.Required(field.NewPath("target", "namespace"), fmt.Sprintf("kind %s is namespaced: name the target's namespace", r.Target.Kind)))
 		}
 		if ns != r.Namespace {
 			return &Denied{Msg: fmt.Sprintf("target %s is in namespace %q, but Remedy acts only in the requesting object's own namespace %q: create the execution in %q",
 				r.Target.String(), ns, r.Namespace, ns)}
 		}
 	}
-	ok, err = review(ctx, sarSpec(r.Requester, authorizationv1.ResourceAttributes{
+	ok, err := review(ctx, sarSpec(r.Requester, authorizationv1.ResourceAttributes{
 		Namespace: ns, Verb: ExecuteVerb, Group: v1alpha1.GroupVersion.Group, Resource: ActionsResource, Name: r.Action,
 	}))
 	if err != nil || ok {
@@ -133,18 +145,70 @@ func sarSpec(u v1alpha1.Requester, attrs authorizationv1.ResourceAttributes) aut
 	return authorizationv1.SubjectAccessReviewSpec{User: u.Username, UID: u.UID, Groups: u.Groups, ResourceAttributes: &attrs}
 }
 
+// lookup is the catalog's action called name.
+func lookup(name string) (actions.Action, error) {
+	path := field.NewPath("action")
+	if name == "" {
+		return nil, malformed(field.Required(path, ""))
+	}
+	a, ok := actions.Lookup(name)
+	if !ok {
+		var names []string
+		for _, a := range actions.All() {
+			names = append(names, a.Name())
+		}
+		return nil, malformed(field.NotSupported(path, name, names))
+	}
+	return a, nil
+}
+
 func resourceOf(mapper meta.RESTMapper, ref v1alpha1.ObjectRef) (schema.GroupVersionResource, bool, error) {
+	target := field.NewPath("target")
+	switch {
+	case ref == v1alpha1.ObjectRef{}:
+		return schema.GroupVersionResource{}, false, malformed(field.Required(target, ""))
+	case ref.APIVersion == "":
+		return schema.GroupVersionResource{}, false, malformed(field.Required(target.Child("apiVersion"), "such as apps/v1, or v1 for the core group"))
+	case ref.Kind == "":
+		return schema.GroupVersionResource{}, false, malformed(field.Required(target.Child("kind"), "such as Deployment"))
+	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return schema.GroupVersionResource{}, false, &Malformed{Msg: fmt.Sprintf("target.apiVersion %q: %v", ref.APIVersion, err)}
+		return schema.GroupVersionResource{}, false, malformed(field.Invalid(target.Child("apiVersion"), ref.APIVersion, "must be group/version, such as apps/v1, or v1 for the core group"))
 	}
 	m, err := mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
 	if meta.IsNoMatchError(err) {
-		return schema.GroupVersionResource{}, false, &Malformed{Msg: fmt.Sprintf("the API server does not serve %s %s", ref.APIVersion, ref.Kind)}
+		return schema.GroupVersionResource{}, false, unserved(mapper, ref, gv)
 	} else if err != nil {
 		return schema.GroupVersionResource{}, false, fmt.Errorf("map %s %s: %w", ref.APIVersion, ref.Kind, err)
 	}
 	return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// unserved names the field of ref the API server does not serve, and what it
+// serves instead: the kind in other versions, or a kind spelt another way.
+func unserved(mapper meta.RESTMapper, ref v1alpha1.ObjectRef, gv schema.GroupVersion) error {
+	target := field.NewPath("target")
+	// The mapper knows each kind by its lower-case singular and plural
+	// resource names too, in every version of the group.
+	kinds, _ := mapper.KindsFor(schema.GroupVersionResource{Group: gv.Group, Resource: strings.ToLower(ref.Kind)})
+	var served []string
+	for _, k := range kinds {
+		if k.Kind == ref.Kind {
+			served = append(served, k.GroupVersion().String())
+		}
+	}
+	switch {
+	case len(served) > 0:
+		slices.Sort(served)
+		return malformed(field.Invalid(target.Child("apiVersion"), ref.APIVersion,
+			fmt.Sprintf("the API server does not serve kind %s in %s; it serves it in %s", ref.Kind, ref.APIVersion, strings.Join(slices.Compact(served), ", "))))
+	case len(kinds) > 0:
+		return malformed(field.Invalid(target.Child("kind"), ref.Kind,
+			fmt.Sprintf("the API server serves no kind %s in %s (kinds are case-sensitive): did you mean apiVersion %s, kind %s?", ref.Kind, ref.APIVersion, kinds[0].GroupVersion(), kinds[0].Kind)))
+	}
+	return malformed(field.Invalid(target.Child("kind"), ref.Kind,
+		fmt.Sprintf("the API server serves no kind %s in %s (kubectl api-resources lists what it serves)", ref.Kind, ref.APIVersion)))
 }
 
 func contains(list []string, s string) bool {

@@ -43,21 +43,38 @@ func TestAuthorize(t *testing.T) {
 			grants: []string{"execute actions tenant-a cordon"}, wantErr: "at cluster scope"},
 		{name: "cluster grant for a Node", req: Request{Requester: alice, Namespace: "tenant-a", Action: "cordon", Target: node},
 			grants: []string{"execute actions  cordon"}},
-		{name: "unknown action", req: Request{Requester: alice, Namespace: "payments", Action: "reboot", Target: deploy}, wantErr: "not in Remedy's catalog", malformed: true},
+		{name: "unknown action", req: Request{Requester: alice, Namespace: "payments", Action: "reboot", Target: deploy},
+			wantErr: `action: Unsupported value: "reboot": supported values: "cordon", `, malformed: true},
 		{name: "no namespace", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}},
-			wantErr: "target.namespace is required", malformed: true},
+			wantErr: "target.namespace: Required value: kind Deployment is namespaced", malformed: true},
+		{name: "no target", req: Request{Requester: alice, Namespace: "payments", Action: "scale"}, wantErr: "target: Required value", malformed: true},
 		{name: "unserved kind", req: Request{Requester: alice, Namespace: "payments", Action: "patch", Target: v1alpha1.ObjectRef{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "payments", Name: "w"}},
-			wantErr: "does not serve example.com/v1 Widget", malformed: true},
+			wantErr: `target.kind: Invalid value: "Widget": the API server serves no kind Widget in example.com/v1`, malformed: true},
+		{name: "unserved version", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v2", Kind: "Deployment", Namespace: "payments", Name: "api"}},
+			wantErr: `target.apiVersion: Invalid value: "apps/v2": the API server does not serve kind Deployment in apps/v2; it serves it in apps/v1`, malformed: true},
+		{name: "lower-case kind", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "deployment", Namespace: "payments", Name: "api"}},
+			wantErr: `target.kind: Invalid value: "deployment": the API server serves no kind deployment in apps/v1 (kinds are case-sensitive): did you mean apiVersion apps/v1, kind Deployment?`, malformed: true},
+		{name: "bad apiVersion", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1/x", Kind: "Deployment", Namespace: "payments", Name: "api"}},
+			wantErr: `target.apiVersion: Invalid value: "apps/v1/x": must be group/version`, malformed: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			review := func(_ context.Context, s authorizationv1.SubjectAccessReviewSpec) (bool, error) {
+			var review Review
+			grant := func(_ context.Context, s authorizationv1.SubjectAccessReviewSpec) (bool, error) {
 				require.Equal(t, alice.Username, s.User)
 				require.Equal(t, alice.Groups, s.Groups)
 				a := s.ResourceAttributes
 				return contains(tc.grants, a.Verb+" "+a.Resource+" "+a.Namespace+" "+a.Name), nil
 			}
+			asked := false
+			review = func(ctx context.Context, s authorizationv1.SubjectAccessReviewSpec) (bool, error) {
+				asked = true
+				return grant(ctx, s)
+			}
 			err := Authorize(context.Background(), review, mapper, tc.req)
+			if tc.malformed {
+				assert.False(t, asked, "bad input is refused before any SubjectAccessReview")
+			}
 			if tc.wantErr == "" {
 				require.NoError(t, err)
 				return

@@ -88,16 +88,6 @@ deny contains msg if {
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-policy-denied.json")
 }
 
-func TestProtectedNamespaceIsDenied(t *testing.T) {
-	ns := harness.Namespace(t)
-	labelNamespace(t, ns, map[string]string{"remedy.dev/protected": "true"})
-	harness.Deployment(t, ns, "core", 2)
-	k := waitPhase(t, createExecution(t, ns, "touch-core", scaleSpec(ns, "core", 0)), v1alpha1.PhaseFailed)
-	assert.Equal(t, "PolicyDenied", k.Status.Reason)
-	assert.Equal(t, "namespace "+ns+" is protected (kube-system, or labelled remedy.dev/protected=true)", k.Status.Message)
-	assert.Equal(t, int32(2), replicasOf(t, ns, "core"))
-}
-
 func TestPolicyRequiredDryRunCatchesInvalidWrite(t *testing.T) {
 	installPolicy(t, "dry-run-patches", `package remedy.safety
 
@@ -168,18 +158,6 @@ func TestPostconditions(t *testing.T) {
 	assert.Equal(t, "required postcondition impossible failed", k.Status.Message)
 	assert.True(t, k.Status.RollbackInformation.Available, "rollback information is kept")
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-postcondition-failed.json")
-}
-
-func TestBadConditionRegoIsInvalidParameters(t *testing.T) {
-	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "web", 1)
-	spec := scaleSpec(ns, "web", 2)
-	spec.PreConditions = []v1alpha1.Condition{{Name: "typo", Rego: "package pre\npass if {", Required: true}}
-	k := waitPhase(t, createExecution(t, ns, "bad-rego", spec), v1alpha1.PhaseFailed)
-	assert.Equal(t, "InvalidParameters", k.Status.Reason)
-	assert.Contains(t, k.Status.Message, "condition typo: rego:")
-	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
-	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-invalid-parameters.json")
 }
 
 // kubectl annotate kexec <name> remedy.dev/rollback="<reason>" rolls back

@@ -146,16 +146,21 @@ func TestPluginRollback(t *testing.T) {
 func TestPluginWhy(t *testing.T) {
 	for _, tc := range []struct {
 		name, reason, check string
-		protected           bool
+		frozen              bool
 		target              string
 	}{
 		{name: "not-found", reason: "NotFound", check: "Failing check: target: not found", target: "ghost"},
-		{name: "protected", reason: "PolicyDenied", check: "Failing check: policy ", protected: true, target: "web"},
+		{name: "denied", reason: "PolicyDenied", check: "Failing check: policy ", frozen: true, target: "web"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := harness.Namespace(t)
-			if tc.protected {
-				labelNamespace(t, ns, map[string]string{"remedy.dev/protected": "true"})
+			if tc.frozen {
+				// A protected namespace is refused at admission; a policy deny fails the run.
+				installPolicy(t, "deny-frozen-why", `package remedy.safety
+
+deny contains "frozen" if input.namespace.labels.freeze == "true"
+`)
+				labelNamespace(t, ns, map[string]string{"freeze": "true"})
 			}
 			harness.Deployment(t, ns, "web", 1)
 			k := waitPhase(t, createExecution(t, ns, "fail-"+tc.name, scaleSpec(ns, tc.target, 2)), v1alpha1.PhaseFailed)

@@ -26,18 +26,6 @@ func precondition(t *testing.T, run string, c v1alpha1.Condition) (string, *v1al
 	return ns, waitPhase(t, createExecution(t, ns, run, spec), v1alpha1.PhaseFailed)
 }
 
-func TestConditionHTTPSendIsInvalidParameters(t *testing.T) {
-	url, hits := sandboxtest.Listener(t)
-	ns, k := precondition(t, "http-send", v1alpha1.Condition{
-		Name: "probe",
-		Rego: fmt.Sprintf("package pre.probe\n\nresp := http.send({\"method\": \"POST\", \"url\": %q, \"body\": input.target})\n\npass := true\n\nmessage := resp.raw_body\n", url),
-	})
-	assert.Equal(t, "InvalidParameters", k.Status.Reason)
-	assert.Contains(t, k.Status.Message, `condition "probe" uses built-in http.send (line 3), which Remedy's sandbox does not allow`)
-	assert.Zero(t, hits.Load(), "the listener received nothing")
-	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
-}
-
 func TestSafetyPolicyHTTPSendIsPolicyDenied(t *testing.T) {
 	url, hits := sandboxtest.Listener(t)
 	installPolicy(t, "phone-home", fmt.Sprintf(`package remedy.safety

@@ -135,6 +135,9 @@ func TestOwnerReferencePatchOnAConfigMapIsRefused(t *testing.T) {
 	assert.Contains(t, k.Status.Message, "metadata.ownerReferences")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(cm), cm))
 	assert.Empty(t, cm.OwnerReferences)
+	// Admission refuses what it can see is malformed (admission_trust_test.go);
+	// what only the action's own check sees fails here, in validation.
+	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-invalid-parameters.json")
 }
 
 func TestCordonNeedsAClusterGrant(t *testing.T) {
