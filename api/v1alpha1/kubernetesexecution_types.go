@@ -117,14 +117,14 @@ type KubernetesExecutionSpec struct {
 	// DryRun asks for a server-side dry-run of the exact write before executing.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
-	// PreConditions must hold before the action runs. At most 8, and with the
-	// postconditions at most 10m of timeouts in all (the rule on this type).
+	// PreConditions must hold before the action runs. At most 8; the
+	// timeouts of all pre- and postconditions add up to at most 10m.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	PreConditions []Condition `json:"preConditions,omitempty"`
-	// PostConditions must hold after the action ran.
+	// PostConditions must hold after the action ran. At most 8.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
