@@ -49,6 +49,8 @@ type RemedyOptions struct {
 	WorkerStopTimeout time.Duration
 	// WorkflowCheckInterval is the operator's WorkflowCheckInterval.
 	WorkflowCheckInterval time.Duration
+	// MaxOpenRunsPerNamespace is the operator's MaxOpenRunsPerNamespace (0: no cap).
+	MaxOpenRunsPerNamespace int
 }
 
 // RunRemedy runs the operator and the worker in-process, each as its own
@@ -100,7 +102,7 @@ func NewOperator(ctx context.Context, e *devenv.Env, o RemedyOptions) (ctrl.Mana
 			OperatorUser: "system:serviceaccount:" + devenv.Namespace + ":remedy-operator"}
 	}
 	return Operator(opCfg, operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true,
-		WorkflowCheckInterval: o.WorkflowCheckInterval}, hooks)
+		WorkflowCheckInterval: o.WorkflowCheckInterval, MaxOpenRunsPerNamespace: o.MaxOpenRunsPerNamespace}, hooks)
 }
 
 // clientAuth admits only the API server's client certificate.
