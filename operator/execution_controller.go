@@ -42,6 +42,8 @@ type ExecutionReconciler struct {
 	checks   runChecks
 	// swept wakes executions whose workflow the sweep found not running.
 	swept *sweptKind
+	// openRuns holds back starts over the namespace's cap; nil: no cap.
+	openRuns *openRuns
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions,verbs=get;list;watch;update;patch
@@ -89,8 +91,16 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 
+	held, err := r.held(ctx, &kexec, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
 	// Plan.
 	p := planExecution(&kexec, id, observed, run, decided, now)
+	if held {
+		p = planHeldExecution(&kexec, r.openRuns.limit, now)
+	}
 
 	// Execute.
 	if p.start {
@@ -115,6 +125,9 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	for _, e := range p.events {
 		r.Recorder.Eventf(&kexec, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
 	}
+	if p.limited {
+		metrics.OpenRunsLimited.WithLabelValues(kexec.Namespace).Inc()
+	}
 	for _, e := range p.entered {
 		metrics.ExecutionPhases.WithLabelValues(kexec.Spec.Action, e.phase, e.reason).Inc()
 		if e.prevPhase != "" {
@@ -135,6 +148,16 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.Recorder.Eventf(&kexec, nil, corev1.EventTypeNormal, "RollbackRequested", "Rollback", "annotation %s=%q sent the rollback signal", RollbackAnnotation, p.rollback.Reason)
 	}
 	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+}
+
+// held says whether the open-runs cap keeps a run that is about to start
+// from starting; a run that may start takes its slot.
+func (r *ExecutionReconciler) held(ctx context.Context, kexec *v1alpha1.KubernetesExecution, now time.Time) (bool, error) {
+	if kexec.Status.WorkflowID != "" || isStep(kexec) || kexec.Spec.ValidateDurations() != nil {
+		return false, nil
+	}
+	ok, err := r.openRuns.admit(ctx, kexec.Namespace, executionRun(kexec.Name), now)
+	return !ok, err
 }
 
 func (r *ExecutionReconciler) start(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string) error {

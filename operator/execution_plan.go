@@ -42,6 +42,8 @@ type plan[S any] struct {
 	entered []phaseEntry
 	// rollback asks the workflow to roll back (the rollback annotation).
 	rollback *workflows.RollbackRequest
+	// limited: the open-runs cap holds the run back, as of this reconcile.
+	limited bool
 }
 
 type phaseEntry struct {
@@ -83,6 +85,7 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 		next := cur.DeepCopy()
 		next.WorkflowID = workflowID
 		next.Phase = v1alpha1.PhasePending
+		next.Reason, next.Message = "", "" // no longer held back by the open-runs cap
 		next.ObservedGeneration = kexec.Generation
 		setReady(next, kexec.Generation, now)
 		return executionPlan{

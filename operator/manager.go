@@ -42,6 +42,10 @@ type Options struct {
 	// past requiredBy whose workflow still runs is looked at again
 	// (0: DefaultWorkflowCheckInterval).
 	WorkflowCheckInterval time.Duration
+	// MaxOpenRunsPerNamespace caps the KubernetesExecutions and
+	// RemediationRequests open at once in one namespace; more wait Pending
+	// with reason OpenRunsLimited (0: no cap).
+	MaxOpenRunsPerNamespace int
 	// SkipNameValidation lets one process build the operator more than once,
 	// as tests that stop and start it do.
 	SkipNameValidation bool
@@ -85,11 +89,13 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	open := newOpenRuns(o.MaxOpenRunsPerNamespace, mgr.GetClient())
 	kexec := &ExecutionReconciler{
 		Client:   mgr.GetClient(),
 		Temporal: o.Temporal,
 		Recorder: mgr.GetEventRecorder("remedy-operator"),
 		Clock:    clock.RealClock{},
+		openRuns: open,
 	}
 	if err := kexec.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up KubernetesExecution reconciler: %w", err)
@@ -99,6 +105,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Temporal: o.Temporal,
 		Recorder: mgr.GetEventRecorder("remedy-operator"),
 		Clock:    clock.RealClock{},
+		openRuns: open,
 	}
 	if err := rr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up RemediationRequest reconciler: %w", err)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -35,6 +36,8 @@ type RemediationReconciler struct {
 	checks   runChecks
 	// swept: see ExecutionReconciler.swept.
 	swept *sweptKind
+	// openRuns: see ExecutionReconciler.openRuns.
+	openRuns *openRuns
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests,verbs=get;list;watch
@@ -65,6 +68,15 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 
 	p := planRemediation(&rr, id, observed, run, now)
+	if rr.Status.WorkflowID == "" && rr.Spec.ValidateDurations() == nil {
+		ok, err := r.openRuns.admit(ctx, rr.Namespace, remediationRun(rr.Name), now)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !ok {
+			p = planHeldRemediation(&rr, r.openRuns.limit, now)
+		}
+	}
 
 	if p.start {
 		_, err := r.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -97,6 +109,9 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	for _, e := range p.events {
 		r.Recorder.Eventf(&rr, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
 	}
+	if p.limited {
+		metrics.OpenRunsLimited.WithLabelValues(rr.Namespace).Inc()
+	}
 	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
 }
 
@@ -111,6 +126,7 @@ func planRemediation(rr *v1alpha1.RemediationRequest, workflowID string, observe
 	if cur.WorkflowID == "" {
 		next := cur.DeepCopy()
 		next.WorkflowID, next.Phase, next.ObservedGeneration = workflowID, v1alpha1.PhasePending, rr.Generation
+		next.Reason, next.Message = "", "" // no longer held back by the open-runs cap
 		setCondition(&next.Conditions, next.Phase, next.Reason, next.Message, rr.Generation, now)
 		return plan[v1alpha1.RemediationRequestStatus]{start: true, status: next, requeueAfter: freshPoll,
 			events: []event{{corev1.EventTypeNormal, "Started", "workflow " + workflowID + " started"}}}

@@ -111,7 +111,7 @@ func (r *executionRun) conditions(ctx workflow.Context, conds []v1alpha1.Conditi
 	for _, c := range conds {
 		var res v1alpha1.ConditionResult
 		opts := workflow.WithActivityOptions(ctx, conditionOptions(c))
-		err := workflow.ExecuteActivity(opts, validation.EvaluateCondition, activities.ConditionRequest{Condition: c, Target: r.in.Spec.Target}).Get(ctx, &res)
+		err := workflow.ExecuteActivity(opts, validation.EvaluateCondition, activities.ConditionRequest{Condition: c, Target: r.in.Spec.Target, Requester: r.in.Spec.Requester}).Get(ctx, &res)
 		if err != nil {
 			return results, "", err
 		}

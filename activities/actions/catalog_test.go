@@ -53,6 +53,44 @@ func TestPatchPlanCapturesInverse(t *testing.T) {
 	require.NoError(t, patch{}.Validate(Request{Params: v1alpha1.ActionParameters{Patch: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"a":"b"},"annotations":{"c":"d"}}}`)}}}))
 }
 
+// The patch action's labels and annotations reach the write next to the
+// pinned resourceVersion, and the rollback undoes exactly them.
+func TestPatchPlanKeepsLabelsAndAnnotations(t *testing.T) {
+	cm := obj("ConfigMap", map[string]any{"data": map[string]any{"mode": "fast"}})
+	_ = unstructured.SetNestedStringMap(cm.Object, map[string]string{"team": "web", "gone": "soon"}, "metadata", "labels")
+	raw := `{"metadata":{"labels":{"tier":"gold","team":"payments","gone":null},"annotations":{"remedy.dev/why":"incident 42"}},"data":{"mode":"safe"}}`
+	req := Request{Params: v1alpha1.ActionParameters{Patch: &apiextensionsv1.JSON{Raw: []byte(raw)}}}
+	require.NoError(t, patch{}.Validate(req))
+	p, err := patch{}.Plan(cm, req)
+	require.NoError(t, err)
+	assert.False(t, p.NoOp)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"7","labels":{"tier":"gold","team":"payments","gone":null},"annotations":{"remedy.dev/why":"incident 42"}},"data":{"mode":"safe"}}`, p.Patch)
+	assert.JSONEq(t, `{"metadata":{"labels":{"tier":null,"team":"web","gone":"soon"},"annotations":{"remedy.dev/why":null}},"data":{"mode":"fast"}}`,
+		string(p.Rollback.RollbackParameters.Patch.Raw), "the object had no annotations: the rollback removes only the one added")
+	assert.JSONEq(t, raw, string(req.Params.Patch.Raw), "planning leaves the request as asked")
+
+	// The rollback is itself a patch whose metadata reaches the write.
+	back := Request{Params: *p.Rollback.RollbackParameters}
+	require.NoError(t, patch{}.Validate(back))
+	after := obj("ConfigMap", map[string]any{"data": map[string]any{"mode": "safe"}})
+	_ = unstructured.SetNestedStringMap(after.Object, map[string]string{"team": "payments", "tier": "gold"}, "metadata", "labels")
+	_ = unstructured.SetNestedStringMap(after.Object, map[string]string{"remedy.dev/why": "incident 42"}, "metadata", "annotations")
+	rb, err := patch{}.Plan(after, back)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"7","labels":{"tier":null,"team":"web","gone":"soon"},"annotations":{"remedy.dev/why":null}},"data":{"mode":"fast"}}`, rb.Patch)
+
+	for bad, want := range map[string]string{
+		`{"metadata":{"labels":["a"]}}`:               "metadata.labels must be an object of strings",
+		`{"metadata":{"annotations":{"n":1}}}`:        "metadata.annotations.n must be a string (or null to remove it)",
+		`{"metadata":{"labels":{"ok":"y","n":true}}}`: "metadata.labels.n must be a string",
+	} {
+		err := patch{}.Validate(Request{Params: v1alpha1.ActionParameters{Patch: &apiextensionsv1.JSON{Raw: []byte(bad)}}})
+		var inv *InvalidError
+		require.ErrorAs(t, err, &inv, bad)
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
 func TestCordonPlan(t *testing.T) {
 	n := obj("Node", map[string]any{"spec": map[string]any{}})
 	p, err := cordon{unschedulable: true}.Plan(n, Request{})

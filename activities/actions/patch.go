@@ -64,13 +64,35 @@ func (patch) Validate(req Request) error {
 	if md, ok := body["metadata"].(map[string]any); ok {
 		// ownerReferences would hand the object to the garbage collector, and
 		// finalizers could pin it forever: only labels and annotations may change.
-		for k := range md {
+		for k, v := range md {
 			if k != "labels" && k != "annotations" {
 				return invalid("parameters.patch must not change metadata.%s (only metadata.labels and metadata.annotations)", k)
+			}
+			if err := stringMap("metadata."+k, v); err != nil {
+				return err
 			}
 		}
 	} else if _, ok := body["metadata"]; ok {
 		return invalid("parameters.patch metadata must be an object")
+	}
+	return nil
+}
+
+// stringMap checks a labels or annotations patch: an object whose values are
+// strings, or null to remove a key; null as the whole value removes them all.
+// The API server would refuse anything else only at the write.
+func stringMap(field string, v any) error {
+	if v == nil {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return invalid("parameters.patch %s must be an object of strings", field)
+	}
+	for k, val := range m {
+		if _, ok := val.(string); !ok && val != nil {
+			return invalid("parameters.patch %s.%s must be a string (or null to remove it)", field, k)
+		}
 	}
 	return nil
 }
@@ -110,7 +132,9 @@ func (patch) Plan(obj *unstructured.Unstructured, req Request) (Plan, error) {
 }
 
 // inversePatch is the merge patch that restores every field patch touches to
-// its value in live; fields absent in live are removed with null.
+// its value in live; fields absent in live are removed with null. An object
+// absent in live (labels on an object that has none) is undone key by key,
+// so the rollback removes only what the patch added.
 func inversePatch(live, patch map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, pv := range patch {
@@ -118,6 +142,8 @@ func inversePatch(live, patch map[string]any) map[string]any {
 		pm, pIsMap := pv.(map[string]any)
 		lm, lIsMap := lv.(map[string]any)
 		switch {
+		case !exists && pIsMap:
+			out[k] = inversePatch(map[string]any{}, pm)
 		case !exists:
 			out[k] = nil
 		case pIsMap && lIsMap:

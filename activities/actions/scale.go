@@ -3,6 +3,7 @@ package actions
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,9 +70,18 @@ func change(obj *unstructured.Unstructured, verb, before, after string) v1alpha1
 
 // mergePatch adds the object's resourceVersion to body, so the API server
 // rejects the write with a conflict if the object changed since it was read.
+// It keeps whatever else body's metadata holds (a patch action's labels and
+// annotations), and leaves body itself unchanged.
 func mergePatch(obj *unstructured.Unstructured, body map[string]any) (string, error) {
-	body["metadata"] = map[string]any{"resourceVersion": obj.GetResourceVersion()}
-	b, err := json.Marshal(body)
+	out := maps.Clone(body)
+	md, _ := body["metadata"].(map[string]any)
+	md = maps.Clone(md)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["resourceVersion"] = obj.GetResourceVersion()
+	out["metadata"] = md
+	b, err := json.Marshal(out)
 	if err != nil {
 		return "", fmt.Errorf("encode patch: %w", err)
 	}

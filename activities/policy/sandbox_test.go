@@ -157,3 +157,37 @@ func TestCacheEvicts(t *testing.T) {
 	}
 	assert.Equal(t, DefaultCacheSize, big.cache().Len(), "the default cache is bounded")
 }
+
+// Every way Remedy evaluates Rego (conditions in the worker, the safety
+// policy, and the engine's own Eval they share) stops at the engine's limit,
+// however long the caller's own context would let it run.
+func TestEveryEvaluationHasTheTimeLimit(t *testing.T) {
+	const limit = 200 * time.Millisecond
+	evals := map[string]func(ctx context.Context, e *Engine) error{
+		"condition": func(ctx context.Context, e *Engine) error {
+			_, err := e.EvalCondition(ctx, "loop", loop, ConditionInput{})
+			return err
+		},
+		"safety policy": func(ctx context.Context, e *Engine) error {
+			_, err := e.EvalSafety(ctx, map[string]string{"loop.rego": sandboxtest.Loop(SafetyPackage)}, SafetyInput{})
+			return err
+		},
+		"query": func(ctx context.Context, e *Engine) error {
+			_, err := e.Eval(ctx, "data.checks.loop.pass", map[string]string{"loop.rego": loop}, nil)
+			return err
+		},
+	}
+	for name, eval := range evals {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			e := &Engine{Timeout: limit}
+			start := time.Now()
+			err := eval(ctx, e)
+			require.Error(t, err)
+			assert.True(t, IsTimeout(err), "%v", err)
+			assert.Contains(t, err.Error(), "sandbox limit of 200ms")
+			assert.Less(t, time.Since(start), 2*time.Second, "stopped at the limit, not the caller's hour")
+		})
+	}
+}

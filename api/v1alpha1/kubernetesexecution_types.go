@@ -104,6 +104,7 @@ type Condition struct {
 // +kubebuilder:validation:XValidation:rule="self.action != 'delete-pod' || (self.target.kind == 'Pod' && self.target.apiVersion == 'v1')",message="action delete-pod supports target kind Pod (apiVersion v1) only"
 // +kubebuilder:validation:XValidation:rule="!(self.action in ['cordon', 'uncordon']) || (self.target.kind == 'Node' && self.target.apiVersion == 'v1' && (!has(self.target.namespace) || size(self.target.namespace) == 0))",message="actions cordon and uncordon support target kind Node (apiVersion v1, no namespace) only"
 // +kubebuilder:validation:XValidation:rule="self.action in ['cordon', 'uncordon'] || (has(self.target.namespace) && size(self.target.namespace) > 0)",message="target.namespace is required for this action"
+// +kubebuilder:validation:XValidation:rule="([duration('0s')] + (has(self.preConditions) ? self.preConditions.map(c, (!has(c.timeout) ? duration('30s') : c.timeout.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') ? duration(c.timeout) : duration('0s'))) : []) + (has(self.postConditions) ? self.postConditions.map(c, (!has(c.timeout) ? duration('30s') : c.timeout.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') ? duration(c.timeout) : duration('0s'))) : [])).sum() <= duration('10m')",message="the timeouts of preConditions and postConditions must add up to at most 10m (a condition without one counts its default 30s): Remedy bounds how long one run polls its conditions"
 type KubernetesExecutionSpec struct {
 	// Action to perform.
 	// +kubebuilder:validation:Enum=scale;restart;set-image;patch;delete-pod;cordon;uncordon;remove-init-container;migrate-field-ownership
@@ -116,17 +117,18 @@ type KubernetesExecutionSpec struct {
 	// DryRun asks for a server-side dry-run of the exact write before executing.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
-	// PreConditions must hold before the action runs.
+	// PreConditions must hold before the action runs. At most 8; the
+	// timeouts of all pre- and postconditions add up to at most 10m.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	PreConditions []Condition `json:"preConditions,omitempty"`
-	// PostConditions must hold after the action ran.
+	// PostConditions must hold after the action ran. At most 8.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	PostConditions []Condition `json:"postConditions,omitempty"`
 	// Approval asks for a human decision before executing.
 	// +optional

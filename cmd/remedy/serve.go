@@ -37,6 +37,7 @@ func runOperator(ctx context.Context, args []string) error {
 	operatorSA := fs.String("operator-user", "system:serviceaccount:remedy-system:remedy-operator", "username of the operator, which may expire an approval request past requiredBy whose workflow is gone")
 	checkEvery := fs.Duration("workflow-check-interval", operator.DefaultWorkflowCheckInterval, "how often the operator lists running workflows to find quiet runs whose workflow is gone (one paged ListWorkflowExecutions per interval), and how long a run must be quiet to count")
 	reconciles := fs.Int("max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "reconcile workers per controller")
+	maxOpen := fs.Int("max-open-runs-per-namespace", operator.DefaultMaxOpenRunsPerNamespace, "KubernetesExecutions and RemediationRequests open at once in one namespace; more wait Pending with reason OpenRunsLimited (0: no cap)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,6 +52,7 @@ func runOperator(ctx context.Context, args []string) error {
 		LeaderElection: *leader, LeaderElectionNamespace: *leaseNS,
 		MaxConcurrentReconciles: *reconciles,
 		WorkflowCheckInterval:   *checkEvery,
+		MaxOpenRunsPerNamespace: *maxOpen,
 	}, webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA, *operatorSA))
 	if err != nil {
 		return err

@@ -50,6 +50,8 @@ type RemedyOptions struct {
 	WorkerStopTimeout time.Duration
 	// WorkflowCheckInterval is the operator's WorkflowCheckInterval.
 	WorkflowCheckInterval time.Duration
+	// MaxOpenRunsPerNamespace is the operator's MaxOpenRunsPerNamespace (0: no cap).
+	MaxOpenRunsPerNamespace int
 	// WrapTransport, when set, wraps the API clients of both processes
 	// (the benchmarks count their requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -111,7 +113,7 @@ func NewOperator(ctx context.Context, e *devenv.Env, o RemedyOptions) (ctrl.Mana
 			OperatorUser: "system:serviceaccount:" + devenv.Namespace + ":remedy-operator"}
 	}
 	return Operator(o.wrap(opCfg), operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true,
-		WorkflowCheckInterval: o.WorkflowCheckInterval}, hooks)
+		WorkflowCheckInterval: o.WorkflowCheckInterval, MaxOpenRunsPerNamespace: o.MaxOpenRunsPerNamespace}, hooks)
 }
 
 // clientAuth admits only the API server's client certificate.

@@ -26,6 +26,7 @@ func AfterFirstEvent() []string {
 		"remedy_configmap_reload_restarts_total", "remedy_configmap_reload_errors_total",
 		"remedy_configmap_reload_debounced_total", "remedy_configmap_reload_retry_total",
 		"remedy_configmap_reload_declined_total", "remedy_split_ownership_detected_total",
+		"remedy_open_runs_limited_total",
 	}, sdkCounted...)
 }
 

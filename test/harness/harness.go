@@ -164,6 +164,10 @@ func Config() *rest.Config { return env.Config }
 // Temporal is a client of the dev server.
 func Temporal() client.Client { return env.Temporal }
 
+// RemedyOptions are the options the package's Remedy runs with, for a test
+// that starts its own operator with a change.
+func RemedyOptions() compose.RemedyOptions { return remedyOpts }
+
 // AuditLogPath is kube-apiserver's JSON audit log (Options.AuditLog).
 func AuditLogPath() string { return env.AuditLogPath }
 

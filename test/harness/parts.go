@@ -17,8 +17,15 @@ import (
 // and requester webhooks down, as an operator restart does.
 func StartOperator(t testing.TB) (stop func()) {
 	t.Helper()
+	return StartOperatorWith(t, remedyOpts)
+}
+
+// StartOperatorWith is StartOperator with options of the test's own, such as
+// a tiny open-runs cap.
+func StartOperatorWith(t testing.TB, o compose.RemedyOptions) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := compose.NewOperator(ctx, env, remedyOpts)
+	mgr, err := compose.NewOperator(ctx, env, o)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

@@ -218,7 +218,16 @@ func TestDurationsAreValidatedAtAdmission(t *testing.T) {
 			for _, v := range []v1alpha1.Duration{"-1s", "5", "1 h", "5sec", ""} {
 				assert.Error(t, harness.Kube().Create(ctx, tt.obj(&v), ctrlclient.DryRunAll), "%s: %q accepted", tt.path, v)
 			}
-			for _, v := range []v1alpha1.Duration{"0s", "1h30m", "1.5s", "500ms", "2h"} {
+			valid := []v1alpha1.Duration{"0s", "1h30m", "1.5s", "500ms", "2h"}
+			if strings.Contains(tt.path, "Conditions[") {
+				// Conditions' timeouts add up to at most 10m.
+				valid = []v1alpha1.Duration{"0s", "9m30s", "1.5s", "500ms", "10m"}
+				long := v1alpha1.Duration("10m1s")
+				err := harness.Kube().Create(ctx, tt.obj(&long), ctrlclient.DryRunAll)
+				require.Error(t, err, "%s: %q accepted", tt.path, long)
+				assert.Contains(t, err.Error(), "the timeouts of preConditions and postConditions must add up to at most 10m")
+			}
+			for _, v := range valid {
 				assert.NoError(t, harness.Kube().Create(ctx, tt.obj(&v), ctrlclient.DryRunAll), "%s: %q refused", tt.path, v)
 			}
 		})
