@@ -154,6 +154,9 @@ func (v *Validation) CheckRequester(ctx context.Context, in RequesterCheck) erro
 type PolicyResult struct {
 	Validation      v1alpha1.PolicyValidation `json:"validation"`
 	ApprovalTimeout string                    `json:"approvalTimeout,omitempty"`
+	// DistinctApprover is the policy's require_distinct_approver (by default
+	// its require_approval): an approval needs someone other than the requester.
+	DistinctApprover bool `json:"distinctApprover,omitempty"`
 }
 
 // EvaluatePolicy applies the protected-namespace rule and the Rego safety
@@ -220,7 +223,7 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 		RequiredApproval: verdict.RequireApproval,
 		RequiredDryRun:   verdict.RequireDryRun,
 		Messages:         verdict.Deny,
-	}}
+	}, DistinctApprover: verdict.RequireDistinctApprover}
 	if verdict.ApprovalTimeout > 0 {
 		res.ApprovalTimeout = verdict.ApprovalTimeout.String()
 	}
