@@ -160,6 +160,9 @@ const builtinProtected = "builtin/protected-namespaces"
 type PolicyResult struct {
 	Validation      v1alpha1.PolicyValidation `json:"validation"`
 	ApprovalTimeout string                    `json:"approvalTimeout,omitempty"`
+	// DistinctApprover is the policy's require_distinct_approver (by default
+	// its require_approval): an approval needs someone other than the requester.
+	DistinctApprover bool `json:"distinctApprover,omitempty"`
 }
 
 // EvaluatePolicy applies the protected-namespace rule and the Rego safety
@@ -227,7 +230,7 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 		RequiredApproval: verdict.RequireApproval,
 		RequiredDryRun:   verdict.RequireDryRun,
 		Messages:         verdict.Deny,
-	}}
+	}, DistinctApprover: verdict.RequireDistinctApprover}
 	if verdict.ApprovalTimeout > 0 {
 		res.ApprovalTimeout = verdict.ApprovalTimeout.String()
 	}

@@ -222,10 +222,14 @@ func setApprovalCondition(s *v1alpha1.RemediationApprovalRequestStatus, status m
 // Temporal ones name the request, so they cannot decide a later one by mistake.
 func requestedNote(rar *v1alpha1.RemediationApprovalRequest) string {
 	id := rar.Spec.WorkflowID
-	return fmt.Sprintf("%s on %s before %s. Approve: temporal workflow signal --workflow-id %s --name approve --input '{\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
+	who := ""
+	if c := rar.Spec.ApprovalContext; c.RequireDistinctApprover && c.Requester != "" {
+		who = "; an approver other than the requester " + c.Requester + " must approve"
+	}
+	return fmt.Sprintf("%s on %s before %s%s. Approve: temporal workflow signal --workflow-id %s --name approve --input '{\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
 		" | or: temporal workflow update execute --workflow-id %s --name decide --input '{\"approved\":true,\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
 		" | or: kubectl patch rar %s -n %s --subresource=status --type=merge -p '{\"status\":{\"decision\":\"Approved\",\"decisionMessage\":\"...\"}}'"+
 		" (reject: --name reject, \"approved\":false, or \"Rejected\")",
-		rar.Spec.ApprovalContext.Action, rar.Spec.ApprovalContext.Target.String(), rar.Spec.RequiredBy.UTC().Format(time.RFC3339),
+		rar.Spec.ApprovalContext.Action, rar.Spec.ApprovalContext.Target.String(), rar.Spec.RequiredBy.UTC().Format(time.RFC3339), who,
 		id, rar.Name, id, rar.Name, rar.Name, rar.Namespace)
 }

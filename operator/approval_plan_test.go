@@ -39,7 +39,15 @@ func TestPlanApproval(t *testing.T) {
 		assert.Contains(t, p.events[0].note, "temporal workflow update execute --workflow-id kexec/shop/scale-web/u1 --name decide")
 		assert.Contains(t, p.events[0].note, "kubectl patch rar scale-web-approval -n shop --subresource=status")
 		assert.Contains(t, p.events[0].note, `"request":"scale-web-approval"`)
+		assert.NotContains(t, p.events[0].note, "other than")
 		assert.Empty(t, p.signal)
+	})
+	t.Run("a request that needs another approver says so in the Requested event", func(t *testing.T) {
+		rar := base(v1alpha1.RemediationApprovalRequestStatus{})
+		rar.Spec.ApprovalContext.Requester, rar.Spec.ApprovalContext.RequireDistinctApprover = "alice", true
+		p := planApproval(rar, waiting, runLook{}, now)
+		require.Len(t, p.events, 1)
+		assert.Contains(t, p.events[0].note, "; an approver other than the requester alice must approve. Approve:")
 	})
 	t.Run("unchanged within a step: no write, no event", func(t *testing.T) {
 		first := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), waiting, runLook{}, now)

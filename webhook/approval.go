@@ -49,15 +49,19 @@ func (a *Approval) Handle(ctx context.Context, req admission.Request) admission.
 	if err := a.Decoder.DecodeRaw(req.Object, &cur); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
 	}
+	// The requester and the rule come from the stored request: its spec is
+	// the worker's, immutable, and the API server vouches for oldObject.
 	c := StatusChange{Namespace: cur.Namespace, Name: cur.Name, Old: old.Status, New: cur.Status,
-		User: req.UserInfo.Username, RequiredBy: cur.Spec.RequiredBy.Time, Now: a.Now().UTC().Truncate(time.Second)}
+		User: req.UserInfo.Username, RequiredBy: cur.Spec.RequiredBy.Time, Now: a.Now().UTC().Truncate(time.Second),
+		Anonymous: Anonymous(req.UserInfo.Username, req.UserInfo.Groups),
+		Requester: old.Spec.ApprovalContext.Requester, DistinctApprover: old.Spec.ApprovalContext.RequireDistinctApprover}
 	for _, t := range a.Trusted {
 		c.Trusted = c.Trusted || t == c.User
 	}
 	for _, e := range a.Expirers {
 		c.Expirer = c.Expirer || e == c.User
 	}
-	if NeedsAuthorization(old.Status, cur.Status, c.Expirer) {
+	if NeedsAuthorization(old.Status, cur.Status, c.Expirer) && !c.Anonymous {
 		ok, err := a.authorized(ctx, req, cur.Namespace, cur.Name)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)

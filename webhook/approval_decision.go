@@ -5,6 +5,8 @@ package webhook
 import (
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,6 +33,14 @@ type StatusChange struct {
 	// Authorized is the SubjectAccessReview's answer for ApproveVerb; only
 	// asked when NeedsAuthorization.
 	Authorized bool
+	// Anonymous: the API server authenticated nobody (see Anonymous); such a
+	// user decides nothing, whatever RBAC grants them.
+	Anonymous bool
+	// Requester and DistinctApprover are the stored request's
+	// spec.approvalContext requester and requireDistinctApprover: then the
+	// requester may reject, not approve.
+	Requester        string
+	DistinctApprover bool
 	// RequiredBy is the request's spec.requiredBy; no person decides after it.
 	RequiredBy time.Time
 	Now        time.Time
@@ -100,6 +110,11 @@ func decideStatusChange(c StatusChange) Verdict {
 		}
 		return Verdict{Allowed: true}
 	}
+	if c.Anonymous {
+		return Verdict{Code: http.StatusForbidden, Message: fmt.Sprintf(
+			"an anonymous user (%q) may not decide RemediationApprovalRequest %s/%s: every decision is attributed to an authenticated user",
+			c.User, c.Namespace, c.Name)}
+	}
 	if !c.Authorized {
 		return Verdict{Code: http.StatusForbidden, Message: fmt.Sprintf(
 			"user %q may not decide RemediationApprovalRequest %s/%s: it needs the verb %q on remediationapprovalrequests.remedy.dev in namespace %s (see deploy/rbac/approver-example.yaml)",
@@ -107,6 +122,11 @@ func decideStatusChange(c StatusChange) Verdict {
 	}
 	if c.Trusted {
 		return Verdict{Allowed: true}
+	}
+	if c.DistinctApprover && next.Decision == v1alpha1.DecisionApproved && c.Requester != "" && c.User == c.Requester {
+		return Verdict{Code: http.StatusForbidden, Message: fmt.Sprintf(
+			"user %q requested this change and may not approve it: RemediationApprovalRequest %s/%s needs an approver other than the requester (spec.approvalContext.requireDistinctApprover); ask another approver, or reject it to withdraw the request",
+			c.User, c.Namespace, c.Name)}
 	}
 	if closed := closedBy(old); closed != nil {
 		return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s/%s is closed (%s: %s): it accepts no decision",
@@ -132,6 +152,19 @@ func decideStatusChange(c StatusChange) Verdict {
 // closedBy returns the Ready=False condition of a request the operator closed
 // without a decision (its subject ended, or it names another workflow);
 // nothing waits for a decision on it any more.
+// AnonymousUser and UnauthenticatedGroup are what the API server calls a
+// request it authenticated nobody for.
+const (
+	AnonymousUser        = "system:anonymous"
+	UnauthenticatedGroup = "system:unauthenticated"
+)
+
+// Anonymous reports whether the API server authenticated nobody: the
+// anonymous user, its group, or no name at all.
+func Anonymous(user string, groups []string) bool {
+	return strings.TrimSpace(user) == "" || user == AnonymousUser || slices.Contains(groups, UnauthenticatedGroup)
+}
+
 func closedBy(s v1alpha1.RemediationApprovalRequestStatus) *metav1.Condition {
 	if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
 		return c

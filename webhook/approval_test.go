@@ -168,6 +168,39 @@ func TestDecideStatusChange(t *testing.T) {
 			wantCode: http.StatusConflict,
 		},
 		{
+			name: "the requester may not approve a request that needs another approver",
+			change: StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionApproved}, User: "alice", Authorized: true,
+				Requester: "alice", DistinctApprover: true, RequiredBy: requiredBy, Now: now},
+			wantCode: http.StatusForbidden,
+		},
+		{
+			name: "another approver may",
+			change: StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionApproved}, User: "carol", Authorized: true,
+				Requester: "alice", DistinctApprover: true, RequiredBy: requiredBy, Now: now},
+			wantStatus: &v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: &v1alpha1.RequestedDecision{
+				Decision: v1alpha1.DecisionApproved, RequestedBy: "carol", RequestedAt: metav1.NewTime(now)}},
+		},
+		{
+			name: "and the requester may withdraw their request by rejecting it",
+			change: StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionRejected}, User: "alice", Authorized: true,
+				Requester: "alice", DistinctApprover: true, RequiredBy: requiredBy, Now: now},
+			wantStatus: &v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: &v1alpha1.RequestedDecision{
+				Decision: v1alpha1.DecisionRejected, RequestedBy: "alice", RequestedAt: metav1.NewTime(now)}},
+		},
+		{
+			name: "without the rule the requester approves",
+			change: StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionApproved}, User: "alice", Authorized: true,
+				Requester: "alice", RequiredBy: requiredBy, Now: now},
+			wantStatus: &v1alpha1.RemediationApprovalRequestStatus{RequestedDecision: &v1alpha1.RequestedDecision{
+				Decision: v1alpha1.DecisionApproved, RequestedBy: "alice", RequestedAt: metav1.NewTime(now)}},
+		},
+		{
+			name: "an anonymous user decides nothing, whatever RBAC grants",
+			change: StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionRejected}, User: AnonymousUser, Anonymous: true, Authorized: true,
+				RequiredBy: requiredBy, Now: now},
+			wantCode: http.StatusForbidden,
+		},
+		{
 			name:     "attribution without a decision is refused",
 			change:   StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{DecidedBy: "mallory"}, User: "mallory"},
 			wantCode: http.StatusUnprocessableEntity,
@@ -191,4 +224,12 @@ func TestNeedsAuthorization(t *testing.T) {
 	assert.True(t, NeedsAuthorization(v1alpha1.RemediationApprovalRequestStatus{}, approved, true), "the expirer decides nothing but Expired")
 	assert.False(t, NeedsAuthorization(v1alpha1.RemediationApprovalRequestStatus{}, expired, true))
 	assert.True(t, NeedsAuthorization(v1alpha1.RemediationApprovalRequestStatus{}, expired, false))
+}
+
+func TestAnonymous(t *testing.T) {
+	assert.True(t, Anonymous(AnonymousUser, []string{UnauthenticatedGroup}))
+	assert.True(t, Anonymous("", nil))
+	assert.True(t, Anonymous(" ", []string{"system:authenticated"}))
+	assert.True(t, Anonymous("bob", []string{UnauthenticatedGroup}))
+	assert.False(t, Anonymous("bob", []string{"system:authenticated"}))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -75,7 +76,10 @@ type ApprovalAsk struct {
 	SubjectUID string
 	// RemediationRequest, when set, owns the RAR instead of Subject.
 	RemediationRequest string
-	Context            v1alpha1.ApprovalContext
+	// Context is what the approver reads; the gate enforces its
+	// RequireDistinctApprover against its Requester, so the request shows
+	// exactly the rule that applies.
+	Context v1alpha1.ApprovalContext
 	// Timeout is the spec or policy level of the hierarchy; 0 asks the
 	// namespace's remedy-config, then 15m applies.
 	Timeout time.Duration
@@ -120,7 +124,10 @@ type openApproval struct {
 	namespace  string
 	name       string
 	requiredBy time.Time
-	decision   *activities.Decision
+	// requester may not approve when distinct is set.
+	requester string
+	distinct  bool
+	decision  *activities.Decision
 }
 
 // awaitDecision asks once and waits for the answer (see approvalGate).
@@ -133,7 +140,7 @@ func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (act
 			return activities.Decision{}, err
 		}
 	}
-	open := &openApproval{namespace: ask.Namespace, name: ask.Name, requiredBy: requiredBy}
+	open := &openApproval{namespace: ask.Namespace, name: ask.Name, requiredBy: requiredBy, requester: ask.Context.Requester, distinct: ask.Context.RequireDistinctApprover}
 	g.open = open
 	upsertApprovalStatus(ctx, ApprovalPending)
 	if ask.Opened != nil {
@@ -206,14 +213,42 @@ func (g *approvalGate) create(ctx workflow.Context, ask ApprovalAsk) (time.Time,
 }
 
 // offer gives a decision to the open request; late, duplicate or misaddressed
-// ones are logged and ignored.
+// ones are logged and ignored, and so, with a Warning, are anonymous ones and
+// a requester's approval of their own request when it needs another approver.
 func (g *approvalGate) offer(ctx workflow.Context, namespace, request string, d activities.Decision) {
-	if g.open == nil || g.open.decision != nil || !g.open.is(namespace, request) {
+	err := named(d.DecidedBy)
+	if err == nil && (g.open == nil || g.open.decision != nil || !g.open.is(namespace, request)) {
 		workflow.GetLogger(ctx).Info("ignoring approval decision", "decision", d.Decision, "approver", d.DecidedBy, "via", d.Via,
 			"namespace", namespace, "request", request)
 		return
 	}
+	if err == nil {
+		err = g.open.refuses(d.DecidedBy, d.Decision)
+	}
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("ignoring approval decision: "+err.Error(), "decision", d.Decision, "approver", d.DecidedBy, "via", d.Via,
+			"namespace", namespace, "request", request)
+		return
+	}
 	g.open.decision = &d
+}
+
+// named refuses an anonymous decision: an empty or blank approver.
+func named(approver string) error {
+	if strings.TrimSpace(approver) == "" {
+		return errors.New("approver is required: an anonymous decision is not taken")
+	}
+	return nil
+}
+
+// refuses says why approver may not take decision on this request: the
+// requester approves a request that needs another approver (rejecting their
+// own request only withdraws it).
+func (o *openApproval) refuses(approver string, decision v1alpha1.Decision) error {
+	if approver = strings.TrimSpace(approver); o.distinct && decision == v1alpha1.DecisionApproved && o.requester != "" && approver == o.requester {
+		return fmt.Errorf("%s requested this change, and approval request %s/%s needs an approver other than the requester", approver, o.namespace, o.name)
+	}
+	return nil
 }
 
 // is reports whether a decision addressed to namespace/request (either may
@@ -226,15 +261,19 @@ func (o *openApproval) is(namespace, request string) bool {
 // validate refuses an update that could not be the first, timely decision
 // of the open request, before it is written to history.
 func (g *approvalGate) validate(ctx workflow.Context, req DecideRequest) error {
+	if err := named(req.Approver); err != nil {
+		return err
+	}
 	switch {
-	case req.Approver == "":
-		return errors.New("approver is required")
 	case g.open == nil || g.open.decision != nil:
 		return errors.New("no approval request is open: a decision was already taken")
 	case !g.open.is(req.Namespace, req.Request):
 		return fmt.Errorf("approval request %s is not open (the open one is %s/%s)", path.Join(req.Namespace, req.Request), g.open.namespace, g.open.name)
 	case !workflow.Now(ctx).Before(g.open.requiredBy):
 		return fmt.Errorf("the approval request expired at %s", g.open.requiredBy.UTC().Format(time.RFC3339))
+	}
+	if req.Approved {
+		return g.open.refuses(req.Approver, v1alpha1.DecisionApproved)
 	}
 	return nil
 }
@@ -285,7 +324,7 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 				if s.Via == string(v1alpha1.DecidedViaKubectl) {
 					via = v1alpha1.DecidedViaKubectl
 				}
-				g.offer(ctx, s.Namespace, s.Request, activities.Decision{Decision: decision, DecidedBy: orUnknown(s.Approver), Via: via, At: workflow.Now(ctx), Message: s.Reason})
+				g.offer(ctx, s.Namespace, s.Request, activities.Decision{Decision: decision, DecidedBy: s.Approver, Via: via, At: workflow.Now(ctx), Message: s.Reason})
 			}
 		})
 	}

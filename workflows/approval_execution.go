@@ -44,16 +44,21 @@ func (r *executionRun) awaitApproval(ctx workflow.Context, pol activities.Policy
 	if pol.Validation.RequiredApproval {
 		reason = "policy " + pol.Validation.PolicyName + " requires approval"
 	}
+	requester, distinct := requesterName(spec.Requester), distinctApprover(spec, pol)
+	who := ""
+	if distinct {
+		who = "; an approver other than the requester " + orUnknown(requester) + " must approve"
+	}
 	ask := ApprovalAsk{
 		Namespace: r.in.Namespace, Name: name, SubjectUID: r.in.UID, Timeout: approvalTimeout(spec, pol.ApprovalTimeout),
 		Subject: v1alpha1.ObjectRef{APIVersion: v1alpha1.GroupVersion.String(), Kind: "KubernetesExecution", Namespace: r.in.Namespace, Name: r.in.Name},
 		Context: v1alpha1.ApprovalContext{Reason: reason, Action: spec.Action, Target: spec.Target, PolicyEvaluation: &v1alpha1.PolicyEvaluation{
 			PolicyName: pol.Validation.PolicyName, Decision: policyDecision(pol.Validation), PolicyHash: pol.Validation.PolicyHash,
-		}},
+		}, Requester: requester, RequireDistinctApprover: distinct},
 		Opened: func(ctx workflow.Context, requiredBy time.Time) {
 			r.status.ApprovalRequestRef = &v1alpha1.LocalRef{Name: name}
 			r.setPhase(ctx, v1alpha1.PhaseWaitingApproval, ReasonApprovalRequested,
-				fmt.Sprintf("%s; approve or reject RemediationApprovalRequest %s before %s", reason, name, requiredBy.UTC().Format(time.RFC3339)))
+				fmt.Sprintf("%s; approve or reject RemediationApprovalRequest %s before %s%s", reason, name, requiredBy.UTC().Format(time.RFC3339), who))
 		},
 	}
 	if spec.RemediationRequestRef != nil {
@@ -76,6 +81,13 @@ func (r *executionRun) awaitApproval(ctx workflow.Context, pol activities.Policy
 		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonApprovalExpired, d.Message)
 	}
 	return false
+}
+
+// distinctApprover combines the two levels: the policy's
+// require_distinct_approver (by default on for approvals it requires), and the
+// spec, which may make it stricter, never weaker.
+func distinctApprover(spec v1alpha1.KubernetesExecutionSpec, pol activities.PolicyResult) bool {
+	return pol.DistinctApprover || (spec.Approval != nil && spec.Approval.RequireDistinctApprover)
 }
 
 func policyDecision(p v1alpha1.PolicyValidation) string {

@@ -39,7 +39,7 @@ func TestEvalSafety(t *testing.T) {
 		{"denied verbatim", SafetyInput{Action: "delete-pod", Namespace: NamespaceInput{Name: "shop", Labels: map[string]string{"env": "prod"}}},
 			Verdict{Deny: []string{"delete-pod is not allowed in prod namespace shop"}, ApprovalTimeout: 30 * time.Minute}},
 		{"approval", SafetyInput{Action: "scale", Parameters: map[string]any{"replicas": 50}},
-			Verdict{RequireApproval: true, ApprovalTimeout: 30 * time.Minute}},
+			Verdict{RequireApproval: true, RequireDistinctApprover: true, ApprovalTimeout: 30 * time.Minute}},
 		{"dry-run", SafetyInput{Action: "patch"}, Verdict{RequireDryRun: true, ApprovalTimeout: 30 * time.Minute}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,6 +52,29 @@ func TestEvalSafety(t *testing.T) {
 	_, err := e.EvalSafety(ctx, map[string]string{"safety.rego": safety + "\n# edited\n"}, SafetyInput{})
 	require.NoError(t, err)
 	assert.Equal(t, 2, e.Compiles, "new content compiles again")
+}
+
+// require_distinct_approver defaults to require_approval; a boolean rule
+// overrides it either way, and anything else leaves the default.
+func TestEvalSafetyDistinctApprover(t *testing.T) {
+	e := NewEngine()
+	for _, tc := range []struct {
+		name, rules        string
+		approval, distinct bool
+	}{
+		{"policy approval: on by default", "require_approval := true", true, true},
+		{"no approval: off by default", "", false, false},
+		{"policy turns it off", "require_approval := true\nrequire_distinct_approver := false", true, false},
+		{"policy asks it for approvals the spec requires", "require_distinct_approver := true", false, true},
+		{"a non-boolean keeps the default", "require_approval := true\nrequire_distinct_approver := \"no\"", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := e.EvalSafety(context.Background(), map[string]string{"safety.rego": "package remedy.safety\n" + tc.rules + "\n"}, SafetyInput{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.approval, v.RequireApproval)
+			assert.Equal(t, tc.distinct, v.RequireDistinctApprover)
+		})
+	}
 }
 
 func TestEvalSafetyBadModule(t *testing.T) {

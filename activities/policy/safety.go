@@ -31,10 +31,14 @@ type NamespaceInput struct {
 
 // Verdict is what the safety policy decided.
 type Verdict struct {
-	Deny            []string      `json:"deny,omitempty"`
-	RequireApproval bool          `json:"requireApproval"`
-	RequireDryRun   bool          `json:"requireDryRun"`
-	ApprovalTimeout time.Duration `json:"approvalTimeout,omitempty"`
+	Deny            []string `json:"deny,omitempty"`
+	RequireApproval bool     `json:"requireApproval"`
+	RequireDryRun   bool     `json:"requireDryRun"`
+	// RequireDistinctApprover: only someone other than the requester may
+	// approve. The rule require_distinct_approver when it is a boolean,
+	// otherwise RequireApproval: on for the approvals the policy requires.
+	RequireDistinctApprover bool          `json:"requireDistinctApprover"`
+	ApprovalTimeout         time.Duration `json:"approvalTimeout,omitempty"`
 }
 
 // EvalSafety evaluates data.remedy.safety. Undefined rules take their
@@ -58,6 +62,10 @@ func (e *Engine) EvalSafety(ctx context.Context, modules map[string]string, in S
 	sort.Strings(v.Deny)
 	v.RequireApproval, _ = doc["require_approval"].(bool)
 	v.RequireDryRun, _ = doc["require_dry_run"].(bool)
+	v.RequireDistinctApprover = v.RequireApproval
+	if b, ok := doc["require_distinct_approver"].(bool); ok {
+		v.RequireDistinctApprover = b
+	}
 	if s, ok := doc["approval_timeout"].(string); ok && s != "" {
 		if v.ApprovalTimeout, err = time.ParseDuration(s); err != nil {
 			return Verdict{}, &CompileError{Err: fmt.Errorf("approval_timeout %q: %w", s, err)}

@@ -41,6 +41,14 @@ type ApprovalSpec struct {
 	// approval_timeout, then the namespace ConfigMap remedy-config key approvalTimeout, then 15m apply.
 	// +optional
 	Timeout *Duration `json:"timeout,omitempty"`
+	// RequireDistinctApprover lets only someone other than the requester
+	// (spec.requester.username) approve; the requester may still reject. It
+	// only makes the safety policy stricter: false or unset keeps the policy's
+	// require_distinct_approver, which is true by default for approvals the
+	// policy requires. KubernetesExecutions and RemediationRequest steps only:
+	// a reload has no requester.
+	// +optional
+	RequireDistinctApprover bool `json:"requireDistinctApprover,omitempty"`
 }
 
 // Requester is the authenticated user a change is made for. The operator's

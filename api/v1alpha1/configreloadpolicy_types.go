@@ -41,6 +41,7 @@ type ConfigReloadPolicySpec struct {
 	// +kubebuilder:default={initialInterval:"1s",maxInterval:"30s"}
 	Retry *RetrySpec `json:"retry,omitempty"`
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.requireDistinctApprover) || !self.requireDistinctApprover",message="requireDistinctApprover applies to KubernetesExecutions and RemediationRequests: a reload has no requester"
 	Approval *ApprovalSpec `json:"approval,omitempty"`
 }
 

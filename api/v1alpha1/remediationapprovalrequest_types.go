@@ -44,6 +44,14 @@ type ApprovalContext struct {
 	Target ObjectRef `json:"target"`
 	// +optional
 	PolicyEvaluation *PolicyEvaluation `json:"policyEvaluation,omitempty"`
+	// Requester is who asked for the change (the execution's spec.requester.username).
+	// +optional
+	Requester string `json:"requester,omitempty"`
+	// RequireDistinctApprover: only someone other than Requester may approve
+	// (the spec's approval.requireDistinctApprover, or the safety policy's
+	// require_distinct_approver). Anonymous decisions are refused on every request.
+	// +optional
+	RequireDistinctApprover bool `json:"requireDistinctApprover,omitempty"`
 }
 
 // RemediationApprovalRequestSpec is written once by the workflow and never changes.

@@ -43,9 +43,11 @@ for an rr the open request of its waiting step.`,
 }
 
 // withApproverHint adds what deciding takes to a refusal that does not name
-// the approve verb (RBAC's, before the approval webhook is asked).
+// the approve verb (RBAC's, before the approval webhook is asked). The
+// webhook's own refusals say why (no approve verb, an anonymous user, the
+// requester approving a request that needs another approver): they go as they are.
 func withApproverHint(err error) error {
-	if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), `"approve"`) {
+	if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), `"approve"`) && !strings.Contains(err.Error(), "admission webhook") {
 		return fmt.Errorf("%w (%s)", err, approverHint)
 	}
 	return err

@@ -130,8 +130,17 @@ func (s *session) approvalText(ctx context.Context, namespace, name string) stri
 		r := st.RequestedDecision
 		return fmt.Sprintf("%s requested by %s at %s, on its way to the workflow", r.Decision, r.RequestedBy, r.RequestedAt.UTC().Format(time.RFC3339))
 	}
-	return fmt.Sprintf("waiting for a decision until %s (kubectl remedy approve|reject rar %s -n %s)",
-		rar.Spec.RequiredBy.UTC().Format(time.RFC3339), name, namespace)
+	return fmt.Sprintf("waiting for a decision until %s%s (kubectl remedy approve|reject rar %s -n %s)",
+		rar.Spec.RequiredBy.UTC().Format(time.RFC3339), distinctNote(rar.Spec.ApprovalContext), name, namespace)
+}
+
+// distinctNote names who may not approve, for a request that needs another
+// approver than its requester.
+func distinctNote(c v1alpha1.ApprovalContext) string {
+	if !c.RequireDistinctApprover || c.Requester == "" {
+		return ""
+	}
+	return " by an approver other than the requester " + c.Requester
 }
 
 func rollbackParams(p *v1alpha1.ActionParameters) string {
