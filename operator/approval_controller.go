@@ -41,7 +41,7 @@ type ApprovalReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=remediationapprovalrequests,verbs=get;list;watch
-// +kubebuilder:rbac:groups=remedy.dev,resources=remediationapprovalrequests/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=remedy.dev,resources=remediationapprovalrequests/status,verbs=update
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Reconcile observes the RAR and its subject, plans in a pure function, then

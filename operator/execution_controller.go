@@ -46,11 +46,10 @@ type ExecutionReconciler struct {
 	openRuns *openRuns
 }
 
-// +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions/finalizers,verbs=update
+// +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions/status,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=remedy-system,resources=leases,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=remedy-system,resources=leases,verbs=get;create;update
 
 // Reconcile observes the execution and its workflow, plans the status in a
 // pure function, then starts, cancels or writes status as planned.

@@ -44,7 +44,7 @@ type ReloadReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=configreloadpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=remedy.dev,resources=configreloadpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=remedy.dev,resources=configreloadpolicies/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch

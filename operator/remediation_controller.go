@@ -41,7 +41,7 @@ type RemediationReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests,verbs=get;list;watch
-// +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests/status,verbs=update
 
 // Reconcile observes the request and its workflow, plans, then starts or writes status.
 func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
