@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -119,7 +120,13 @@ func TestDutiesAnonymousDecisionsAreRefused(t *testing.T) {
 	assert.Contains(t, out, "approver is required: an anonymous decision is not taken")
 	assert.Equal(t, before, historyLength(t, id), "a refused update leaves no trace in history")
 
+	// As a cluster that lets anonymous users in and granted them too much would.
 	grant(t, ns, webhook.AnonymousUser, "approve")
+	discovery := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "duties-anonymous-discovery-" + ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:discovery"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: webhook.AnonymousUser}}}
+	require.NoError(t, harness.Kube().Create(ctx, discovery))
+	t.Cleanup(func() { require.NoError(t, harness.Kube().Delete(context.Background(), discovery)) })
 	err = asAnonymous(t).Status().Patch(ctx, rar.DeepCopy(), decisionPatch("Rejected", "", ""))
 	requireForbidden(t, err, `an anonymous user ("system:anonymous") may not decide RemediationApprovalRequest `+ns+"/"+rar.Name)
 
