@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -118,7 +120,13 @@ func TestDutiesAnonymousDecisionsAreRefused(t *testing.T) {
 	assert.Contains(t, out, "approver is required: an anonymous decision is not taken")
 	assert.Equal(t, before, historyLength(t, id), "a refused update leaves no trace in history")
 
+	// As a cluster that lets anonymous users in and granted them too much would.
 	grant(t, ns, webhook.AnonymousUser, "approve")
+	discovery := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "duties-anonymous-discovery-" + ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:discovery"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: webhook.AnonymousUser}}}
+	require.NoError(t, harness.Kube().Create(ctx, discovery))
+	t.Cleanup(func() { require.NoError(t, harness.Kube().Delete(context.Background(), discovery)) })
 	err = asAnonymous(t).Status().Patch(ctx, rar.DeepCopy(), decisionPatch("Rejected", "", ""))
 	requireForbidden(t, err, `an anonymous user ("system:anonymous") may not decide RemediationApprovalRequest `+ns+"/"+rar.Name)
 
@@ -135,4 +143,20 @@ func TestDutiesAnonymousDecisionsAreRefused(t *testing.T) {
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
 	assert.Equal(t, v1alpha1.DecisionApproved, rar.Status.Decision)
 	assert.Equal(t, "bob", rar.Status.DecidedBy, "the first named decision is the one the run took")
+}
+
+// A reload has no requester to keep from approving: a ConfigReloadPolicy
+// that asks for a distinct approver is refused rather than ignored.
+func TestDutiesReloadPolicyRefusesDistinctApprover(t *testing.T) {
+	ns := harness.Namespace(t)
+	p := &v1alpha1.ConfigReloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "reload", Namespace: ns}, Spec: v1alpha1.ConfigReloadPolicySpec{
+		ConfigMapSelector: metav1.LabelSelector{MatchLabels: map[string]string{"reload": "true"}},
+		WorkloadSelector:  metav1.LabelSelector{MatchLabels: map[string]string{"reload": "true"}},
+		Approval:          &v1alpha1.ApprovalSpec{Required: true, RequireDistinctApprover: true},
+	}}
+	err := harness.Kube().Create(context.Background(), p)
+	require.Error(t, err)
+	assert.True(t, apierrors.IsInvalid(err), "want 422, got %v", err)
+	assert.Contains(t, err.Error(), "spec.approval: Invalid value")
+	assert.Contains(t, err.Error(), "requireDistinctApprover applies to KubernetesExecutions and RemediationRequests: a reload has no requester")
 }
