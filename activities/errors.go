@@ -16,7 +16,6 @@ import (
 // and the values of .status.reason.
 const (
 	ReasonInvalidParameters = "InvalidParameters"
-	ReasonUnsupported       = "Unsupported"
 	ReasonForbidden         = "Forbidden"
 	ReasonNotFound          = "NotFound"
 	ReasonPolicyDenied      = "PolicyDenied"
@@ -31,7 +30,7 @@ const (
 
 // NonRetryable lists the types a RetryPolicy must not retry.
 var NonRetryable = []string{
-	ReasonInvalidParameters, ReasonUnsupported, ReasonForbidden, ReasonNotFound,
+	ReasonInvalidParameters, ReasonForbidden, ReasonNotFound,
 	ReasonPolicyDenied, ReasonDryRunFailed, ReasonExecutionFailed, ReasonPolicyMissing, ReasonSubjectMismatch,
 }
 

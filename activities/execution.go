@@ -2,14 +2,10 @@ package activities
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -17,12 +13,11 @@ import (
 
 // Execution holds the activities of one KubernetesExecution run.
 type Execution struct {
-	// Config is the worker's own identity; action calls impersonate the
-	// action's ServiceAccount on top of it, so the API server enforces the
-	// action's RBAC and the worker itself needs no access to targets.
-	Config *rest.Config
-	// ActionNamespace holds the remedy-action-<action> ServiceAccounts.
-	ActionNamespace string
+	// Gate hands out the clients that act as the action's ServiceAccount,
+	// so the API server enforces the action's RBAC and the worker itself
+	// needs no access to targets: read-only ones to inspect and dry-run, a
+	// writing one only to a write that passed it.
+	Gate *Gate
 	// Mapper resolves target kinds to resources.
 	Mapper meta.RESTMapper
 	// Heartbeats sends the plan to the server before a write, unthrottled
@@ -31,8 +26,6 @@ type Execution struct {
 	Heartbeats Heartbeater
 	// HeartbeatEvery bounds the silence between heartbeats while a write runs (default 2s).
 	HeartbeatEvery time.Duration
-
-	clients sync.Map // action name -> dynamic.Interface
 }
 
 // InspectTarget reads the live target as the action's ServiceAccount and plans
@@ -69,11 +62,12 @@ type Heartbeater interface {
 }
 
 // ExecuteInline performs the action from the worker as the action's
-// ServiceAccount. It heartbeats, so a dead worker's attempt is retried within
+// ServiceAccount, once the write gate passed it. It heartbeats, so a dead worker's attempt is retried within
 // the heartbeat timeout, and records the plan before writing, so the retry
 // recognises a write that landed (actions.Guard) and reports the change and
 // rollback captured from the object it actually wrote.
-func (a *Execution) ExecuteInline(ctx context.Context, req actions.Request) (ExecuteResult, error) {
+func (a *Execution) ExecuteInline(ctx context.Context, w Write) (ExecuteResult, error) {
+	req := w.Request
 	log := activity.GetLogger(ctx)
 	beat := newBeater(ctx, a.Heartbeats)
 	defer beat.stop()
@@ -87,11 +81,11 @@ func (a *Execution) ExecuteInline(ctx context.Context, req actions.Request) (Exe
 	}
 	go beat.every(a.HeartbeatEvery)
 	guard.Record = func(p actions.Plan) error { return beat.record(p) }
-	dyn, err := a.clientFor(req.Action)
+	writer, err := a.Gate.Pass(ctx, w)
 	if err != nil {
 		return ExecuteResult{}, err
 	}
-	plan, err := actions.ApplyOnce(ctx, dyn, a.Mapper, req, guard)
+	plan, err := actions.ApplyOnce(ctx, writer.Dynamic, a.Mapper, req, guard)
 	if err != nil {
 		return ExecuteResult{}, classify(ReasonExecutionFailed, err)
 	}
@@ -100,22 +94,10 @@ func (a *Execution) ExecuteInline(ctx context.Context, req actions.Request) (Exe
 }
 
 func (a *Execution) run(ctx context.Context, req actions.Request, mode actions.Mode, failReason string) (actions.Plan, error) {
-	dyn, err := a.clientFor(req.Action)
+	inspector, err := a.Gate.Inspector(actions.ServiceAccountName(req.Action))
 	if err != nil {
 		return actions.Plan{}, err
 	}
-	plan, err := actions.Run(ctx, dyn, a.Mapper, req, mode)
+	plan, err := actions.Run(ctx, inspector.Dynamic, a.Mapper, req, mode)
 	return plan, classify(failReason, err)
-}
-
-func (a *Execution) clientFor(action string) (dynamic.Interface, error) {
-	if c, ok := a.clients.Load(action); ok {
-		return c.(dynamic.Interface), nil
-	}
-	c, err := dynamic.NewForConfig(AsServiceAccount(a.Config, a.ActionNamespace, actions.ServiceAccountName(action)))
-	if err != nil {
-		return nil, fmt.Errorf("build client for action %s: %w", action, err)
-	}
-	actual, _ := a.clients.LoadOrStore(action, c)
-	return actual.(dynamic.Interface), nil
 }

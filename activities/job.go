@@ -65,6 +65,14 @@ type Jobs struct {
 	Heartbeats Heartbeater
 	// TTL is the Jobs' ttlSecondsAfterFinished, whole seconds (default DefaultJobTTL).
 	TTL time.Duration
+	// Gate is asked right before the Job is created: its pod writes as the action's account.
+	Gate WriteChecker
+}
+
+// WriteChecker is the write gate as the job executor asks it: the Job is
+// the worker's own object, its pod's write is the action's.
+type WriteChecker interface {
+	Check(ctx context.Context, w Write) error
 }
 
 func (j *Jobs) ttl() int32 {
@@ -90,8 +98,10 @@ type JobInput struct {
 	ExecutionName      string          `json:"executionName"`
 	ExecutionUID       string          `json:"executionUID"`
 	Request            actions.Request `json:"request"`
-	Timeout            time.Duration   `json:"timeout"`
-	MaxRetries         int32           `json:"maxRetries"`
+	// Execution is the spec the run was started with, for the write gate.
+	Execution  v1alpha1.KubernetesExecutionSpec `json:"execution"`
+	Timeout    time.Duration                    `json:"timeout"`
+	MaxRetries int32                            `json:"maxRetries"`
 }
 
 // JobName is deterministic so a retried activity finds the Job its earlier
@@ -152,6 +162,9 @@ func (j *Jobs) ensure(ctx context.Context, in JobInput, prior jobProgress, b *be
 			"likely by its %ds TTL while no worker watched it; it is not run again: check the target", j.Namespace, prior.Name, prior.UID, j.ttl()))
 	}
 	if apierrors.IsNotFound(err) {
+		if err := j.Gate.Check(ctx, in.write()); err != nil {
+			return nil, err
+		}
 		if job, err = jobs.Create(ctx, want, metav1.CreateOptions{FieldManager: actions.FieldManager}); apierrors.IsAlreadyExists(err) {
 			job, err = jobs.Get(ctx, want.Name, metav1.GetOptions{})
 		}
@@ -169,6 +182,16 @@ func (j *Jobs) ensure(ctx context.Context, in JobInput, prior jobProgress, b *be
 	}
 	activity.GetLogger(ctx).Info("watching job", "job", job.Name, "uid", job.UID, "namespace", j.Namespace, "attempt", activity.GetInfo(ctx).Attempt)
 	return job, nil
+}
+
+// write is the Job's action as the write gate sees it.
+func (in JobInput) write() Write {
+	spec := in.Execution
+	return Write{
+		Subject: Subject{Kind: SubjectExecution, Namespace: in.ExecutionNamespace, Name: in.ExecutionName, UID: in.ExecutionUID, Execution: &spec},
+		Request: in.Request,
+		As:      actions.ServiceAccountName(in.Request.Action),
+	}
 }
 
 func (j *Jobs) job(in JobInput) (*batchv1.Job, error) {

@@ -32,7 +32,8 @@ const Finalizer = "remedy.dev/workflow"
 
 // ExecutionReconciler turns each KubernetesExecution into one ExecutionWorkflow,
 // relays the rollback annotation and cancels on delete. The workflow writes
-// .status; runs started before it did have their status query mirrored here.
+// .status; a run none of whose writes landed (status.sequence 0) has its
+// status query mirrored here.
 type ExecutionReconciler struct {
 	ctrlclient.Client
 	Temporal client.Client

@@ -62,7 +62,7 @@ type executionPlan = plan[v1alpha1.KubernetesExecutionStatus]
 // status when it could be read) and what a look at the workflow found (run).
 // It takes no client. Runs that write their own status (status.sequence > 0)
 // are only started, signalled and, when quiet, looked at (run.recheck); the
-// query mirror is for runs started before the workflows pushed. A run whose
+// query mirror is for runs none of whose writes landed. A run whose
 // workflow is gone before it wrote a final phase fails WorkflowLost.
 //
 // decided says the execution's approval request already carries a decision,

@@ -26,8 +26,8 @@ import (
 )
 
 // RemediationReconciler turns each RemediationRequest into one
-// RemediationWorkflow. The workflow writes .status; runs started before it did
-// have their status query mirrored here.
+// RemediationWorkflow. The workflow writes .status; a run none of whose writes
+// landed (status.sequence 0) has its status query mirrored here.
 type RemediationReconciler struct {
 	ctrlclient.Client
 	Temporal client.Client

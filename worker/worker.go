@@ -74,26 +74,30 @@ func New(o Options) (sdkworker.Worker, error) {
 		WorkerStopTimeout:                       o.StopTimeout,
 	})
 	workflows.RegisterAll(w)
-	w.RegisterActivity(&activities.Execution{Config: o.Kube, ActionNamespace: o.ActionNamespace, Mapper: mapper, Heartbeats: o.Temporal})
 	cs, err := kubernetes.NewForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build clientset: %w", err)
 	}
-	if o.ExecImage == "" {
-		o.ExecImage = DefaultExecImage
-	}
-	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL})
 	dyn, err := dynamic.NewForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
 	}
-	w.RegisterActivity(&activities.Validation{
-		Kube: cs, Dynamic: dyn, Mapper: mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(),
-	})
 	kc, err := ctrlclient.New(o.Kube, ctrlclient.Options{Scheme: scheme()})
 	if err != nil {
 		return nil, fmt.Errorf("build client: %w", err)
 	}
+	reads, watches := policyWatches(cs, o.ActionNamespace)
+	validation := &activities.Validation{
+		Kube: cs, Dynamic: dyn, Mapper: mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(), Reads: reads,
+	}
+	w.RegisterActivity(validation)
+	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
+	gate := &activities.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Checks: validation}
+	w.RegisterActivity(&activities.Execution{Gate: gate, Mapper: mapper, Heartbeats: o.Temporal})
+	if o.ExecImage == "" {
+		o.ExecImage = DefaultExecImage
+	}
+	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL, Gate: gate})
 	w.RegisterActivity(&activities.Remediation{Client: kc})
 	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
 	w.RegisterActivity(&activities.Subjects{Client: kc})
@@ -113,7 +117,7 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build %s client: %w", activities.DriftServiceAccount, err)
 	}
 	w.RegisterActivity(&activities.Drift{HTTP: &http.Client{Timeout: 10 * time.Second}, Dynamic: dyn, Writer: driftDyn, Mapper: mapper})
-	return w, nil
+	return &watchedWorker{Worker: w, factories: watches, stop: make(chan struct{})}, nil
 }
 
 func scheme() *runtime.Scheme {

@@ -247,8 +247,7 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 	}
 	g.listening = true
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, raw json.RawMessage) (string, error) {
-		// The validator refused anything but a strict payload; updates accepted
-		// before it was strict replay with what they named.
+		// The validator refused anything but a strict payload.
 		var req DecideRequest
 		//workflowcheck:ignore
 		if err := json.Unmarshal(raw, &req); err != nil {
@@ -279,7 +278,7 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			for {
 				var s ApprovalSignal
-				if !receiveSignal(ctx, ch, &s, strictSignals(ctx)) {
+				if !receiveSignal(ctx, ch, &s, strict) {
 					continue
 				}
 				via := v1alpha1.DecidedViaSignal
@@ -298,26 +297,20 @@ func upsertApprovalStatus(ctx workflow.Context, value string) {
 	}
 }
 
-// versionLocalRecord records a decision as a local activity in the workflow
-// task that received it: the run leaves its waiting phase one activity round
-// trip (an activity task and a workflow task) sooner. Runs that took their
-// decision before it replay the activity; runs waiting across the upgrade
-// take the local activity.
-const versionLocalRecord = "local-record"
-
 // record writes the decision on the RAR and returns the one that stands
-// there (a decision written first, e.g. by kubectl, wins).
+// there (a decision written first, e.g. by kubectl, wins). It writes as a
+// local activity in the workflow task that received the decision, so the run
+// leaves its waiting phase one activity round trip (an activity task and a
+// workflow task) sooner; when that fails, an activity retries until requiredBy.
 func record(ctx workflow.Context, in activities.DecisionInput, requiredBy time.Time) (activities.Decision, error) {
 	var d activities.Decision
-	if workflow.GetVersion(ctx, versionLocalRecord, workflow.DefaultVersion, 1) >= 1 {
-		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, recordLocalOptions), approvals.RecordDecision, in).Get(ctx, &d)
-		if err == nil {
-			return d, nil
-		}
-		workflow.GetLogger(ctx).Warn("recording the decision locally failed; retrying as an activity until requiredBy",
-			"approvalRequest", in.Name, "error", err)
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, recordLocalOptions), approvals.RecordDecision, in).Get(ctx, &d)
+	if err == nil {
+		return d, nil
 	}
+	workflow.GetLogger(ctx).Warn("recording the decision locally failed; retrying as an activity until requiredBy",
+		"approvalRequest", in.Name, "error", err)
 	opts := workflow.WithActivityOptions(ctx, recordOptions(workflow.Now(ctx), requiredBy))
-	err := workflow.ExecuteActivity(opts, approvals.RecordDecision, in).Get(ctx, &d)
+	err = workflow.ExecuteActivity(opts, approvals.RecordDecision, in).Get(ctx, &d)
 	return d, err
 }

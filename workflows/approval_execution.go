@@ -17,10 +17,6 @@ const (
 	ReasonApprovalExpired   = "ApprovalExpired"
 )
 
-// versionApproval gates the approval gate; runs started before it fail
-// Unsupported when the policy asks for approval, as they did.
-const versionApproval = "approval-gate"
-
 // ApprovalRequestName is the deterministic name of an execution's RAR.
 func ApprovalRequestName(execution string) string { return execution + "-approval" }
 

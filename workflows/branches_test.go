@@ -20,9 +20,9 @@ import (
 
 // The tables below name, for each branch of the workflows, the committed
 // histories that take it. TestEveryBranchHasAHistory enumerates the branches
-// from the source (every Reason* and Phase constant, every workflow.GetVersion
-// change ID, every continue-as-new) and fails on one that no history reaches,
-// so a new reason, version or continue-as-new needs a recorded history (see
+// from the source (every Reason* and Phase constant, every continue-as-new)
+// and fails on one that no history reaches, so a new reason or continue-as-new
+// needs a recorded history (see
 // "Running the tests" in the README) or an entry in notRecorded.
 
 // reasonHistories maps each reason (a .status.reason value or an
@@ -37,11 +37,10 @@ var reasonHistories = map[string][]string{
 	ReasonPostConditionFailed: {"execution-postcondition-failed.json", "remediation-rollback-never.json"},
 	ReasonPreconditionFailed:  {"execution-precondition-failed.json"},
 	ReasonStepFailed:          {"remediation-step-failed.json"},
-	ReasonApprovalRequested:   {"execution-approval-approved.json"},
+	ReasonApprovalRequested:   {"execution-approval-local-record.json"},
 	ReasonApprovalRejected:    {"execution-approval-rejected.json"},
 	ReasonApprovalExpired:     {"execution-approval-expired.json"},
 	"InvalidParameters":       {"execution-invalid-parameters.json"},
-	"Unsupported":             {"execution-unsupported.json"},
 	"Forbidden":               {"execution-forbidden.json"},
 	"NotFound":                {"execution-not-found.json"},
 	"PolicyDenied":            {"execution-policy-denied.json"},
@@ -59,30 +58,12 @@ var reasonHistories = map[string][]string{
 // phaseHistories maps each v1alpha1.Phase to histories whose status reaches it.
 var phaseHistories = map[string][]string{
 	"Validating":      {"execution-not-found.json"},
-	"WaitingApproval": {"execution-approval-approved.json"},
+	"WaitingApproval": {"execution-approval-local-record.json"},
 	"Executing":       {"execution-restart.json", "remediation-completed.json"},
 	"Verifying":       {"execution-postcondition-failed.json"},
 	"RollbackReady":   {"execution-scale-window-closed.json", "execution-step-finalized.json"},
 	"Completed":       {"execution-restart.json", "remediation-completed.json"},
 	"Failed":          {"execution-not-found.json", "remediation-step-failed.json"},
-}
-
-// versionHistories maps each workflow.GetVersion change ID to histories with its marker.
-var versionHistories = map[string][]string{
-	versionPipeline:                  {"execution-restart.json"},
-	versionWriteTimeCapture:          {"execution-approval-write-time-rollback.json", "execution-step-rolled-back.json"},
-	versionLocalChecks:               {"execution-checks-completed.json"},
-	versionTrust:                     {"execution-trust-restart.json", "remediation-trust-completed.json"},
-	versionStrictSignals:             {"execution-approval-malformed-signal.json"},
-	versionApproval:                  {"execution-approval-approved.json"},
-	versionStatusPush:                {"execution-push-completed.json", "remediation-step-failed.json"},
-	versionReloadLeadingEdge:         {"reload-coalesced.json"},
-	versionReloadApproval:            {"reload-approval-approved.json"},
-	versionUnsnooze:                  {"drift-unsnoozed.json"},
-	"drift-approved-resolved-report": {"drift-unsnoozed.json"},
-	versionDriftContinueWhileAsking:  {"drift-continued-as-new-1.json"},
-	versionLocalRecord:               {"execution-approval-local-record.json", "execution-approval-record-fallback.json"},
-	versionParallelChecks:            {"execution-parallel-checks-completed.json"},
 }
 
 // continuedHistories maps each workflow that continues as new to a run that did.
@@ -109,7 +90,7 @@ var otherBranches = []struct {
 	{"a drift run continued from an earlier one resumes its open request", "drift-continued-as-new-2.json",
 		func(h recorded) bool { return h.continued && strings.Contains(h.payloads, `"approvalRequiredBy":"`) }},
 	{"a decision the local write could not record is recorded by the activity", "execution-approval-record-fallback.json",
-		func(h recorded) bool { return h.versions[versionLocalRecord] && h.activities["RecordDecision"] }},
+		func(h recorded) bool { return h.activities["RecordDecision"] }},
 	{"a reload restart refused for good fails the run", "reload-protected-namespace.json",
 		func(h recorded) bool { return h.closed == "EVENT_TYPE_WORKFLOW_EXECUTION_FAILED" }},
 	{"a reload whose workload is gone ends without failing", "reload-workload-gone.json",
@@ -121,8 +102,6 @@ var otherBranches = []struct {
 // notRecorded are the branches with no history, and why. Keep it short.
 var notRecorded = map[string]string{
 	"phase " + "Pending": "a run's state before its first phase change: never written, pushed or returned",
-	"version " + versionReloadDebounceBudget: "taken only by runs started before " + versionReloadLeadingEdge +
-		" (trailing-edge debounce); current code starts none, and the reload-v0-* histories predate it",
 	"reason WorkflowLost": "written by the operator when a run's workflow is gone, so no workflow history reaches it " +
 		"(test/integration/workflow_lost_test.go)",
 }
@@ -154,7 +133,6 @@ func TestEveryBranchHasAHistory(t *testing.T) {
 	}{
 		{"reason", src.reasons(), ReasonCanceled, reasonHistories, func(h recorded) map[string]bool { return h.reasons }},
 		{"phase", src.phases(), "Completed", phaseHistories, func(h recorded) map[string]bool { return h.phases }},
-		{"version", src.changeIDs(t), versionPipeline, versionHistories, func(h recorded) map[string]bool { return h.versions }},
 	} {
 		t.Run(k.kind, func(t *testing.T) {
 			require.Contains(t, k.found, k.sample, "enumeration works")
@@ -203,10 +181,8 @@ func TestEveryBranchHasAHistory(t *testing.T) {
 				assert.Contains(t, src.reasons(), name, "notRecorded lists a reason that no longer exists")
 			case "phase":
 				assert.Contains(t, src.phases(), name, "notRecorded lists a phase that no longer exists")
-			case "version":
-				assert.Contains(t, src.changeIDs(t), name, "notRecorded lists a change ID no longer used")
 			default:
-				t.Errorf("notRecorded key %q: want reason, phase or version", key)
+				t.Errorf("notRecorded key %q: want reason or phase", key)
 			}
 		}
 	})
@@ -219,8 +195,6 @@ type recorded struct {
 	child, continued bool
 	// closed is the last event's type.
 	closed string
-	// versions are the change IDs of its version markers.
-	versions map[string]bool
 	// reasons are the "reason" values in its payloads and the types of its
 	// application failures (activities', retried activities', the run's own).
 	reasons map[string]bool
@@ -249,7 +223,7 @@ func recordedHistories(t *testing.T) map[string]recorded {
 		}
 		require.NoError(t, json.Unmarshal(b, &h), f)
 		require.NotEmpty(t, h.Events, f)
-		r := recorded{versions: map[string]bool{}, reasons: map[string]bool{}, phases: map[string]bool{}, activities: map[string]bool{}}
+		r := recorded{reasons: map[string]bool{}, phases: map[string]bool{}, activities: map[string]bool{}}
 		start, _ := h.Events[0]["workflowExecutionStartedEventAttributes"].(map[string]any)
 		r.workflowType = str(start, "workflowType", "name")
 		r.child = start["parentWorkflowExecution"] != nil
@@ -272,15 +246,6 @@ func recordedHistories(t *testing.T) map[string]recorded {
 				}
 				if a, ok := v["activityTaskScheduledEventAttributes"].(map[string]any); ok {
 					r.activities[str(a, "activityType", "name")] = true
-				}
-				if str(v, "markerName") == "Version" {
-					if p, ok := v["details"].(map[string]any)["change-id"].(map[string]any)["payloads"].([]any); ok && len(p) == 1 {
-						d, err := base64.StdEncoding.DecodeString(str(p[0].(map[string]any), "data"))
-						require.NoError(t, err, f)
-						var id string
-						require.NoError(t, json.Unmarshal(d, &id), f)
-						r.versions[id] = true
-					}
 				}
 				for _, e := range v {
 					walk(e)
@@ -420,28 +385,6 @@ func (s sources) calls(fn string) []ast.Expr {
 			}
 			return true
 		})
-	}
-	return out
-}
-
-// changeIDs are the change IDs of every workflow.GetVersion call.
-func (s sources) changeIDs(t *testing.T) map[string]bool {
-	t.Helper()
-	values, _ := s.consts(s.dirs[0])
-	out := map[string]bool{}
-	for _, arg := range s.calls("GetVersion") {
-		switch a := arg.(type) {
-		case *ast.BasicLit:
-			v, err := strconv.Unquote(a.Value)
-			require.NoError(t, err)
-			out[v] = true
-		case *ast.Ident:
-			v, ok := values[a.Name]
-			require.True(t, ok, "change ID %s is no string constant of this package", a.Name)
-			out[v] = true
-		default:
-			t.Fatalf("workflow.GetVersion with a change ID this test cannot read: %T", arg)
-		}
 	}
 	return out
 }

@@ -26,10 +26,6 @@ const (
 	driftEventBudget = 2000
 )
 
-// versionDriftContinueWhileAsking lets a run continue as new with an
-// approval request open (the next run waits on it), and on driftEventBudget.
-const versionDriftContinueWhileAsking = "drift-continue-while-asking"
-
 var drifts *activities.Drift
 
 // driftPostOptions retry a callback with backoff for a few minutes; a
@@ -106,35 +102,22 @@ func DriftWorkflow(ctx workflow.Context, in DriftInput) (DriftResult, error) {
 	}
 }
 
-// shouldContinue reports whether the run should continue as new now. Runs
-// recorded before versionDriftContinueWhileAsking only did so with no
-// request open, and only on the signal count or Temporal's suggestion.
+// shouldContinue reports whether the run should continue as new now, with
+// an approval request open or not (the next run waits on it).
 func (r *driftRun) shouldContinue(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
 	over := r.signals >= maxDriftSignalsPerRun || info.GetContinueAsNewSuggested()
-	if !over && info.GetCurrentHistoryLength() < driftEventBudget {
-		return false
-	}
-	if over && !r.asking() {
-		return true
-	}
-	if r.continueVersion == nil {
-		v := workflow.GetVersion(ctx, versionDriftContinueWhileAsking, workflow.DefaultVersion, 1)
-		r.continueVersion = &v
-	}
-	return *r.continueVersion >= 1
+	return over || info.GetCurrentHistoryLength() >= driftEventBudget
 }
 
 type driftRun struct {
 	// carrying stops the open approval wait, and further asks, so the run can
 	// continue as new.
 	carrying bool
-	// continueVersion is versionDriftContinueWhileAsking, read once when first needed.
-	continueVersion *workflow.Version
-	in              DriftInput
-	sig             workflow.ReceiveChannel
-	status          DriftStatus
-	closed          []ResolvedDrift
+	in       DriftInput
+	sig      workflow.ReceiveChannel
+	status   DriftStatus
+	closed   []ResolvedDrift
 	// signals counts the drift signals this run received.
 	signals int
 	// tick is the pending poll timer; signals never cancel it.
@@ -189,9 +172,7 @@ func (r *driftRun) handle(ctx workflow.Context, s DriftSignal) {
 		// An approved change opens no drift, but receivers hear at once, as
 		// kausality tells them, that the drifting change went through.
 		logger.Info("drift let through by an approval", "id", s.ID, "child", s.Child.Target())
-		if workflow.GetVersion(ctx, "drift-approved-resolved-report", workflow.DefaultVersion, 1) >= 1 {
-			r.report(OpenDrift{Signal: s}, driftReportResolved)
-		}
+		r.report(OpenDrift{Signal: s}, driftReportResolved)
 		return
 	}
 	r.status.Open = append(r.status.Open, OpenDrift{Signal: s})

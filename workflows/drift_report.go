@@ -32,10 +32,6 @@ func (r *driftRun) report(d OpenDrift, phase kv1.DriftReportPhase) {
 	r.queue = append(r.queue, reportJob{urls: s.CallbackURLs, report: DriftReportOf(s, phase)})
 }
 
-// versionUnsnooze gates reporting drifts that outlive their snooze: runs
-// recorded before it never report a drift detected under a snooze.
-const versionUnsnooze = "drift-unsnooze"
-
 // reportUnsnoozed reports, once, each open drift detected under a snooze
 // that has expired by now (or that a later request saw without one): the
 // snooze silenced the drift only for its duration.
@@ -46,9 +42,6 @@ func (r *driftRun) reportUnsnoozed(ctx workflow.Context) {
 		s := d.Signal
 		if !s.Snoozed || d.Unsnoozed || s.SnoozedUntil.IsZero() || now.Before(s.SnoozedUntil) {
 			continue
-		}
-		if workflow.GetVersion(ctx, versionUnsnooze, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-			return
 		}
 		d.Unsnoozed = true
 		workflow.GetLogger(ctx).Info("snooze expired, drift still open", "id", s.ID, "child", s.Child.Target(), "snoozedUntil", s.SnoozedUntil)

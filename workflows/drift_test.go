@@ -267,22 +267,6 @@ func TestDriftSignals(t *testing.T) {
 	}
 }
 
-// TestDriftRunBeforeUnsnoozeStaysSilent: a run recorded before drifts
-// were reported after their snooze keeps silent on replay.
-func TestDriftRunBeforeUnsnoozeStaysSilent(t *testing.T) {
-	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := driftSignal("s1")
-	s.Snoozed, s.SnoozedUntil = true, start.Add(7*time.Second)
-	env := newDriftEnv(t, resolveAt(3, activities.DriftParentChanged))
-	env.SetStartTime(start)
-	env.OnGetVersion(versionUnsnooze, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	env.signalAt(0, s)
-	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
-	res := env.result(t)
-	assert.Empty(t, env.phases(t))
-	assert.Equal(t, []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}}, res.Closed)
-}
-
 func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {
 	env := newDriftEnv(t, resolveAt(1, activities.DriftParentChanged))
 	attempts := map[string]int{}

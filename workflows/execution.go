@@ -67,24 +67,12 @@ func ExecutionWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionResult
 type executionRun struct {
 	in     ExecutionInput
 	status v1alpha1.KubernetesExecutionStatus
-	// pipeline is true for runs started on the validation-pipeline version.
-	pipeline bool
-	// trust is true for runs started on the requester-trust version.
-	trust bool
 	// postFailure names the required postcondition that did not hold.
 	postFailure string
 	// approval is created on the first ask.
 	approval *approvalGate
-	// pushing is true for runs started on the status-push version: each phase
-	// change writes .status.
-	pushing bool
-	// localChecks is set at the first read-only check: true when checks run
-	// as local activities (execution_checks.go).
-	localChecks *bool
-	// parallelChecks is set with it: true when checks start in groups, and
-	// early holds those started ahead of their turn, by function.
-	parallelChecks *bool
-	early          map[string]workflow.Future
+	// early holds the checks started ahead of their turn, by function.
+	early map[string]workflow.Future
 }
 
 var (
@@ -92,15 +80,6 @@ var (
 	validation *activities.Validation
 	jobs       *activities.Jobs
 )
-
-// versionPipeline gates the full validation pipeline (RBAC, policy,
-// conditions, job executor, validated rollback). Runs started before it
-// replay the original path.
-const versionPipeline = "validation-pipeline"
-
-// versionWriteTimeCapture takes rollback information and resourcesAffected
-// from the write actually made instead of the validation-time read.
-const versionWriteTimeCapture = "write-time-capture"
 
 func (r *executionRun) run(ctx workflow.Context) {
 	spec := r.in.Spec
@@ -114,10 +93,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 	if spec.Parameters != nil {
 		req.Params = *spec.Parameters
 	}
-	r.pipeline = workflow.GetVersion(ctx, versionPipeline, workflow.DefaultVersion, 1) >= 1
-	if r.pushing = pushes(ctx); r.pushing {
-		r.status.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
-	}
+	r.status.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	if !r.verifySubject(ctx, req) {
 		return
 	}
@@ -133,7 +109,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 	start := workflow.Now(ctx)
 	err := r.execute(ctx, req, &done)
 	end := workflow.Now(ctx)
-	if err == nil && workflow.GetVersion(ctx, versionWriteTimeCapture, workflow.DefaultVersion, 1) >= 1 {
+	if err == nil {
 		// The write re-read the target: after an approval wait, only its
 		// before-image knows what changed in between (an HPA's scaling).
 		before = done.Plan
@@ -158,7 +134,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 
 	r.status.RollbackInformation = &before.Rollback
 	postFailed := false
-	if r.pipeline && len(spec.PostConditions) > 0 {
+	if len(spec.PostConditions) > 0 {
 		r.setPhase(ctx, v1alpha1.PhaseVerifying, "Verifying", "evaluating postconditions")
 		results, failed, err := r.conditions(ctx, spec.PostConditions)
 		r.status.ValidationResults.PostConditionResults = results
@@ -205,14 +181,25 @@ func (r *executionRun) finish(ctx workflow.Context, message string) {
 // execute runs the action with the executor the spec names.
 func (r *executionRun) execute(ctx workflow.Context, req actions.Request, done *activities.ExecuteResult) error {
 	spec := r.in.Spec
-	if r.pipeline && spec.Executor == v1alpha1.ExecutorJob {
+	if spec.Executor == v1alpha1.ExecutorJob {
 		in := activities.JobInput{
 			ExecutionNamespace: r.in.Namespace, ExecutionName: r.in.Name, ExecutionUID: r.in.UID,
-			Request: req, Timeout: executionTimeout(spec), MaxRetries: maxRetries(spec),
+			Request: req, Execution: spec, Timeout: executionTimeout(spec), MaxRetries: maxRetries(spec),
 		}
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, jobOptions(spec)), jobs.RunJob, in).Get(ctx, done)
 	}
-	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(spec)), execution.ExecuteInline, req).Get(ctx, done)
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(spec)), execution.ExecuteInline, r.write(req)).Get(ctx, done)
+}
+
+// write asks for req as a write on the execution's behalf: the write gate
+// re-reads the execution and its requester's grant right before it.
+func (r *executionRun) write(req actions.Request) activities.Write {
+	spec := r.in.Spec
+	return activities.Write{
+		Subject: activities.Subject{Kind: activities.SubjectExecution, Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Execution: &spec},
+		Request: req,
+		As:      actions.ServiceAccountName(req.Action),
+	}
 }
 
 func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reason, message string) {

@@ -81,14 +81,12 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 	}
 	workflow.GetLogger(ctx).Info("rollback requested", "requester", rb.Requester, "reason", rb.Reason)
 	r.setPhase(ctx, v1alpha1.PhaseExecuting, ReasonRollingBack, "rolling back as requested by "+orUnknown(rb.Requester))
-	if r.pipeline {
-		if err := r.validateRollback(ctx, back); err != nil {
-			r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, "rollback refused: "+reasonOf(err, "")+": "+messageOf(err))
-			return
-		}
+	if err := r.validateRollback(ctx, back); err != nil {
+		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, "rollback refused: "+reasonOf(err, "")+": "+messageOf(err))
+		return
 	}
 	var done activities.ExecuteResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(r.in.Spec)), execution.ExecuteInline, back).Get(ctx, &done)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(r.in.Spec)), execution.ExecuteInline, r.write(back)).Get(ctx, &done)
 	if err != nil {
 		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, messageOf(err))
 		return
@@ -107,11 +105,9 @@ func (r *executionRun) validateRollback(ctx workflow.Context, back actions.Reque
 	if err := workflow.ExecuteActivity(quick, validation.CheckSpec, spec, back).Get(ctx, nil); err != nil {
 		return err
 	}
-	if r.trust {
-		// The run acts for its requester, so the inverse action needs their grant too.
-		if err := r.checkRequester(ctx, back.Action); err != nil {
-			return err
-		}
+	// The run acts for its requester, so the inverse action needs their grant too.
+	if err := r.checkRequester(ctx, back.Action); err != nil {
+		return err
 	}
 	if err := workflow.ExecuteActivity(quick, validation.CheckRBAC, back).Get(ctx, nil); err != nil {
 		return err

@@ -116,10 +116,10 @@ func TestExecutionPhases(t *testing.T) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(r actions.Request) bool { return *r.Params.Replicas == 5 })).
+				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(w activities.Write) bool { return *w.Request.Params.Replicas == 5 })).
 					Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
 				back := actions.Plan{Change: v1alpha1.ResourceChange{Kind: "Deployment", Namespace: "shop", Name: "web", Action: "scaled", Before: "replicas: 5", After: "replicas: 3"}}
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(r actions.Request) bool { return *r.Params.Replicas == 3 })).
+				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(w activities.Write) bool { return *w.Request.Params.Replicas == 3 })).
 					Return(activities.ExecuteResult{Plan: back}, nil).Once()
 				env.RegisterDelayedCallback(func() {
 					env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "alice", Reason: "errors up"})

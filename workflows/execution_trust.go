@@ -8,28 +8,17 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
-// versionTrust gates the trust checks: the run re-reads its object before
-// acting, and the requester's grants are checked again for the action and for
-// any rollback. Runs started before it replay without them.
-const versionTrust = "requester-trust"
-
 var subjects *activities.Subjects
 
 // verifySubject is the run's first activity: a start forged from outside,
 // for an object that does not exist or has another UID or spec, does nothing.
 func (r *executionRun) verifySubject(ctx workflow.Context, req actions.Request) bool {
-	r.trust = workflow.GetVersion(ctx, versionTrust, workflow.DefaultVersion, 1) >= 1
-	if !r.trust {
-		return true
-	}
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "verifying the KubernetesExecution requested by "+orUnknown(requesterName(r.in.Spec.Requester)))
 	ref := activities.SubjectRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID}
-	if r.parallel(ctx) {
-		// None of these reads the target, so a forged start learns nothing of it.
-		r.ahead(ctx, subjects.VerifyExecution, ref, r.in.Spec)
-		r.ahead(ctx, validation.CheckSpec, r.in.Spec, req)
-		r.ahead(ctx, validation.CheckRequester, r.requesterCheck(r.in.Spec.Action))
-	}
+	// None of these reads the target, so a forged start learns nothing of it.
+	r.ahead(ctx, subjects.VerifyExecution, ref, r.in.Spec)
+	r.ahead(ctx, validation.CheckSpec, r.in.Spec, req)
+	r.ahead(ctx, validation.CheckRequester, r.requesterCheck(r.in.Spec.Action))
 	err := r.check(ctx, subjects.VerifyExecution, ref, r.in.Spec).Get(ctx, nil)
 	if err != nil {
 		r.fail(ctx, err, activities.ReasonSubjectMismatch)

@@ -25,31 +25,25 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		return actions.Plan{}, false
 	}
 
-	if r.trust {
-		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking that "+orUnknown(requesterName(spec.Requester))+" may have "+spec.Action+" run")
-		err := r.checkRequester(ctx, spec.Action)
-		vr.RequesterValidation = boolPtr(err == nil)
-		if err != nil {
-			r.fail(ctx, err, activities.ReasonForbidden)
-			return actions.Plan{}, false
-		}
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking that "+orUnknown(requesterName(spec.Requester))+" may have "+spec.Action+" run")
+	err = r.checkRequester(ctx, spec.Action)
+	vr.RequesterValidation = boolPtr(err == nil)
+	if err != nil {
+		r.fail(ctx, err, activities.ReasonForbidden)
+		return actions.Plan{}, false
 	}
 
-	if r.pipeline && r.parallelChecks != nil && *r.parallelChecks {
-		// The subject and the requester hold: read the target and the policy.
-		r.ahead(ctx, validation.CheckRBAC, req)
-		r.ahead(ctx, execution.InspectTarget, req)
-		r.ahead(ctx, validation.EvaluatePolicy, req)
-	}
+	// The subject and the requester hold: read the target and the policy.
+	r.ahead(ctx, validation.CheckRBAC, req)
+	r.ahead(ctx, execution.InspectTarget, req)
+	r.ahead(ctx, validation.EvaluatePolicy, req)
 
-	if r.pipeline {
-		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+actions.ServiceAccountName(spec.Action))
-		err := r.check(ctx, validation.CheckRBAC, req).Get(ctx, nil)
-		vr.RBACValidation = boolPtr(err == nil)
-		if err != nil {
-			r.fail(ctx, err, activities.ReasonForbidden)
-			return actions.Plan{}, false
-		}
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+actions.ServiceAccountName(spec.Action))
+	err = r.check(ctx, validation.CheckRBAC, req).Get(ctx, nil)
+	vr.RBACValidation = boolPtr(err == nil)
+	if err != nil {
+		r.fail(ctx, err, activities.ReasonForbidden)
+		return actions.Plan{}, false
 	}
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "reading the target as "+actions.ServiceAccountName(spec.Action))
@@ -63,31 +57,22 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		return actions.Plan{}, false
 	}
 
-	dryRun := spec.DryRun
-	var approval *activities.PolicyResult
-	if r.pipeline {
-		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
-		var pol activities.PolicyResult
-		if err := r.check(ctx, validation.EvaluatePolicy, req).Get(ctx, &pol); err != nil {
-			r.fail(ctx, err, activities.ReasonPolicyDenied)
-			return actions.Plan{}, false
-		}
-		vr.PolicyValidation = &pol.Validation
-		if !pol.Validation.Allowed {
-			r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
-			return actions.Plan{}, false
-		}
-		if pol.Validation.RequiredApproval || (spec.Approval != nil && spec.Approval.Required) {
-			// Asked only when approval is needed, so runs that never needed it replay unchanged.
-			if workflow.GetVersion(ctx, versionApproval, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-				r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonUnsupported,
-					"policy "+pol.Validation.PolicyName+" requires approval, which this worker does not implement yet")
-				return actions.Plan{}, false
-			}
-			approval = &pol
-		}
-		dryRun = dryRun || pol.Validation.RequiredDryRun
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
+	var pol activities.PolicyResult
+	if err := r.check(ctx, validation.EvaluatePolicy, req).Get(ctx, &pol); err != nil {
+		r.fail(ctx, err, activities.ReasonPolicyDenied)
+		return actions.Plan{}, false
 	}
+	vr.PolicyValidation = &pol.Validation
+	if !pol.Validation.Allowed {
+		r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
+		return actions.Plan{}, false
+	}
+	var approval *activities.PolicyResult
+	if pol.Validation.RequiredApproval || (spec.Approval != nil && spec.Approval.Required) {
+		approval = &pol
+	}
+	dryRun := spec.DryRun || pol.Validation.RequiredDryRun
 
 	if dryRun {
 		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
@@ -100,7 +85,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		vr.DryRunResults = &dry
 	}
 
-	if r.pipeline && len(spec.PreConditions) > 0 {
+	if len(spec.PreConditions) > 0 {
 		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating preconditions")
 		results, failed, err := r.conditions(ctx, spec.PreConditions)
 		vr.PreConditionResults = results

@@ -11,12 +11,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// versionStrictSignals drops approve and reject signals whose payload does
-// not decode strictly. It is asked only when such a signal arrives, so
-// histories without one carry no marker; runs that took one before it keep
-// the lenient decoding they replay with.
-const versionStrictSignals = "strict-signal-payloads"
-
 // Signal and update handlers receive their payload raw (json.RawMessage) so
 // that a typo is refused or logged instead of decoding to a default: with a
 // typed argument the SDK drops unknown fields before any of our code runs.
@@ -109,12 +103,9 @@ func receiveSignal(ctx workflow.Context, ch workflow.ReceiveChannel, v any, stri
 	return true
 }
 
-// strictSignals is receiveSignal's strict for approval decisions.
-func strictSignals(ctx workflow.Context) func() bool {
-	return func() bool {
-		return workflow.GetVersion(ctx, versionStrictSignals, workflow.DefaultVersion, 1) >= 1
-	}
-}
+// strict is receiveSignal's strict for approval decisions: a malformed
+// approve or reject is dropped.
+func strict() bool { return true }
 
 // lenient is receiveSignal's strict for signals that are used whatever their
 // payload says, such as rollback, whose fields only describe the request.

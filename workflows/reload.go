@@ -56,17 +56,6 @@ const (
 	reloadRestartDeadline  = 30 * time.Second
 )
 
-// versionReloadLeadingEdge gates the seed's debounce: restart at once when the
-// last restart is older than the window, and coalesce only within it, holding
-// the run open until the window after a restart has passed. Runs recorded
-// before it keep the trailing-edge debounce.
-const versionReloadLeadingEdge = "reload-leading-edge"
-
-// versionReloadDebounceBudget lets a run recorded before the leading edge
-// continue as new from inside its trailing-edge debounce once it has
-// absorbed maxReloadSignalsPerRun signals.
-const versionReloadDebounceBudget = "reload-debounce-budget"
-
 // ReloadInput identifies the workload and carries the policy's timing. The
 // operator starts the workflow with it; a continued run also carries the
 // changes still pending and the last restart.
@@ -144,18 +133,12 @@ func reloadOptions(in ReloadInput) workflow.ActivityOptions {
 // the debounce window; changes within the window coalesce into one restart
 // when it closes, across any of the workload's ConfigMaps. The run ends when
 // nothing is pending and the window since its last restart has passed; the
-// operator's signal-with-start begins the next one. Runs recorded before the
-// leading edge debounce on the trailing edge: every new change pushes the
-// restart a window into the future.
+// operator's signal-with-start begins the next one.
 func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) {
 	r := &reloadRun{in: in, sig: workflow.GetSignalChannel(ctx, SignalConfigChanged), coalesced: in.Coalesced,
 		lastRestartAt: in.LastRestartAt, lastAskAt: in.LastAskAt, applied: in.Applied}
 	r.status.Pending = append([]ConfigChange(nil), in.Pending...)
 	r.status.LastRestart, r.status.TotalRestarts, r.status.LastError = in.LastRestart, in.TotalRestarts, in.LastError
-	if t, err := time.Parse(time.RFC3339, in.LastRestart); err == nil && r.lastRestartAt.IsZero() {
-		// Carried by a run recorded before LastRestartAt: the token is its time, to the second.
-		r.lastRestartAt = t
-	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (ReloadStatus, error) { return r.status, nil }); err != nil {
 		return ReloadResult{}, err
 	}
@@ -163,28 +146,16 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 	if debounce <= 0 {
 		debounce = defaultDebounce
 	}
-	leading := workflow.GetVersion(ctx, versionReloadLeadingEdge, workflow.DefaultVersion, 1) >= 1
-	r.leading = leading
 	logger := workflow.GetLogger(ctx)
 	for cycles := 0; ; cycles++ {
 		r.drain()
-		if leading {
-			if cycles >= maxCyclesPerRun || r.overBudget(ctx) || !r.hold(ctx, debounce) {
-				return r.continueAsNew(ctx)
-			}
+		if cycles >= maxCyclesPerRun || r.overBudget(ctx) || !r.hold(ctx, debounce) {
+			return r.continueAsNew(ctx)
 		}
 		if len(r.status.Pending) == 0 {
 			return ReloadResult{Status: r.status}, nil
 		}
-		if !leading {
-			if cycles >= maxCyclesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-				return r.continueAsNew(ctx)
-			}
-			if !r.debounce(ctx, debounce) {
-				return r.continueAsNew(ctx)
-			}
-		}
-		if r.gated(ctx) {
+		if r.gated() {
 			approved, err := r.approve(ctx)
 			if err != nil {
 				return r.end(ctx, err)
@@ -274,17 +245,14 @@ type reloadRun struct {
 	coalesced int
 	// approval is the run's approval gate, created on the first ask.
 	approval *approvalGate
-	// version is the reload-approval version, read once when first gated.
-	version *workflow.Version
 	// signals counts the config-changed signals this run received.
 	signals int
 	// lastRestartAt is when the last restart was asked for; zero when unknown.
 	lastRestartAt time.Time
 	// lastAskAt is when the last approval request closed as superseded.
 	lastAskAt time.Time
-	// applied holds the hashes of the last restart (leading edge only).
+	// applied holds the hashes of the last restart.
 	applied []ConfigChange
-	leading bool
 }
 
 // absorb merges a change into the pending set; it reports whether the change
@@ -292,7 +260,7 @@ type reloadRun struct {
 // operators) neither push the due time nor count as debounced.
 func (r *reloadRun) absorb(c ConfigChange) bool {
 	r.signals++
-	if r.leading && r.isApplied(c) {
+	if r.isApplied(c) {
 		return false
 	}
 	for i, p := range r.status.Pending {
@@ -336,34 +304,6 @@ func (r *reloadRun) drain() bool {
 		changed = r.absorb(c) || changed
 	}
 	return changed
-}
-
-// debounce waits until a whole window passes without a new change (the
-// trailing edge of runs recorded before the leading edge). A repeated hash
-// keeps the running timer; a new one replaces it. It returns false when the
-// run has absorbed its budget of signals and should continue as new.
-func (r *reloadRun) debounce(ctx workflow.Context, window time.Duration) bool {
-	due := workflow.Now(ctx).Add(window)
-	for {
-		r.status.DueAt = due.UTC().Format(time.RFC3339Nano)
-		tctx, cancel := workflow.WithCancel(ctx)
-		timer := workflow.NewTimer(tctx, due.Sub(workflow.Now(ctx)))
-		fired, pushed := false, false
-		for !fired && !pushed {
-			if fired, pushed = r.timerOrChange(ctx, timer); pushed {
-				due = workflow.Now(ctx).Add(window)
-			}
-		}
-		if fired {
-			r.status.DueAt = ""
-			return true
-		}
-		cancel()
-		if r.signals >= maxReloadSignalsPerRun &&
-			workflow.GetVersion(ctx, versionReloadDebounceBudget, workflow.DefaultVersion, 1) >= 1 {
-			return false
-		}
-	}
 }
 
 // timerOrChange waits for the timer or one signal, which it absorbs; changed
@@ -411,10 +351,8 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 	var canceled *temporal.CanceledError
 	switch {
 	case superseded && errors.As(err, &canceled):
-		if r.leading {
-			// The canceled patch may have landed: its window holds the newer change.
-			r.lastRestartAt = asked
-		}
+		// The canceled patch may have landed: its window holds the newer change.
+		r.lastRestartAt = asked
 		return true, nil
 	case err != nil:
 		r.status.LastError = err.Error()
@@ -423,9 +361,7 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 	// The intent may have completed just as a newer change arrived: record
 	// it, and keep the newer change pending.
 	r.status.LastError = ""
-	if r.leading {
-		r.applied = appliedAfter(r.applied, intent)
-	}
+	r.applied = appliedAfter(r.applied, intent)
 	if res.Restarted {
 		r.lastRestartAt = asked
 		r.status.LastRestart = token

@@ -15,10 +15,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
-// versionReloadApproval gates asking before a restart. Runs recorded before
-// it never had approval in their input; they replay without asking.
-const versionReloadApproval = "reload-approval"
-
 // ReloadApproval is the policy's spec.approval as the run started with it.
 type ReloadApproval struct {
 	// Timeout is spec.approval.timeout; 0 lets the namespace's remedy-config, then 15m, apply.
@@ -39,17 +35,9 @@ func ReloadApprovalRequestName(kind, workload string, at time.Time) string {
 	return prefix + workload + suffix
 }
 
-// gated reports whether this run asks before restarting; the version is
-// read once, and only when asking, so ungated runs keep their old commands.
-func (r *reloadRun) gated(ctx workflow.Context) bool {
-	if r.in.Approval == nil {
-		return false
-	}
-	if r.version == nil {
-		v := workflow.GetVersion(ctx, versionReloadApproval, workflow.DefaultVersion, 1)
-		r.version = &v
-	}
-	return *r.version >= 1
+// gated reports whether this run asks before restarting.
+func (r *reloadRun) gated() bool {
+	return r.in.Approval != nil
 }
 
 // approve puts the pending changes to a person. It returns true when the
@@ -104,9 +92,7 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	r.status.ApprovalRequest = ""
 	switch {
 	case errors.Is(err, errApprovalSuperseded):
-		if r.leading {
-			r.lastAskAt = workflow.Now(ctx)
-		}
+		r.lastAskAt = workflow.Now(ctx)
 		logger.Info("approval request superseded", "approvalRequest", name, "pending", activities.DescribeChanges(r.status.Pending))
 		return false, nil
 	case err != nil && reasonOf(err, "") == activities.ReasonNotFound:

@@ -312,16 +312,3 @@ func TestReloadContinuesAsNewInsideTheWindowAndStillRestarts(t *testing.T) {
 	assert.Equal(t, maxReloadSignalsPerRun, (*calls2)[0].in.Coalesced)
 	assert.Equal(t, 4, st.TotalRestarts)
 }
-
-func TestTrailingEdgeRunContinuesAsNewWhenEditsOutpaceTheDebounce(t *testing.T) {
-	env, calls := newReloadEnv(t, restarted)
-	// A run recorded before the leading edge keeps pushing its restart.
-	env.OnGetVersion(versionReloadLeadingEdge, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	editEvery(env, maxReloadSignalsPerRun+50, time.Second)
-	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"}))
-
-	next := continuedInput(t, env)
-	assert.Empty(t, *calls, "every edit pushed the restart")
-	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: fmt.Sprintf("h%d", maxReloadSignalsPerRun)}}, next.Pending)
-	assert.Equal(t, maxReloadSignalsPerRun, next.Coalesced)
-}

@@ -57,17 +57,11 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (v1alpha1.RemediationRequestStatus, error) { return st, nil }); err != nil {
 		return RemediationResult{}, err
 	}
-	// Runs on the status-push version write .status at each phase change and
-	// each step's progress.
-	pushing := pushes(ctx)
-	if pushing {
-		st.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
-	}
+	// The run writes .status at each phase change and each step's progress.
+	st.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	push := func() {
-		if pushing {
-			st.Sequence++
-			pushStatus(ctx, statuses.PushRemediationStatus, activities.RemediationStatusPush{Namespace: in.Namespace, Name: in.Name, UID: in.UID, Status: st})
-		}
+		st.Sequence++
+		pushStatus(ctx, statuses.PushRemediationStatus, activities.RemediationStatusPush{Namespace: in.Namespace, Name: in.Name, UID: in.UID, Status: st})
 	}
 	setPhase := func(p v1alpha1.Phase, reason, msg string) {
 		st.Phase, st.Reason, st.Message = p, reason, msg
@@ -78,12 +72,10 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
 	var runs []stepRun
 
-	if workflow.GetVersion(ctx, versionTrust, workflow.DefaultVersion, 1) >= 1 {
-		ref := activities.SubjectRef{Namespace: in.Namespace, Name: in.Name, UID: in.UID}
-		if err := workflow.ExecuteActivity(quick, subjects.VerifyRemediation, ref, in.Spec).Get(ctx, nil); err != nil {
-			setPhase(v1alpha1.PhaseFailed, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err))
-			return RemediationResult{Status: st}, nil
-		}
+	ref := activities.SubjectRef{Namespace: in.Namespace, Name: in.Name, UID: in.UID}
+	if err := workflow.ExecuteActivity(quick, subjects.VerifyRemediation, ref, in.Spec).Get(ctx, nil); err != nil {
+		setPhase(v1alpha1.PhaseFailed, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err))
+		return RemediationResult{Status: st}, nil
 	}
 	setPhase(v1alpha1.PhaseExecuting, "Executing", fmt.Sprintf("running %d steps", len(in.Spec.Steps)))
 	failure, postFailed := "", false

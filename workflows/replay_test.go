@@ -13,8 +13,9 @@ import (
 )
 
 // Committed histories of every branch replay against the current code, so a
-// change cannot break runs already in flight. Regenerate them with
-// `REMEDY_UPDATE_HISTORIES=1 make test` after a deliberate, versioned change.
+// change cannot break runs already in flight. Until v0.1.0 a workflow change
+// is made in place and they are re-recorded with
+// `REMEDY_UPDATE_HISTORIES=1 make test` (DEVELOPERS.md).
 func TestReplayCommittedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/histories/*.json")
 	require.NoError(t, err)
@@ -43,7 +44,7 @@ func reorderedExecution(ctx workflow.Context, in ExecutionInput) (ExecutionResul
 func TestReorderedCommandsFailReplay(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(reorderedExecution, workflow.RegisterOptions{Name: "ExecutionWorkflow"})
-	err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/histories/execution-v0-scale-window-closed.json")
+	err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/histories/execution-scale-window-closed.json")
 	require.Error(t, err)
 	// TMPRL1100 is the SDK's code for a history the code no longer matches.
 	assert.Contains(t, err.Error(), "TMPRL1100")

@@ -9,11 +9,6 @@ import (
 	"github.com/remedy-dev/remedy/activities"
 )
 
-// versionStatusPush gates the status push: each phase change writes the
-// object's .status from the workflow. Runs started before it never push, and
-// the operator keeps mirroring their status query (their status.sequence stays 0).
-const versionStatusPush = "status-push"
-
 var statuses *activities.Statuses
 
 // PushOptions: a status write is two short API calls, so it runs as a local
@@ -40,30 +35,8 @@ func pushStatus(ctx workflow.Context, writer, in any) {
 	}
 }
 
-// statusPushMax is the status-push version new runs take. Only
-// StartRunsWithoutStatusPush lowers it.
-var statusPushMax workflow.Version = 1
-
-// StartRunsWithoutStatusPush makes runs started from now on behave as runs
-// of the release before the status push (on false: as this one), so a test
-// can carry such a run across the upgrade. Never used outside tests.
-func StartRunsWithoutStatusPush(off bool) {
-	statusPushMax = 1
-	if off {
-		statusPushMax = workflow.DefaultVersion
-	}
-}
-
-// pushes decides once per run whether it writes its own status.
-func pushes(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, versionStatusPush, workflow.DefaultVersion, statusPushMax) >= 1
-}
-
 // push writes the run's status with the next sequence number.
 func (r *executionRun) push(ctx workflow.Context) {
-	if !r.pushing {
-		return
-	}
 	r.status.Sequence++
 	pushStatus(ctx, statuses.PushExecutionStatus, activities.ExecutionStatusPush{
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Action: r.in.Spec.Action, Status: r.status,

@@ -296,8 +296,8 @@ type KubernetesExecutionStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Sequence counts the workflow's own writes of this status, one per phase
 	// change; a write carrying a lower sequence than the stored one is stale and
-	// dropped. Zero: the workflow does not push (runs started before it did), so
-	// the operator mirrors its status query instead.
+	// dropped. Zero: none of the workflow's writes has landed yet, so the
+	// operator mirrors its status query instead.
 	// +optional
 	Sequence int64 `json:"sequence,omitempty"`
 	// PhaseTransitions lists every phase the run entered, in order.

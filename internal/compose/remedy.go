@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -51,6 +52,16 @@ type RemedyOptions struct {
 	WorkflowCheckInterval time.Duration
 	// MaxOpenRunsPerNamespace is the operator's MaxOpenRunsPerNamespace (0: no cap).
 	MaxOpenRunsPerNamespace int
+	// WrapTransport, when set, wraps the API clients of both processes
+	// (the benchmarks count their requests with it).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+func (o RemedyOptions) wrap(cfg *rest.Config) *rest.Config {
+	if o.WrapTransport != nil {
+		cfg.Wrap(o.WrapTransport)
+	}
+	return cfg
 }
 
 // RunRemedy runs the operator and the worker in-process, each as its own
@@ -65,7 +76,7 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: wCfg, ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout})
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +112,7 @@ func NewOperator(ctx context.Context, e *devenv.Env, o RemedyOptions) (ctrl.Mana
 			ClientAuth: clientAuth(e), TrustedRecorders: []string{worker}, WorkerUser: worker,
 			OperatorUser: "system:serviceaccount:" + devenv.Namespace + ":remedy-operator"}
 	}
-	return Operator(opCfg, operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true,
+	return Operator(o.wrap(opCfg), operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true,
 		WorkflowCheckInterval: o.WorkflowCheckInterval, MaxOpenRunsPerNamespace: o.MaxOpenRunsPerNamespace}, hooks)
 }
 

@@ -22,7 +22,7 @@ import (
 // UpdateHistories, set by REMEDY_UPDATE_HISTORIES=1, rewrites the committed
 // histories under workflows/testdata/histories from live runs.
 // REMEDY_UPDATE_HISTORIES=missing writes only the histories not committed yet,
-// so recording a new branch keeps the histories of runs on older versions.
+// so recording a new branch leaves the other committed histories as they are.
 var (
 	UpdateHistories = os.Getenv("REMEDY_UPDATE_HISTORIES") == "1"
 	recordMissing   = os.Getenv("REMEDY_UPDATE_HISTORIES") == "missing"

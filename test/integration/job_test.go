@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,8 +47,21 @@ func newJobs(t *testing.T) *activities.Jobs {
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	// The image deploy/admission/worker-jobs.yaml admits for the worker.
-	return &activities.Jobs{Client: cs, Namespace: devenv.Namespace, Image: worker.DefaultExecImage, HeartbeatEvery: time.Second}
+	return &activities.Jobs{Client: cs, Namespace: devenv.Namespace, Image: worker.DefaultExecImage, HeartbeatEvery: time.Second, Gate: &gateAsks{}}
 }
+
+// gateAsks stands in for the write gate in the tests of the Job mechanics
+// alone, which run no workflow for a real execution, and counts what it is
+// asked; the write gate itself runs in TestJobExecutorEndToEnd and the trust tests.
+type gateAsks struct{ n atomic.Int32 }
+
+func (g *gateAsks) Check(context.Context, activities.Write) error {
+	g.n.Add(1)
+	return nil
+}
+
+// asked is how often jobs asked the gate: once per Job created.
+func asked(jobs *activities.Jobs) int32 { return jobs.Gate.(*gateAsks).n.Load() }
 
 func admin(t *testing.T) kubernetes.Interface {
 	t.Helper()
@@ -241,6 +255,7 @@ func TestJobResumesAfterTheWorkerDies(t *testing.T) {
 	require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(devenv.Namespace),
 		ctrlclient.MatchingLabels{"remedy.dev/execution-uid": in.ExecutionUID}))
 	require.Len(t, list.Items, 1, "a retried activity never creates a second Job")
+	assert.Equal(t, int32(1), asked(jobs), "the gate is asked before the one Job is created, not again for a Job that exists")
 	assert.Equal(t, name, list.Items[0].Name)
 	pods, err := admin(t).CoreV1().Pods(devenv.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=" + name})
 	require.NoError(t, err)

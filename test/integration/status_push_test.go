@@ -216,33 +216,3 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 		assert.Equal(t, puts, proxy.statusPuts.Load(), "a stale write is not even sent")
 	})
 }
-
-// TestRunStartedBeforeStatusPushCompletesAfterIt starts a run as the release
-// before the status push did, lets it reach RollbackReady, then upgrades: the
-// worker's cache is dropped so the run replays on this code, and the operator
-// must still mirror it from the status query until it completes.
-func TestRunStartedBeforeStatusPushCompletesAfterIt(t *testing.T) {
-	ctx := context.Background()
-	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "cart", 2)
-	workflows.StartRunsWithoutStatusPush(true)
-	t.Cleanup(func() { workflows.StartRunsWithoutStatusPush(false) })
-	k := createExecution(t, ns, "old-run", v1alpha1.KubernetesExecutionSpec{
-		Action: "scale", Target: target(ns, "cart"),
-		Parameters:     &v1alpha1.ActionParameters{Replicas: ptr.To[int32](5)},
-		RollbackWindow: v1alpha1.DurationOf(time.Hour),
-	})
-	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady)
-	require.Zero(t, k.Status.Sequence, "the old run does not write its status: the operator mirrored it")
-
-	// The upgrade: new runs push, and the old run replays on this code.
-	workflows.StartRunsWithoutStatusPush(false)
-	sdkworker.PurgeStickyWorkflowCache()
-	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, k.Status.WorkflowID, "", workflows.SignalRollback,
-		workflows.RollbackRequest{Requester: "alice", Reason: "after the upgrade"}))
-	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
-	assert.Zero(t, k.Status.Sequence, "still mirrored by the operator")
-	assertEvents(t, ns, "old-run", "Started", "Validating", "Executing", "RollbackReady", "Completed")
-	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-prepush-rolled-back-after-upgrade.json")
-}

@@ -115,16 +115,15 @@ func TestRequestOfAGoneWorkflowIsExpiredAtRequiredBy(t *testing.T) {
 // status.workflowID was written still has its workflow canceled, by the ID
 // derived from the object, instead of leaving it to run for an object that is
 // gone. Here every status write in the namespace is refused (as if the
-// operator's write after the start failed), and the run is one that does not
-// push its own status, so it gets past its subject check and waits for an
-// approval with nothing on the object saying it exists.
+// operator's write after the start failed), the run's own pushes included:
+// each is retried for PushOptions.ScheduleToCloseTimeout and given up, so the
+// run gets past its subject check and waits for an approval with nothing on
+// the object saying it exists.
 func TestDeletingAnExecutionBeforeItsWorkflowIDIsWrittenCancelsItsWorkflow(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
 	refuseStatusWrites(t, ns)
-	workflows.StartRunsWithoutStatusPush(true)
-	t.Cleanup(func() { workflows.StartRunsWithoutStatusPush(false) })
 	spec := scaleSpec(ns, "web", 2)
 	spec.Approval = &v1alpha1.ApprovalSpec{Required: true, Timeout: v1alpha1.DurationOf(time.Hour)}
 	k := createExecution(t, ns, "scale-doomed", spec)
@@ -134,8 +133,8 @@ func TestDeletingAnExecutionBeforeItsWorkflowIDIsWrittenCancelsItsWorkflow(t *te
 		v, err := harness.Temporal().QueryWorkflow(ctx, id, "", workflows.QueryStatus)
 		var s v1alpha1.KubernetesExecutionStatus
 		return err == nil && v.Get(&s) == nil && s.Phase == v1alpha1.PhaseWaitingApproval
-	}, runTimeout, 100*time.Millisecond, "the operator started the workflow, which waits for an approval")
-	workflows.StartRunsWithoutStatusPush(false)
+	}, 2*workflows.PushOptions.ScheduleToCloseTimeout+runTimeout, 100*time.Millisecond,
+		"the operator started the workflow, which waits for an approval (its refused pushes take a while each)")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
 	require.Contains(t, k.Finalizers, operator.Finalizer, "the finalizer came before the start")
 	require.Empty(t, k.Status.WorkflowID, "no status was written")

@@ -1,0 +1,250 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"go.temporal.io/sdk/activity"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/metrics"
+)
+
+// Gate is the one place that lets Remedy write to an object it does not
+// own. Every such write asks it immediately before writing, so what it
+// checks is true at the moment of the write, whatever the run waited for
+// before (an approval, preconditions, the steps of a request, a debounce):
+//
+//   - the subject: the Remedy object the write serves exists with the UID
+//     (and spec) the run was started for, has not finished, and names this
+//     workflow;
+//   - the actor: whoever lends the write their authority (an execution's
+//     requester, a ConfigReloadPolicy's author) still holds the grant;
+//   - the target's namespace is not protected, and the safety policy does
+//     not deny the action.
+//
+// Only the gate builds clients that impersonate Remedy's writing accounts
+// (the remedy-action-<action>, remedy-reload and remedy-drift
+// ServiceAccounts), and it hands one out only with a passed check: a write
+// that skips the gate has no client to write with (gate_test.go keeps it so).
+type Gate struct {
+	// Config is the worker's own identity; the writers impersonate on top of it.
+	Config *rest.Config
+	// ActionNamespace holds the ServiceAccounts the writers impersonate.
+	ActionNamespace string
+	// Subjects reads the Remedy objects writes are made for, as the worker.
+	Subjects ctrlclient.Reader
+	// Checks asks the requester's grant and the safety policy, as validation does.
+	Checks *Validation
+
+	writers sync.Map // "write/" or "inspect/" + ServiceAccount name -> Writer
+}
+
+// Write is one write the gate is asked about.
+type Write struct {
+	Subject Subject `json:"subject"`
+	// Request is the write as an action: its action, target and parameters.
+	// Its requester is ignored: the gate takes the actor from the subject.
+	Request actions.Request `json:"request"`
+	// As is the ServiceAccount the write is made as.
+	As string `json:"as"`
+}
+
+// Subject kinds: the Remedy objects on whose behalf Remedy writes.
+const (
+	SubjectExecution = "KubernetesExecution"
+	// SubjectReload: a reload restart, made for the ConfigReloadPolicies that select the workload.
+	SubjectReload = "ConfigReloadPolicy"
+	// SubjectDrift: a drift decision written onto a drifted parent.
+	SubjectDrift = "DriftParent"
+)
+
+// Subject names the Remedy object a write serves, as the run was told about it.
+type Subject struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// Execution is the spec a KubernetesExecution's run was started with.
+	Execution *v1alpha1.KubernetesExecutionSpec `json:"execution,omitempty"`
+}
+
+// Writer writes as one ServiceAccount. Only the gate makes one.
+type Writer struct {
+	Dynamic dynamic.Interface
+	Kube    kubernetes.Interface
+}
+
+// authority is what a verified subject lends a write: whose grant it needs
+// (nil: the subject itself was decided by an authorized person, as a drift
+// decision is) and for which catalog action, which the safety policy also sees.
+type authority struct {
+	actor  *v1alpha1.Requester
+	action string
+}
+
+// Pass checks w and returns the writer for w.As; callers write with nothing else.
+func (g *Gate) Pass(ctx context.Context, w Write) (Writer, error) {
+	if err := g.Check(ctx, w); err != nil {
+		return Writer{}, err
+	}
+	return g.writer(w.As)
+}
+
+// Check checks w without handing out a writer: for a write the worker makes
+// as itself on the write's behalf (the job executor's Job, which runs as the
+// action's account).
+func (g *Gate) Check(ctx context.Context, w Write) error {
+	err := g.check(ctx, w)
+	result := "passed"
+	if err != nil {
+		result = "refused"
+		activity.GetLogger(ctx).Warn("write refused by the gate", "subject", w.Subject.Kind, "object", w.Subject.Namespace+"/"+w.Subject.Name,
+			"action", w.Request.Action, "target", w.Request.Target.String(), "error", err)
+	}
+	metrics.GateDecisions.WithLabelValues(w.Subject.Kind, result).Inc()
+	return err
+}
+
+func (g *Gate) check(ctx context.Context, w Write) error {
+	var auth authority
+	var err error
+	switch w.Subject.Kind {
+	case SubjectExecution:
+		auth, err = g.verifyExecution(ctx, w)
+	default:
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("the write gate knows no subject of kind %q", w.Subject.Kind))
+	}
+	if err != nil {
+		return err
+	}
+	req := w.Request
+	req.Action, req.Requester = auth.action, auth.actor
+	if auth.actor != nil {
+		if err := g.Checks.CheckRequester(ctx, RequesterCheck{Namespace: w.Subject.Namespace, Requester: auth.actor, Action: auth.action, Target: req.Target}); err != nil {
+			return err
+		}
+	}
+	pol, err := g.Checks.EvaluatePolicy(ctx, req)
+	if err != nil {
+		return err
+	}
+	if !pol.Validation.Allowed {
+		reason := ReasonPolicyDenied
+		if pol.Validation.PolicyName == builtinProtected {
+			reason = ReasonProtectedNamespace
+		}
+		return permanent(reason, fmt.Errorf("%s %s refused at the write: %s", auth.action, req.Target.String(), strings.Join(pol.Validation.Messages, "; ")))
+	}
+	activity.GetLogger(ctx).Info("write passed the gate", "subject", w.Subject.Kind, "object", w.Subject.Namespace+"/"+w.Subject.Name,
+		"action", auth.action, "target", req.Target.String(), "as", w.As)
+	return nil
+}
+
+// verifyExecution re-reads the KubernetesExecution: it must be the one the
+// run was started for, unfinished, and this workflow's (Subjects.execution),
+// and the write its action or captured rollback; its stamped requester is
+// the actor, whatever the run's input said.
+func (g *Gate) verifyExecution(ctx context.Context, w Write) (authority, error) {
+	s := w.Subject
+	if s.Execution == nil {
+		return authority{}, permanent(ReasonSubjectMismatch, errors.New("a write for a KubernetesExecution must carry the spec its run was started with"))
+	}
+	k, err := (&Subjects{Client: g.Subjects}).execution(ctx, SubjectRef{Namespace: s.Namespace, Name: s.Name, UID: s.UID}, *s.Execution)
+	if err != nil {
+		return authority{}, err
+	}
+	if !isActionOf(s.Execution, w.Request) && !isRollbackOf(k, w.Request) {
+		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s runs %s with its parameters, or its captured rollback, only: not this %s",
+			s.Namespace, s.Name, s.Execution.Action, w.Request.Action))
+	}
+	if w.Request.Target != s.Execution.Target {
+		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s targets %s, not %s",
+			s.Namespace, s.Name, s.Execution.Target.String(), w.Request.Target.String()))
+	}
+	if w.As != actions.ServiceAccountName(w.Request.Action) {
+		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("the %s action writes as %s, not %s", w.Request.Action, actions.ServiceAccountName(w.Request.Action), w.As))
+	}
+	return authority{actor: k.Spec.Requester, action: w.Request.Action}, nil
+}
+
+// isActionOf reports whether req is the action spec asks for, as asked.
+func isActionOf(spec *v1alpha1.KubernetesExecutionSpec, req actions.Request) bool {
+	var params v1alpha1.ActionParameters
+	if spec.Parameters != nil {
+		params = *spec.Parameters
+	}
+	return req.Action == spec.Action && equality.Semantic.DeepEqual(params, req.Params)
+}
+
+// isRollbackOf reports whether req is the inverse action the execution's
+// status captured; only Remedy's worker writes that status.
+func isRollbackOf(k *v1alpha1.KubernetesExecution, req actions.Request) bool {
+	rb := k.Status.RollbackInformation
+	if rb == nil || !rb.Available || rb.RollbackAction != req.Action {
+		return false
+	}
+	var params v1alpha1.ActionParameters
+	if rb.RollbackParameters != nil {
+		params = *rb.RollbackParameters
+	}
+	return equality.Semantic.DeepEqual(params, req.Params)
+}
+
+// Inspector returns clients that act as the ServiceAccount name but can
+// change nothing: their transport refuses every request that is not a read
+// or a server-side dry run. Validation reads targets and dry-runs writes with
+// them, without passing the gate.
+func (g *Gate) Inspector(name string) (Writer, error) {
+	return g.clients("inspect/"+name, name, func(rt http.RoundTripper) http.RoundTripper { return readOnly{rt} })
+}
+
+// readOnly lets through reads and server-side dry runs only.
+type readOnly struct{ next http.RoundTripper }
+
+func (r readOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch {
+	case req.Method == http.MethodGet || req.Method == http.MethodHead:
+	case req.URL.Query().Get("dryRun") == metav1.DryRunAll:
+	default:
+		return nil, fmt.Errorf("%s %s refused: an inspecting client may only read and dry-run; writes pass the write gate", req.Method, req.URL.Path)
+	}
+	return r.next.RoundTrip(req)
+}
+
+// writer returns the cached clients that impersonate the ServiceAccount name.
+func (g *Gate) writer(name string) (Writer, error) {
+	return g.clients("write/"+name, name, nil)
+}
+
+func (g *Gate) clients(key, name string, wrap func(http.RoundTripper) http.RoundTripper) (Writer, error) {
+	if w, ok := g.writers.Load(key); ok {
+		return w.(Writer), nil
+	}
+	cfg := rest.CopyConfig(g.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + g.ActionNamespace + ":" + name}
+	if wrap != nil {
+		cfg.Wrap(wrap)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return Writer{}, fmt.Errorf("build client for %s: %w", name, err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return Writer{}, fmt.Errorf("build clientset for %s: %w", name, err)
+	}
+	w, _ := g.writers.LoadOrStore(key, Writer{Dynamic: dyn, Kube: kube})
+	return w.(Writer), nil
+}

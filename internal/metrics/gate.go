@@ -1,0 +1,21 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// GateDecisions counts the write gate's answers: every write Remedy makes to
+// an object it does not own is asked for once, immediately before it.
+var GateDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "remedy_write_gate_decisions_total",
+	Help: "Write gate checks, by subject kind and result (passed, refused).",
+}, []string{"subject", "result"})
+
+// GateSubjects are the kinds of object Remedy writes for (activities.Subject*).
+var GateSubjects = []string{"KubernetesExecution", "ConfigReloadPolicy", "DriftParent"}
+
+func init() {
+	register(GateDecisions)
+	for _, s := range GateSubjects {
+		GateDecisions.WithLabelValues(s, "passed")
+		GateDecisions.WithLabelValues(s, "refused")
+	}
+}
