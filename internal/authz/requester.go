@@ -182,6 +182,10 @@ func resourceOf(mapper meta.RESTMapper, ref v1alpha1.ObjectRef) (schema.GroupVer
 	} else if err != nil {
 		return schema.GroupVersionResource{}, false, fmt.Errorf("map %s %s: %w", ref.APIVersion, ref.Kind, err)
 	}
+	// Discovery's mapper also maps each kind spelt in lower case; the API server does not.
+	if kind, err := mapper.KindFor(m.Resource); err == nil && kind.Kind != ref.Kind {
+		return schema.GroupVersionResource{}, false, malformed(misspeltKind(ref, kind))
+	}
 	return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
@@ -204,11 +208,16 @@ func unserved(mapper meta.RESTMapper, ref v1alpha1.ObjectRef, gv schema.GroupVer
 		return malformed(field.Invalid(target.Child("apiVersion"), ref.APIVersion,
 			fmt.Sprintf("the API server does not serve kind %s in %s; it serves it in %s", ref.Kind, ref.APIVersion, strings.Join(slices.Compact(served), ", "))))
 	case len(kinds) > 0:
-		return malformed(field.Invalid(target.Child("kind"), ref.Kind,
-			fmt.Sprintf("the API server serves no kind %s in %s (kinds are case-sensitive): did you mean apiVersion %s, kind %s?", ref.Kind, ref.APIVersion, kinds[0].GroupVersion(), kinds[0].Kind)))
+		return malformed(misspeltKind(ref, kinds[0]))
 	}
 	return malformed(field.Invalid(target.Child("kind"), ref.Kind,
 		fmt.Sprintf("the API server serves no kind %s in %s (kubectl api-resources lists what it serves)", ref.Kind, ref.APIVersion)))
+}
+
+// misspeltKind names ref's kind, which the API server serves spelt as served.
+func misspeltKind(ref v1alpha1.ObjectRef, served schema.GroupVersionKind) *field.Error {
+	return field.Invalid(field.NewPath("target", "kind"), ref.Kind, fmt.Sprintf("the API server serves no kind %s in %s (kinds are case-sensitive): did you mean apiVersion %s, kind %s?",
+		ref.Kind, ref.APIVersion, served.GroupVersion(), served.Kind))
 }
 
 func contains(list []string, s string) bool {

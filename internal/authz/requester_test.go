@@ -18,6 +18,11 @@ func TestAuthorize(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Node"}, meta.RESTScopeRoot)
+	// Discovery's mapper also maps each kind spelt in lower case (client-go restmapper).
+	rs, rsList, rsOne := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+		schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicaset"}
+	mapper.AddSpecific(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "replicaset"}, rsList, rsOne, meta.RESTScopeNamespace)
+	mapper.AddSpecific(rs, rsList, rsOne, meta.RESTScopeNamespace)
 	deploy := v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "payments", Name: "api"}
 	node := v1alpha1.ObjectRef{APIVersion: "v1", Kind: "Node", Name: "n1"}
 	alice := v1alpha1.Requester{Username: "alice", Groups: []string{"oncall"}}
@@ -54,6 +59,8 @@ func TestAuthorize(t *testing.T) {
 			wantErr: `target.apiVersion: Invalid value: "apps/v2": the API server does not serve kind Deployment in apps/v2; it serves it in apps/v1`, malformed: true},
 		{name: "lower-case kind", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "deployment", Namespace: "payments", Name: "api"}},
 			wantErr: `target.kind: Invalid value: "deployment": the API server serves no kind deployment in apps/v1 (kinds are case-sensitive): did you mean apiVersion apps/v1, kind Deployment?`, malformed: true},
+		{name: "a kind the mapper matched regardless of case", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "replicaset", Namespace: "payments", Name: "api"}},
+			wantErr: `target.kind: Invalid value: "replicaset": the API server serves no kind replicaset in apps/v1 (kinds are case-sensitive): did you mean apiVersion apps/v1, kind ReplicaSet?`, malformed: true},
 		{name: "bad apiVersion", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1/x", Kind: "Deployment", Namespace: "payments", Name: "api"}},
 			wantErr: `target.apiVersion: Invalid value: "apps/v1/x": must be group/version`, malformed: true},
 	}
