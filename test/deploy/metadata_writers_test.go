@@ -102,6 +102,7 @@ func TestMetadataWritersDryRun(t *testing.T) {
 					"not metadata.ownerReferences"},
 				{"a finalizer", `{"metadata":{"finalizers":["example.com/hold"]}}`, "not metadata.finalizers"},
 				{"another's annotation", `{"metadata":{"annotations":{"deployment.kubernetes.io/revision":"99"}}}`, "not deployment.kubernetes.io/revision"},
+				{"a look-alike of its own", `{"metadata":{"annotations":{"remedy.dev/reload-declined-x":"1","kausality.io":"1"}}}`, "may change only annotations"},
 			} {
 				t.Run(bad.name+" is refused", func(t *testing.T) {
 					_, err := deployments.Patch(ctx, "web", types.MergePatchType, []byte(bad.patch), dryRun)
