@@ -129,12 +129,12 @@ func TestDeletingAnExecutionBeforeItsWorkflowIDIsWrittenCancelsItsWorkflow(t *te
 	k := createExecution(t, ns, "scale-doomed", spec)
 	id := workflows.ExecutionWorkflowID(ns, k.Name, string(k.UID))
 
+	// The approval request exists once the run is past its checks (its first,
+	// refused push takes PushOptions.ScheduleToCloseTimeout).
 	require.Eventually(t, func() bool {
-		v, err := harness.Temporal().QueryWorkflow(ctx, id, "", workflows.QueryStatus)
-		var s v1alpha1.KubernetesExecutionStatus
-		return err == nil && v.Get(&s) == nil && s.Phase == v1alpha1.PhaseWaitingApproval
-	}, 2*workflows.PushOptions.ScheduleToCloseTimeout+runTimeout, 100*time.Millisecond,
-		"the operator started the workflow, which waits for an approval (its refused pushes take a while each)")
+		return harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: workflows.ApprovalRequestName(k.Name)}, &v1alpha1.RemediationApprovalRequest{}) == nil
+	}, workflows.PushOptions.ScheduleToCloseTimeout+runTimeout, 100*time.Millisecond,
+		"the operator started the workflow, which asks for an approval")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
 	require.Contains(t, k.Finalizers, operator.Finalizer, "the finalizer came before the start")
 	require.Empty(t, k.Status.WorkflowID, "no status was written")
