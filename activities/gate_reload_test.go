@@ -50,7 +50,9 @@ func TestGateReloadRestart(t *testing.T) {
 		{name: "a selecting policy by an authorized author restarts"},
 		{name: "no policy selects the workload",
 			setup: func(t *testing.T, c ctrlclient.Client, _ *kubefake.Clientset) {
-				policy(t, c, func(p *v1alpha1.ConfigReloadPolicy) { p.Spec.WorkloadSelector.MatchLabels = map[string]string{"app": "other"} })
+				policy(t, c, func(p *v1alpha1.ConfigReloadPolicy) {
+					p.Spec.WorkloadSelector.MatchLabels = map[string]string{"app": "other"}
+				})
 			},
 			wantType: ReasonSubjectMismatch, wantMsg: "no ConfigReloadPolicy in shop selects Deployment web"},
 		{name: "a ConfigMap no selecting policy scopes to the workload",
