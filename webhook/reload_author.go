@@ -11,6 +11,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -48,7 +49,7 @@ func (h *Requester) reloadPolicy(ctx context.Context, req admission.Request) adm
 	}
 	author, authorize := ReloadAuthor(req.UserInfo, old, &cur)
 	if authorize {
-		if err := h.authorizeAuthor(ctx, author, req.Namespace); err != nil {
+		if err := h.authorizeAuthor(ctx, *author, req.Namespace); err != nil {
 			var denied *authz.Denied
 			if !errors.As(err, &denied) {
 				return admission.Errored(http.StatusInternalServerError, err)
@@ -59,14 +60,16 @@ func (h *Requester) reloadPolicy(ctx context.Context, req admission.Request) adm
 			return resp
 		}
 	}
-	if cur.Spec.Author != nil && sameRequester(*cur.Spec.Author, author) {
+	if author == nil && cur.Spec.Author == nil || author != nil && cur.Spec.Author != nil && sameRequester(*cur.Spec.Author, *author) {
 		return admission.Allowed("")
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
 	}
-	if err := setRequester(obj, author, "spec", "author"); err != nil {
+	if author == nil {
+		unstructured.RemoveNestedField(obj, "spec", "author")
+	} else if err := setRequester(obj, *author, "spec", "author"); err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	raw, err := json.Marshal(obj)
@@ -79,16 +82,19 @@ func (h *Requester) reloadPolicy(ctx context.Context, req admission.Request) adm
 // ReloadAuthor is the author a written policy gets, and whether that author
 // must be authorized now: on create and on any spec change, the writing user,
 // authorized afresh; an update that leaves the spec alone (labels,
-// finalizers) keeps the stored author, whatever the body says.
-func ReloadAuthor(u authenticationv1.UserInfo, old, cur *v1alpha1.ConfigReloadPolicy) (v1alpha1.Requester, bool) {
-	if old != nil && old.Spec.Author != nil {
+// finalizers, the garbage collector's writes) keeps the stored author, even
+// none (a policy stored before authors: the write gate refuses its
+// restarts until its spec is applied again), whatever the body says.
+func ReloadAuthor(u authenticationv1.UserInfo, old, cur *v1alpha1.ConfigReloadPolicy) (*v1alpha1.Requester, bool) {
+	if old != nil {
 		a, b := old.Spec, cur.Spec
 		a.Author, b.Author = nil, nil
 		if equality.Semantic.DeepEqual(a, b) {
-			return *old.Spec.Author, false
+			return old.Spec.Author, false
 		}
 	}
-	return fromUser(u), true
+	who := fromUser(u)
+	return &who, true
 }
 
 // authorizeAuthor requires the author to restart every workload the policy

@@ -27,12 +27,18 @@ func TestReloadAuthor(t *testing.T) {
 		{"create: the user, whatever the body says", nil, policy(forged, "env"), "alice", true},
 		{"a spec change: the user, authorized afresh", policy(&bob, "env"), policy(&bob, "tier"), "alice", true},
 		{"a metadata-only update keeps the stored author", policy(&bob, "env"), policy(forged, "env"), "bob", false},
-		{"a stored policy without an author gets the user", policy(nil, "env"), policy(nil, "env"), "alice", true},
+		{"a metadata-only update of a policy stored without an author keeps none", policy(nil, "env"), policy(forged, "env"), "", false},
+		{"a spec change of a policy stored without an author gets the user", policy(nil, "env"), policy(nil, "tier"), "alice", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, authorize := ReloadAuthor(alice, tc.old, tc.cur)
-			assert.Equal(t, tc.want, got.Username)
+			if tc.want == "" {
+				assert.Nil(t, got)
+			} else {
+				require.NotNil(t, got)
+				assert.Equal(t, tc.want, got.Username)
+			}
 			assert.Equal(t, tc.wantAuthorize, authorize)
 		})
 	}
