@@ -80,11 +80,14 @@ func TestReloadPolicyAuthorWithoutRestartIsRefused(t *testing.T) {
 	require.NoError(t, harness.Kube().Create(ctx, p))
 	admin := *p.Spec.Author
 	assert.NotEqual(t, "mallory", admin.Username, "the body's author is replaced by the authenticated user")
+	before := p.DeepCopy()
 	p.Labels = map[string]string{"team": "cleo"}
-	require.NoError(t, cleo.Update(ctx, p))
-	assert.Equal(t, admin, *p.Spec.Author, "a metadata-only update keeps the author")
+	p.Spec.Author = &v1alpha1.Requester{Username: "cm-editor-cleo"}
+	require.NoError(t, cleo.Patch(ctx, p, ctrlclient.MergeFrom(before)))
+	assert.Equal(t, admin, *p.Spec.Author, "a metadata-only update keeps the author, whatever the body says")
+	before = p.DeepCopy()
 	p.Spec.ScopeLabel = "tier"
-	requireForbidden(t, cleo.Update(ctx, p), `grant the verb "execute" on actions.remedy.dev/restart`)
+	requireForbidden(t, cleo.Patch(ctx, p, ctrlclient.MergeFrom(before)), `grant the verb "execute" on actions.remedy.dev/restart`)
 
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(web), web))
 	assert.Empty(t, web.Spec.Template.Annotations, "nothing restarted")
