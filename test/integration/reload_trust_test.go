@@ -158,7 +158,8 @@ func TestForgedReloadStartWritesNothing(t *testing.T) {
 	ns := harness.Namespace(t)
 	web := reloadDeployment(t, ns, "web", "prod")
 	reloadConfigMap(t, ns, "app", "prod", "v0")
-	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(web), web))
+	// The Deployment controller's own annotation first, so only a write of Remedy's would show.
+	web = harness.Eventually(t, web, reloadTimeout, func(d *appsv1.Deployment) bool { return d.Annotations["deployment.kubernetes.io/revision"] != "" })
 	gen, annotations := web.Generation, web.Annotations
 
 	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
