@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -49,6 +50,8 @@ type Gate struct {
 	Checks *Validation
 
 	writers sync.Map // "write/" or "inspect/" + ServiceAccount name -> Writer
+	// fake, in unit tests only, replaces the impersonating clients.
+	fake *Writer
 }
 
 // Write is one write the gate is asked about.
@@ -78,6 +81,9 @@ type Subject struct {
 	UID       string `json:"uid"`
 	// Execution is the spec a KubernetesExecution's run was started with.
 	Execution *v1alpha1.KubernetesExecutionSpec `json:"execution,omitempty"`
+	// Reload is what a reload write claims (gate_reload.go); Name is then
+	// the policy the run was started for, and the workload is the target.
+	Reload *ReloadEvidence `json:"reload,omitempty"`
 }
 
 // Writer writes as one ServiceAccount. Only the gate makes one.
@@ -92,6 +98,27 @@ type Writer struct {
 type authority struct {
 	actor  *v1alpha1.Requester
 	action string
+	// lenders, when set, are every actor whose grant the write needs, each
+	// named for the refusal (the authors of every ConfigReloadPolicy that
+	// selects a workload); actor is then the first, as the safety policy sees it.
+	lenders []lender
+}
+
+// lender is one actor whose grant a write needs, and what made them one.
+type lender struct {
+	of  string
+	who *v1alpha1.Requester
+}
+
+// grants lists the actors whose grant the write needs.
+func (a authority) grants() []lender {
+	if len(a.lenders) > 0 {
+		return a.lenders
+	}
+	if a.actor == nil {
+		return nil
+	}
+	return []lender{{who: a.actor}}
 }
 
 // Pass checks w and returns the writer for w.As; callers write with nothing else.
@@ -123,6 +150,8 @@ func (g *Gate) check(ctx context.Context, w Write) error {
 	switch w.Subject.Kind {
 	case SubjectExecution:
 		auth, err = g.verifyExecution(ctx, w)
+	case SubjectReload:
+		auth, err = g.verifyReload(ctx, w)
 	default:
 		return permanent(ReasonSubjectMismatch, fmt.Errorf("the write gate knows no subject of kind %q", w.Subject.Kind))
 	}
@@ -131,10 +160,8 @@ func (g *Gate) check(ctx context.Context, w Write) error {
 	}
 	req := w.Request
 	req.Action, req.Requester = auth.action, auth.actor
-	if auth.actor != nil {
-		if err := g.Checks.CheckRequester(ctx, RequesterCheck{Namespace: w.Subject.Namespace, Requester: auth.actor, Action: auth.action, Target: req.Target}); err != nil {
-			return err
-		}
+	if err := g.checkGrants(ctx, w.Subject.Namespace, auth, req.Target); err != nil {
+		return err
 	}
 	pol, err := g.Checks.EvaluatePolicy(ctx, req)
 	if err != nil {
@@ -149,6 +176,21 @@ func (g *Gate) check(ctx context.Context, w Write) error {
 	}
 	activity.GetLogger(ctx).Info("write passed the gate", "subject", w.Subject.Kind, "object", w.Subject.Namespace+"/"+w.Subject.Name,
 		"action", auth.action, "target", req.Target.String(), "as", w.As)
+	return nil
+}
+
+// checkGrants asks whether every actor of auth still holds the grant for the target.
+func (g *Gate) checkGrants(ctx context.Context, namespace string, auth authority, target v1alpha1.ObjectRef) error {
+	for _, l := range auth.grants() {
+		err := g.Checks.CheckRequester(ctx, RequesterCheck{Namespace: namespace, Requester: l.who, Action: auth.action, Target: target})
+		var app *temporal.ApplicationError
+		if err != nil && l.of != "" && errors.As(err, &app) && app.NonRetryable() {
+			return permanent(app.Type(), fmt.Errorf("%s: %w", l.of, err))
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -229,6 +271,9 @@ func (g *Gate) writer(name string) (Writer, error) {
 }
 
 func (g *Gate) clients(key, name string, wrap func(http.RoundTripper) http.RoundTripper) (Writer, error) {
+	if g.fake != nil {
+		return *g.fake, nil
+	}
 	if w, ok := g.writers.Load(key); ok {
 		return w.(Writer), nil
 	}

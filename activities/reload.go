@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
@@ -67,6 +69,11 @@ type RestartInput struct {
 	RestartedAt string         `json:"restartedAt"`
 	// Coalesced counts the changes folded into this restart beyond the first.
 	Coalesced int `json:"coalesced,omitempty"`
+	// Policy names the ConfigReloadPolicy the run was started for.
+	Policy string `json:"policy,omitempty"`
+	// ApprovalRequest names the approved RemediationApprovalRequest, when
+	// the restart was put to a person; the write gate re-reads it.
+	ApprovalRequest string `json:"approvalRequest,omitempty"`
 }
 
 // RestartResult says whether the pod template changed.
@@ -74,15 +81,15 @@ type RestartResult struct {
 	Restarted bool `json:"restarted"`
 }
 
-// Reload holds the activities of the reload workflow. It reads and writes
-// workloads and records Events as the remedy-reload ServiceAccount
-// (ReloadServiceAccount, impersonated): the worker's own role cannot write
-// workloads.
+// Reload holds the activities of the reload workflow. It reads workloads
+// as the remedy-reload ServiceAccount (ReloadServiceAccount, impersonated,
+// read-only) and writes them only with the client the write gate hands out
+// for one restart: the worker's own role cannot write workloads.
 type Reload struct {
-	// Dynamic reads and patches workloads as remedy-reload.
-	Dynamic dynamic.Interface
-	// Kube records Events as remedy-reload.
-	Kube kubernetes.Interface
+	// Gate re-checks each write and hands out remedy-reload's writing client.
+	Gate *Gate
+	// Events records Events on workloads, as the worker: refusals too, which get no writer.
+	Events kubernetes.Interface
 	// Namespaces reads namespace labels, as the worker, for the protected-namespace rule.
 	Namespaces kubernetes.Interface
 }
@@ -98,15 +105,15 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 	if attempt := activity.GetInfo(ctx).Attempt; attempt > 1 {
 		metrics.ReloadRetries.WithLabelValues(in.Scope).Inc()
 	}
-	obj, client, err := r.workload(ctx, in.Namespace, in.Kind, in.Name)
+	obj, err := r.workload(ctx, in.Namespace, in.Kind, in.Name)
 	if err != nil {
 		if !IsWorkloadGone(err) {
 			metrics.ReloadErrors.WithLabelValues(in.Scope).Inc()
 		}
 		return RestartResult{}, err
 	}
-	if err := r.guard(ctx, obj, in.Kind, "Restart", in.RestartedAt+DescribeChanges(in.Changes)); err != nil {
-		return RestartResult{}, err
+	if _, err := time.Parse(time.RFC3339, in.RestartedAt); err != nil {
+		return RestartResult{}, permanent(ReasonInvalidParameters, fmt.Errorf("restartedAt %q is not an RFC 3339 time", in.RestartedAt))
 	}
 	template, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "annotations")
 	meta := obj.GetAnnotations()
@@ -135,6 +142,11 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 	patch := map[string]any{"metadata": map[string]any{"annotations": baseline}}
 	if !current {
 		patch["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": podTemplate}}}
+	}
+	client, err := r.pass(ctx, obj, in.Kind, "Restart", in.RestartedAt+DescribeChanges(in.Changes), in.Policy,
+		ReloadEvidence{Changes: in.Changes, Rolls: !current, ApprovalRequest: in.ApprovalRequest}, in.RestartedAt)
+	if err != nil {
+		return RestartResult{}, err
 	}
 	if err := patchWorkload(ctx, client, in.Kind, in.Namespace, in.Name, patch); err != nil {
 		if IsWorkloadGone(err) {
@@ -167,21 +179,47 @@ func (r *Reload) recordEvent(ctx context.Context, obj *unstructured.Unstructured
 		corev1.EventTypeNormal, "rolling restart for ConfigMap changes: "+DescribeChanges(in.Changes))
 }
 
-// guard refuses a write to the workload obj in a protected namespace: the
-// operator does not signal for such a policy, but the namespace may have been
-// labelled since. The refusal is permanent and leaves a Warning Event on the
-// workload, named after key like the Event of the write it stops.
+// guard refuses to ask about a restart in a protected namespace: the
+// operator does not signal for such a policy, but the namespace may have
+// been labelled since. The write gate checks the same rule at every write.
 func (r *Reload) guard(ctx context.Context, obj *unstructured.Unstructured, kind, action, key string) error {
 	protected, err := namespaceProtected(ctx, r.Namespaces, obj.GetNamespace())
 	if err != nil || !protected {
 		return err
 	}
-	msg := ProtectedNamespaceMessage(obj.GetNamespace())
-	if err := r.workloadEvent(ctx, obj, kind, "refused", key, action, ReasonProtectedNamespace, corev1.EventTypeWarning,
-		"ConfigMap reload refused, nothing restarted: "+msg); err != nil {
-		activity.GetLogger(ctx).Warn("refusal event not recorded", "error", err)
+	return r.refuse(ctx, obj, kind, action, key, permanent(ReasonProtectedNamespace, fmt.Errorf("%s %s %s/%s: %s",
+		strings.ToLower(action), kind, obj.GetNamespace(), obj.GetName(), ProtectedNamespaceMessage(obj.GetNamespace()))))
+}
+
+// pass asks the write gate for remedy-reload's writing client for one
+// write to the workload obj. A permanent refusal leaves a Warning Event on
+// the workload, named after key like the Event of the write it stops, with
+// the refusal's reason.
+func (r *Reload) pass(ctx context.Context, obj *unstructured.Unstructured, kind, action, key, policy string, ev ReloadEvidence, token string) (dynamic.ResourceInterface, error) {
+	writer, err := r.Gate.Pass(ctx, Write{
+		Subject: Subject{Kind: SubjectReload, Namespace: obj.GetNamespace(), Name: policy, Reload: &ev},
+		Request: actions.Request{Action: "restart", Token: token,
+			Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}},
+		As: ReloadServiceAccount,
+	})
+	if err != nil {
+		return nil, r.refuse(ctx, obj, kind, action, key, err)
 	}
-	return permanent(ReasonProtectedNamespace, fmt.Errorf("%s %s %s/%s: %s", strings.ToLower(action), kind, obj.GetNamespace(), obj.GetName(), msg))
+	return writer.Dynamic.Resource(workloadGVR(kind)).Namespace(obj.GetNamespace()), nil
+}
+
+// refuse records a permanent refusal err as a Warning Event on the workload
+// and returns err; a retryable one is returned as it is.
+func (r *Reload) refuse(ctx context.Context, obj *unstructured.Unstructured, kind, action, key string, err error) error {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() == ReasonWorkloadGone {
+		return err
+	}
+	if evErr := r.workloadEvent(ctx, obj, kind, "refused", key, action, app.Type(), corev1.EventTypeWarning,
+		"ConfigMap reload refused, nothing restarted: "+app.Error()); evErr != nil {
+		activity.GetLogger(ctx).Warn("refusal event not recorded", "error", evErr)
+	}
+	return err
 }
 
 // workloadEvent records an Event on the workload obj, named after key so a
@@ -200,28 +238,34 @@ func (r *Reload) workloadEvent(ctx context.Context, obj *unstructured.Unstructur
 		Regarding: corev1.ObjectReference{APIVersion: "apps/v1", Kind: kind, Namespace: obj.GetNamespace(),
 			Name: obj.GetName(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()},
 	}
-	_, err := r.Kube.EventsV1().Events(obj.GetNamespace()).Create(ctx, ev, metav1.CreateOptions{})
+	_, err := r.Events.EventsV1().Events(obj.GetNamespace()).Create(ctx, ev, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create event: %w", err)
 	}
 	return nil
 }
 
-// workload reads one workload; a deleted one is a permanent WorkloadGone.
-func (r *Reload) workload(ctx context.Context, namespace, kind, name string) (*unstructured.Unstructured, dynamic.ResourceInterface, error) {
-	resource, ok := workloadResources[kind]
-	if !ok {
-		return nil, nil, permanent(ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", kind))
+// workload reads one workload as remedy-reload, read-only; a deleted one is a permanent WorkloadGone.
+func (r *Reload) workload(ctx context.Context, namespace, kind, name string) (*unstructured.Unstructured, error) {
+	if _, ok := workloadResources[kind]; !ok {
+		return nil, permanent(ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", kind))
 	}
-	client := r.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: resource}).Namespace(namespace)
-	obj, err := client.Get(ctx, name, metav1.GetOptions{})
+	inspector, err := r.Gate.Inspector(ReloadServiceAccount)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := inspector.Dynamic.Resource(workloadGVR(kind)).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, nil, permanent(ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err))
+		return nil, permanent(ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err))
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err)
+		return nil, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err)
 	}
-	return obj, client, nil
+	return obj, nil
+}
+
+func workloadGVR(kind string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: workloadResources[kind]}
 }
 
 // patchWorkload merge-patches one workload; a deleted one is a permanent WorkloadGone.

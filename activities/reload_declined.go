@@ -61,7 +61,7 @@ type ApprovalCheck struct {
 
 // CheckApproval reads the workload before a restart is put to a person.
 func (r *Reload) CheckApproval(ctx context.Context, in ChangesInput) (ApprovalCheck, error) {
-	obj, _, err := r.workload(ctx, in.Namespace, in.Kind, in.Name)
+	obj, err := r.workload(ctx, in.Namespace, in.Kind, in.Name)
 	if err != nil {
 		return ApprovalCheck{}, err
 	}
@@ -92,18 +92,17 @@ type DeclineInput struct {
 	Changes   []ConfigChange `json:"changes"`
 	Request   string         `json:"request"`
 	Decision  Decision       `json:"decision"`
+	// Policy names the ConfigReloadPolicy the run was started for.
+	Policy string `json:"policy,omitempty"`
 }
 
 // DeclineReload records the declined hashes in the workload's metadata (not
 // the pod template: nothing rolls), a Warning Event and the declined metric.
-// The patch carries the resourceVersion it read, so it never overwrites the
+// The write gate re-reads the request's decision first. The patch carries the resourceVersion it read, so it never overwrites the
 // operator's clean-up of stale entries; a conflict is retried.
 func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
-	obj, client, err := r.workload(ctx, in.Namespace, in.Kind, in.Name)
+	obj, err := r.workload(ctx, in.Namespace, in.Kind, in.Name)
 	if err != nil {
-		return err
-	}
-	if err := r.guard(ctx, obj, in.Kind, "Decline", in.Request); err != nil {
 		return err
 	}
 	declined := ParseReloadDeclined(obj.GetAnnotations()[DeclinedAnnotation])
@@ -120,6 +119,11 @@ func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
 		"resourceVersion": obj.GetResourceVersion(),
 		"annotations":     map[string]string{DeclinedAnnotation: declined.Encode()},
 	}}
+	client, err := r.pass(ctx, obj, in.Kind, "Decline", in.Request, in.Policy,
+		ReloadEvidence{Changes: in.Changes, ApprovalRequest: in.Request, Decline: true}, "")
+	if err != nil {
+		return err
+	}
 	if err := patchWorkload(ctx, client, in.Kind, in.Namespace, in.Name, patch); err != nil {
 		return err
 	}

@@ -8,14 +8,19 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	k8stesting "k8s.io/client-go/testing"
+	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
@@ -25,23 +30,59 @@ func reloadFixture(t *testing.T, meta, template map[string]string) (*Reload, *ku
 	return reloadFixtureIn(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, meta, template)
 }
 
-// reloadFixtureIn places the workload shop/web in a namespace with ns's labels.
+// reloadFixtureIn places the workload shop/web in a namespace with ns's
+// labels, selected by policy "reload" (authored by alice, whose grant the
+// fake authorizer allows) with ConfigMap app, whose data hashes to appHash.
 func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[string]string) (*Reload, *kubefake.Clientset, *dynamicfake.FakeDynamicClient, *testsuite.TestActivityEnvironment) {
 	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	labels := map[string]string{"reload": "true", "env": "prod"}
 	web := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "web-uid", Annotations: meta},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "web-uid", Labels: labels, Annotations: meta},
 		Spec:       appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: template}}},
 	}
+	sel := metav1.LabelSelector{MatchLabels: map[string]string{"reload": "true"}}
+	crp := &v1alpha1.ConfigReloadPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "reload"},
+		Spec: v1alpha1.ConfigReloadPolicySpec{ConfigMapSelector: sel, WorkloadSelector: sel, Author: &v1alpha1.Requester{Username: "alice"}}}
+	rar := func(name string, d v1alpha1.Decision) *v1alpha1.RemediationApprovalRequest {
+		return &v1alpha1.RemediationApprovalRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+			Spec: v1alpha1.RemediationApprovalRequestSpec{
+				SubjectRef: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+				WorkflowID: ReloadWorkflowID("shop", "Deployment", "web"),
+				ApprovalContext: v1alpha1.ApprovalContext{Action: "restart",
+					Reason: "rolling restart for new ConfigMap data: app=a1, app=" + appHash},
+			},
+			Status: v1alpha1.RemediationApprovalRequestStatus{Decision: d}}
+	}
+	subjects := ctrlfake.NewClientBuilder().WithScheme(s).WithObjects(web, crp, appConfigMap(),
+		rar("reload-deployment-web-1", v1alpha1.DecisionRejected), rar("reload-deployment-web-2", v1alpha1.DecisionRejected)).Build()
 	dyn := dynamicfake.NewSimpleDynamicClient(s, web)
-	kube := kubefake.NewClientset(ns)
-	r := &Reload{Dynamic: dyn, Kube: kube, Namespaces: kube}
+	kube := kubefake.NewClientset(ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "remedy-system", Name: "safety",
+		Labels: map[string]string{PolicyLabel: "true"}}, Data: map[string]string{"safety.rego": "package remedy.safety\n"}})
+	kube.PrependReactor("create", "subjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, &authorizationv1.SubjectAccessReview{Status: authorizationv1.SubjectAccessReviewStatus{Allowed: true}}, nil
+	})
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), apimeta.RESTScopeNamespace)
+	gate := &Gate{ActionNamespace: "remedy-system", Subjects: subjects, fake: &Writer{Dynamic: dyn, Kube: kube},
+		Checks: &Validation{Kube: kube, Mapper: mapper, ActionNamespace: "remedy-system", Policy: policy.NewEngine()}}
+	r := &Reload{Gate: gate, Events: kube, Namespaces: kube}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(r)
 	return r, kube, dyn, env
 }
+
+// appConfigMap is the fixture's ConfigMap app, in scope prod.
+func appConfigMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", Labels: map[string]string{"reload": "true", "env": "prod"}},
+		Data: map[string]string{"value": "v1"}}
+}
+
+// appHash is the data hash of the fixture's ConfigMap app.
+var appHash = ConfigMapDataHash(appConfigMap())
 
 func TestCheckApproval(t *testing.T) {
 	declined := ReloadDeclined{ConfigMaps: map[string]string{"app": "a1"}}.Encode()

@@ -14,7 +14,7 @@ import (
 )
 
 func TestReloadWritesRefusedInProtectedNamespaces(t *testing.T) {
-	changes := []ConfigChange{{ConfigMap: "app", Hash: "a1"}}
+	changes := []ConfigChange{{ConfigMap: "app", Hash: appHash}}
 	calls := []struct {
 		name string
 		run  func(r *Reload) any

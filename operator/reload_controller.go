@@ -91,8 +91,15 @@ func (r *ReloadReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			return reconcile.Result{}, err
 		}
 	}
+	var others v1alpha1.ConfigReloadPolicyList
+	if len(pl.signals) > 0 {
+		if err := r.List(ctx, &others, ctrlclient.InNamespace(p.Namespace)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("list ConfigReloadPolicies: %w", err)
+		}
+	}
 	for _, s := range pl.signals {
-		if err := r.signal(ctx, &p, s); err != nil {
+		approval := workflows.ReloadApprovalOf(others.Items, objs[s.Kind+"/"+s.Name].GetLabels())
+		if err := r.signal(ctx, &p, s, approval); err != nil {
 			return reconcile.Result{}, err
 		}
 		logger.Info("config change signalled", "kind", s.Kind, "workload", s.Name, "configMap", s.Change.ConfigMap, "hash", s.Change.Hash, "repair", s.Repair)
@@ -219,13 +226,13 @@ func (r *ReloadReconciler) observe(ctx context.Context, p *v1alpha1.ConfigReload
 
 // signal delivers one change to the workload's workflow, starting it when
 // none runs; repeats are harmless because the workflow ignores known hashes.
-func (r *ReloadReconciler) signal(ctx context.Context, p *v1alpha1.ConfigReloadPolicy, s reloadSignal) error {
+// approval combines every policy that selects the workload, this one's
+// among them, strictly: if any requires approval the run asks. (The run
+// learns the same from the live policies before each restart, and the write
+// gate refuses an unapproved one, so a run started earlier without it still asks.)
+func (r *ReloadReconciler) signal(ctx context.Context, p *v1alpha1.ConfigReloadPolicy, s reloadSignal, approval *workflows.ReloadApproval) error {
 	id := workflows.ReloadWorkflowID(p.Namespace, s.Kind, s.Name)
-	in := workflows.ReloadInput{Namespace: p.Namespace, Kind: s.Kind, Name: s.Name, Scope: s.Scope, Policy: p.Name}
-	if a := p.Spec.Approval; a != nil && a.Required {
-		in.Approval = &workflows.ReloadApproval{}
-		in.Approval.Timeout = a.Timeout.Or(0)
-	}
+	in := workflows.ReloadInput{Namespace: p.Namespace, Kind: s.Kind, Name: s.Name, Scope: s.Scope, Policy: p.Name, Approval: approval}
 	// Reconcile refused the policy if any of these did not parse; 0 takes the workflow's default.
 	in.Debounce = p.Spec.Debounce.Or(0)
 	if rt := p.Spec.Retry; rt != nil {

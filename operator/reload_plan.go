@@ -27,7 +27,6 @@ const (
 	// ReasonNothingToReload is the Warning Event of a policy that matches
 	// no workload to any ConfigMap; the Ready message says why.
 	ReasonNothingToReload = "NothingToReload"
-	defaultScopeLabel     = "env"
 )
 
 // reloadConfigMap is what planning needs of a selected ConfigMap.
@@ -81,19 +80,7 @@ func configMapHash(cm *corev1.ConfigMap) string {
 		// From the operator's cache, which keeps the hash instead of the data.
 		return h
 	}
-	h := sha256.New()
-	write := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
-	write("data")
-	for _, k := range sortedKeys(cm.Data) {
-		write(k)
-		write(cm.Data[k])
-	}
-	write("binaryData")
-	for _, k := range sortedKeys(cm.BinaryData) {
-		write(k)
-		write(string(cm.BinaryData[k]))
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return workflows.ConfigMapDataHash(cm)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -105,12 +92,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func scopeLabel(p *v1alpha1.ConfigReloadPolicy) string {
-	if p.Spec.ScopeLabel == "" {
-		return defaultScopeLabel
-	}
-	return p.Spec.ScopeLabel
-}
+func scopeLabel(p *v1alpha1.ConfigReloadPolicy) string { return workflows.ReloadScopeLabel(p) }
 
 // planReload decides, from the selected ConfigMaps and workloads alone, which
 // workloads get a baseline, which get a config-changed signal, and the status.

@@ -25,8 +25,9 @@ import (
 	"github.com/remedy-dev/remedy/internal/authz"
 )
 
-// RequesterPath serves CREATE of kubernetesexecutions and remediationrequests
-// and UPDATE of kubernetesexecutions (deploy/webhook/requester.yaml).
+// RequesterPath serves CREATE of kubernetesexecutions and remediationrequests,
+// UPDATE of kubernetesexecutions, and CREATE and UPDATE of
+// configreloadpolicies (deploy/webhook/requester.yaml).
 const RequesterPath = "/mutate-remedy-dev-v1alpha1-requester"
 
 // Requester stamps the authenticated user into spec.requester and refuses
@@ -64,6 +65,8 @@ func (h *Requester) Handle(ctx context.Context, req admission.Request) admission
 		stamp, err = h.createRemediation(ctx, req)
 	case req.Kind.Kind == "KubernetesExecution" && req.Operation == admissionv1.Update:
 		stamp, err = h.updateExecution(ctx, req)
+	case req.Kind.Kind == "ConfigReloadPolicy" && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update):
+		return h.reloadPolicy(ctx, req)
 	default:
 		return admission.Allowed("")
 	}

@@ -102,16 +102,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
 	w.RegisterActivity(&activities.Subjects{Client: kc})
 	w.RegisterActivity(&activities.Approvals{Client: kc})
-	reloadCfg := activities.AsServiceAccount(o.Kube, o.ActionNamespace, activities.ReloadServiceAccount)
-	reloadDyn, err := dynamic.NewForConfig(reloadCfg)
-	if err != nil {
-		return nil, fmt.Errorf("build %s client: %w", activities.ReloadServiceAccount, err)
-	}
-	reloadCS, err := kubernetes.NewForConfig(reloadCfg)
-	if err != nil {
-		return nil, fmt.Errorf("build %s clientset: %w", activities.ReloadServiceAccount, err)
-	}
-	w.RegisterActivity(&activities.Reload{Dynamic: reloadDyn, Kube: reloadCS, Namespaces: cs})
+	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})
 	driftDyn, err := dynamic.NewForConfig(activities.AsServiceAccount(o.Kube, o.ActionNamespace, activities.DriftServiceAccount))
 	if err != nil {
 		return nil, fmt.Errorf("build %s client: %w", activities.DriftServiceAccount, err)

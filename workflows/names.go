@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/remedy-dev/remedy/activities"
 )
 
 // TaskQueue is the one task queue every Remedy worker polls.
@@ -53,5 +55,5 @@ func DriftWorkflowID(parentUID string) string { return "drift/" + parentUID }
 
 // ReloadWorkflowID is the deterministic ID of one workload's reload workflow.
 func ReloadWorkflowID(namespace, kind, workload string) string {
-	return fmt.Sprintf("reload/%s/%s/%s", namespace, kind, workload)
+	return activities.ReloadWorkflowID(namespace, kind, workload)
 }

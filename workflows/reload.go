@@ -11,6 +11,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
@@ -39,6 +40,29 @@ func IsProtectedNamespace(ns *corev1.Namespace) bool { return activities.IsProte
 
 // ProtectedNamespaceMessage says why a write to namespace name is refused.
 func ProtectedNamespaceMessage(name string) string { return activities.ProtectedNamespaceMessage(name) }
+
+// ConfigMapDataHash is the hash of a ConfigMap's data that reloads record.
+func ConfigMapDataHash(cm *corev1.ConfigMap) string { return activities.ConfigMapDataHash(cm) }
+
+// ReloadScopeLabel is the label a policy's ConfigMaps and workloads share.
+func ReloadScopeLabel(p *v1alpha1.ConfigReloadPolicy) string { return activities.ReloadScopeLabel(p) }
+
+// ReloadApprovalOf combines the approval of every policy selecting a
+// workload with these labels: required if any requires it (the shortest
+// timeout any of them sets), nil if none does.
+func ReloadApprovalOf(policies []v1alpha1.ConfigReloadPolicy, workload map[string]string) *ReloadApproval {
+	var selecting []v1alpha1.ConfigReloadPolicy
+	for i := range policies {
+		if activities.SelectsWorkload(&policies[i], workload) {
+			selecting = append(selecting, policies[i])
+		}
+	}
+	rule := activities.CombineReloadApproval(selecting)
+	if !rule.Required {
+		return nil
+	}
+	return &ReloadApproval{Timeout: rule.Timeout}
+}
 
 // ConfigChange is the payload of the config-changed signal.
 type ConfigChange = activities.ConfigChange
@@ -155,6 +179,9 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 		if len(r.status.Pending) == 0 {
 			return ReloadResult{Status: r.status}, nil
 		}
+		if err := r.verify(ctx); err != nil {
+			return r.end(ctx, err)
+		}
 		if r.gated() {
 			approved, err := r.approve(ctx)
 			if err != nil {
@@ -234,7 +261,25 @@ func (r *reloadRun) end(ctx workflow.Context, err error) (ReloadResult, error) {
 		r.status.Pending, r.status.LastError = nil, err.Error()
 		return ReloadResult{Status: r.status}, nil
 	}
+	r.status.LastError = err.Error()
 	return ReloadResult{Status: r.status}, err
+}
+
+// verify re-reads, before the run asks anyone or restarts, that policies
+// select the workload and their authors may restart it, and learns from
+// them whether a person must approve: the run's input is not trusted for
+// either. A forged start for a workload no policy selects ends here, having
+// written nothing.
+func (r *reloadRun) verify(ctx workflow.Context) error {
+	var v activities.ReloadVerdict
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, checkOptions), reload.VerifyReload, activities.ChangesInput{
+		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Changes: r.status.Pending,
+	}).Get(ctx, &v)
+	if err != nil {
+		return err
+	}
+	r.rule = v.Approval
+	return nil
 }
 
 type reloadRun struct {
@@ -245,6 +290,10 @@ type reloadRun struct {
 	coalesced int
 	// approval is the run's approval gate, created on the first ask.
 	approval *approvalGate
+	// rule is the selecting policies' combined approval, as last verified.
+	rule activities.ReloadApprovalRule
+	// approved names the request a person approved the pending changes in, until they are restarted.
+	approved string
 	// signals counts the config-changed signals this run received.
 	signals int
 	// lastRestartAt is when the last restart was asked for; zero when unknown.
@@ -329,7 +378,7 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, reloadOptions(r.in)))
 	fut := workflow.ExecuteActivity(actx, reload.RestartWorkload, activities.RestartInput{
 		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Scope: r.in.Scope,
-		Changes: intent, RestartedAt: token, Coalesced: r.coalesced,
+		Changes: intent, RestartedAt: token, Coalesced: r.coalesced, Policy: r.in.Policy, ApprovalRequest: r.approved,
 	})
 	r.status.Restarting = true
 	defer func() { r.status.Restarting = false }()
@@ -367,7 +416,7 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 		r.status.LastRestart = token
 		r.status.TotalRestarts++
 	}
-	r.coalesced = 0
+	r.coalesced, r.approved = 0, ""
 	r.status.Pending = pendingAfter(r.status.Pending, intent)
 	return superseded, nil
 }

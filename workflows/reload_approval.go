@@ -35,9 +35,11 @@ func ReloadApprovalRequestName(kind, workload string, at time.Time) string {
 	return prefix + workload + suffix
 }
 
-// gated reports whether this run asks before restarting.
+// gated reports whether this run asks before restarting: when any policy
+// selecting the workload requires it, as last verified, or the input asked
+// for it.
 func (r *reloadRun) gated() bool {
-	return r.in.Approval != nil
+	return r.in.Approval != nil || r.rule.Required
 }
 
 // approve puts the pending changes to a person. It returns true when the
@@ -46,6 +48,7 @@ func (r *reloadRun) gated() bool {
 // newer data (which the caller debounces and asks about again).
 func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	logger := workflow.GetLogger(ctx)
+	r.approved = ""
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
 	var check activities.ApprovalCheck
 	err := workflow.ExecuteActivity(quick, reload.CheckApproval, activities.ChangesInput{
@@ -67,11 +70,18 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	name := ReloadApprovalRequestName(r.in.Kind, r.in.Name, workflow.Now(ctx))
 	target := v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: r.in.Kind, Namespace: r.in.Namespace, Name: r.in.Name}
 	policy := "ConfigReloadPolicy"
-	if r.in.Policy != "" {
+	timeout := r.rule.Timeout
+	switch {
+	case len(r.rule.Policies) > 0:
+		policy += "/" + strings.Join(r.rule.Policies, ",")
+	case r.in.Policy != "":
 		policy += "/" + r.in.Policy
 	}
+	if timeout == 0 && r.in.Approval != nil {
+		timeout = r.in.Approval.Timeout
+	}
 	ask := ApprovalAsk{
-		Namespace: r.in.Namespace, Name: name, Subject: target, Timeout: r.in.Approval.Timeout,
+		Namespace: r.in.Namespace, Name: name, Subject: target, Timeout: timeout,
 		Context: v1alpha1.ApprovalContext{
 			Reason: fmt.Sprintf("rolling restart of %s %s/%s for new ConfigMap data: %s", r.in.Kind, r.in.Namespace, r.in.Name, activities.DescribeChanges(intent)),
 			Action: "restart", Target: target,
@@ -102,11 +112,12 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 		return false, err
 	case d.Decision == v1alpha1.DecisionApproved:
 		logger.Info("restart approved", "approvalRequest", name, "approver", d.DecidedBy, "via", d.Via)
+		r.approved = name
 		return true, nil
 	}
 	err = workflow.ExecuteActivity(quick, reload.DeclineReload, activities.DeclineInput{
 		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Scope: r.in.Scope,
-		Changes: intent, Request: name, Decision: d,
+		Changes: intent, Request: name, Decision: d, Policy: r.in.Policy,
 	}).Get(ctx, nil)
 	if activities.IsWorkloadGone(err) {
 		return false, err

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/remedy-dev/remedy/activities"
@@ -148,6 +149,7 @@ func TestReloadApprovalDecisions(t *testing.T) {
 			if tc.wantDecision == v1alpha1.DecisionApproved {
 				require.Len(t, *g.restarts, 1, "exactly one restart")
 				assert.Equal(t, []activities.ConfigChange{change}, (*g.restarts)[0].in.Changes)
+				assert.Equal(t, ask.Name, (*g.restarts)[0].in.ApprovalRequest, "the restart names the approved request for the write gate")
 				assert.Empty(t, g.declined)
 				assert.Equal(t, 1, st.TotalRestarts)
 				return
@@ -155,7 +157,7 @@ func TestReloadApprovalDecisions(t *testing.T) {
 			assert.Empty(t, *g.restarts, "a declined change never rolls")
 			require.Len(t, g.declined, 1)
 			assert.Equal(t, activities.DeclineInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
-				Changes: []activities.ConfigChange{change}, Request: ask.Name, Decision: g.recorded[0].Decision}, g.declined[0])
+				Changes: []activities.ConfigChange{change}, Request: ask.Name, Decision: g.recorded[0].Decision, Policy: "reload-web"}, g.declined[0])
 			assert.Zero(t, st.TotalRestarts)
 		})
 	}
@@ -271,4 +273,50 @@ func TestReloadApprovalRequestName(t *testing.T) {
 	assert.LessOrEqual(t, len(n), 253)
 	assert.NotEqual(t, n, ReloadApprovalRequestName("Deployment", long[:252]+"x", at))
 	assert.NotEqual(t, ReloadApprovalRequestName("Deployment", "web", at), ReloadApprovalRequestName("DaemonSet", "web", at))
+}
+
+// A workload selected by a policy that requires approval and by one that
+// does not is asked about, whatever the run's input says: the run learns
+// the rule from the live policies (VerifyReload), not from its start.
+func TestReloadOverlappingPoliciesCombineStrictly(t *testing.T) {
+	verifyAs(t, func(activities.ChangesInput) (activities.ReloadVerdict, error) {
+		return activities.ReloadVerdict{Policies: []string{"fast", "gated"},
+			Approval: activities.ReloadApprovalRule{Required: true, Timeout: 7 * time.Minute, Policies: []string{"gated"}}}, nil
+	})
+	g := newGatedEnv(t, needsApproval)
+	g.signalLatest(time.Minute, SignalApprove, ApprovalSignal{Approver: "carol", Via: "kubectl"})
+	start := g.env.Now()
+	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"})
+	in.Policy = "fast"
+	g.env.ExecuteWorkflow(ReloadWorkflow, in)
+	st := reloadResult(t, g.env)
+
+	require.Len(t, g.asked, 1, "asked although the run was started for the policy without approval")
+	assert.Equal(t, "ConfigReloadPolicy/gated", g.asked[0].Context.PolicyEvaluation.PolicyName)
+	wait := g.asked[0].RequiredBy.Sub(start)
+	assert.GreaterOrEqual(t, wait, 7*time.Minute, "the requiring policy's timeout")
+	assert.Less(t, wait, 7*time.Minute+2*time.Second)
+	require.Len(t, *g.restarts, 1)
+	assert.GreaterOrEqual(t, (*g.restarts)[0].at.Sub(start), time.Minute, "restarted only once approved")
+	assert.Equal(t, g.asked[0].Name, (*g.restarts)[0].in.ApprovalRequest)
+	assert.Equal(t, 1, st.TotalRestarts)
+}
+
+// A start for a workload no policy selects ends at VerifyReload: nothing is
+// asked, nothing restarted, and the run says why.
+func TestReloadUnverifiedStartWritesNothing(t *testing.T) {
+	verifyAs(t, func(activities.ChangesInput) (activities.ReloadVerdict, error) {
+		return activities.ReloadVerdict{}, temporal.NewNonRetryableApplicationError("no ConfigReloadPolicy in shop selects Deployment web",
+			activities.ReasonSubjectMismatch, nil)
+	})
+	g := newGatedEnv(t, needsApproval)
+	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Minute, ConfigChange{ConfigMap: "app", Hash: "a1"}))
+
+	require.True(t, g.env.IsWorkflowCompleted())
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, g.env.GetWorkflowError(), &app)
+	assert.Equal(t, activities.ReasonSubjectMismatch, app.Type())
+	assert.Empty(t, g.asked)
+	assert.Empty(t, *g.restarts)
+	assert.Empty(t, g.declined)
 }

@@ -31,6 +31,15 @@ type restartCall struct {
 	in activities.RestartInput
 }
 
+// verdict, when set, answers VerifyReload in the environments the test builds.
+var verdict func(activities.ChangesInput) (activities.ReloadVerdict, error)
+
+// verifyAs makes VerifyReload answer with fn until the test ends.
+func verifyAs(t *testing.T, fn func(activities.ChangesInput) (activities.ReloadVerdict, error)) {
+	verdict = fn
+	t.Cleanup(func() { verdict = nil })
+}
+
 // newReloadEnv records every RestartWorkload attempt; outcome decides each one.
 func newReloadEnv(t *testing.T, outcome func(activities.RestartInput) (activities.RestartResult, error)) (*testsuite.TestWorkflowEnvironment, *[]restartCall) {
 	return newReloadEnvOf(t, &testsuite.WorkflowTestSuite{}, outcome)
@@ -40,6 +49,13 @@ func newReloadEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite, outcome func(a
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(ReloadWorkflow, workflow.RegisterOptions{Name: "ReloadWorkflow"})
 	env.RegisterActivity(&activities.Reload{})
+	env.OnActivity(reload.VerifyReload, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ChangesInput) (activities.ReloadVerdict, error) {
+			if verdict != nil {
+				return verdict(in)
+			}
+			return activities.ReloadVerdict{Policies: []string{"reload-web"}}, nil
+		})
 	var calls []restartCall
 	env.OnActivity(reload.RestartWorkload, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RestartInput) (activities.RestartResult, error) {

@@ -43,6 +43,14 @@ type ConfigReloadPolicySpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!has(self.requireDistinctApprover) || !self.requireDistinctApprover",message="requireDistinctApprover applies to KubernetesExecutions and RemediationRequests: a reload has no requester"
 	Approval *ApprovalSpec `json:"approval,omitempty"`
+	// Author is who created or last changed the policy: its restarts are
+	// made in their name. Set by Remedy's admission webhook from the
+	// authenticated user on every create and update; a value in the body is
+	// ignored. The author must hold "execute" on actions.remedy.dev/restart
+	// in the namespace (or patch the selected workload kinds themselves), at
+	// admission and again at each restart.
+	// +optional
+	Author *Requester `json:"author,omitempty"`
 }
 
 // WorkloadRestart records the last restart of one workload.
@@ -76,6 +84,7 @@ type ConfigReloadPolicyStatus struct {
 // +kubebuilder:resource:shortName=crp,categories=remedy
 // +kubebuilder:printcolumn:name="ScopeLabel",type=string,JSONPath=`.spec.scopeLabel`
 // +kubebuilder:printcolumn:name="Debounce",type=string,JSONPath=`.spec.debounce`
+// +kubebuilder:printcolumn:name="Author",type=string,JSONPath=`.spec.author.username`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ConfigReloadPolicy struct {

@@ -56,6 +56,10 @@ func setupWith(t *testing.T, debounce time.Duration) fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := fixture{ns: harness.Namespace(t)}
+	// The operator's requester webhook stamps the policy's author; the test
+	// runs its own reload reconciler, so the whole operator runs only for
+	// the create, before there is anything to reload.
+	stopOperator := harness.StartOperator(t)
 	require.NoError(t, harness.Kube().Create(ctx, &v1alpha1.ConfigReloadPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "reload", Namespace: f.ns},
 		Spec: v1alpha1.ConfigReloadPolicySpec{
@@ -64,6 +68,7 @@ func setupWith(t *testing.T, debounce time.Duration) fixture {
 			Debounce:          v1alpha1.DurationOf(debounce),
 		},
 	}))
+	stopOperator()
 	f.cm = &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: f.ns, Labels: map[string]string{"reload": "true", "env": "prod"}},
 		Data:       map[string]string{"mode": "a"},

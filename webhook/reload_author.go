@@ -1,0 +1,122 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/authz"
+)
+
+// reloadKinds are the workload kinds a ConfigReloadPolicy's workloadSelector
+// picks from; its author's grant must cover each.
+var reloadKinds = []string{"Deployment", "StatefulSet", "DaemonSet"}
+
+// reloadPolicy stamps a ConfigReloadPolicy's spec.author and refuses an
+// author who may not restart what it selects, or a selector that cannot be
+// parsed. The policy's restarts are made in its author's name, so the author
+// is whoever last changed its spec, as the API server authenticated them;
+// nothing in the body chooses it.
+func (h *Requester) reloadPolicy(ctx context.Context, req admission.Request) admission.Response {
+	var cur v1alpha1.ConfigReloadPolicy
+	if err := decodeObject(req.Object.Raw, &cur); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode ConfigReloadPolicy: %w", err))
+	}
+	var old *v1alpha1.ConfigReloadPolicy
+	if req.Operation == admissionv1.Update {
+		old = &v1alpha1.ConfigReloadPolicy{}
+		if err := decodeObject(req.OldObject.Raw, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode old ConfigReloadPolicy: %w", err))
+		}
+	}
+	if errs := validateReloadSelectors(&cur.Spec); len(errs) > 0 {
+		resp := admission.Denied(errs.ToAggregate().Error())
+		resp.Result.Code, resp.Result.Reason = http.StatusUnprocessableEntity, metav1.StatusReasonInvalid
+		return resp
+	}
+	author, authorize := ReloadAuthor(req.UserInfo, old, &cur)
+	if authorize {
+		if err := h.authorizeAuthor(ctx, *author, req.Namespace); err != nil {
+			var denied *authz.Denied
+			if !errors.As(err, &denied) {
+				return admission.Errored(http.StatusInternalServerError, err)
+			}
+			log.FromContext(ctx).Info("ConfigReloadPolicy refused", "user", req.UserInfo.Username, "object", req.Namespace+"/"+req.Name, "reason", denied.Msg)
+			resp := admission.Denied("the author of a ConfigReloadPolicy must be allowed to restart what it selects: " + denied.Msg)
+			resp.Result.Code, resp.Result.Reason = http.StatusForbidden, metav1.StatusReasonForbidden
+			return resp
+		}
+	}
+	if author == nil && cur.Spec.Author == nil || author != nil && cur.Spec.Author != nil && sameRequester(*cur.Spec.Author, *author) {
+		return admission.Allowed("")
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
+	}
+	if author == nil {
+		unstructured.RemoveNestedField(obj, "spec", "author")
+	} else if err := setRequester(obj, *author, "spec", "author"); err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode object: %w", err))
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// ReloadAuthor is the author a written policy gets, and whether that author
+// must be authorized now: on create and on any spec change, the writing user,
+// authorized afresh; an update that leaves the spec alone (labels,
+// finalizers, the garbage collector's writes) keeps the stored author, even
+// none (a policy stored before authors: the write gate refuses its
+// restarts until its spec is applied again), whatever the body says.
+func ReloadAuthor(u authenticationv1.UserInfo, old, cur *v1alpha1.ConfigReloadPolicy) (*v1alpha1.Requester, bool) {
+	if old != nil {
+		a, b := old.Spec, cur.Spec
+		a.Author, b.Author = nil, nil
+		if equality.Semantic.DeepEqual(a, b) {
+			return old.Spec.Author, false
+		}
+	}
+	who := fromUser(u)
+	return &who, true
+}
+
+// authorizeAuthor requires the author to restart every workload the policy
+// could select: a selector matches workloads created later too, so the
+// grant is asked for the namespace, not for today's matches. "execute" on
+// actions.remedy.dev/restart covers all three kinds; without it, the
+// author must be able to get and patch each kind in the namespace.
+func (h *Requester) authorizeAuthor(ctx context.Context, author v1alpha1.Requester, namespace string) error {
+	for _, kind := range reloadKinds {
+		err := h.Authorize(ctx, authz.Request{Requester: author, Namespace: namespace, Action: "restart",
+			Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: kind, Namespace: namespace}})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateReloadSelectors refuses a selector the operator could not parse
+// (an operator "Equals", values with Exists), naming the field.
+func validateReloadSelectors(spec *v1alpha1.ConfigReloadPolicySpec) field.ErrorList {
+	opts := metav1validation.LabelSelectorValidationOptions{}
+	errs := metav1validation.ValidateLabelSelector(&spec.ConfigMapSelector, opts, field.NewPath("spec", "configMapSelector"))
+	return append(errs, metav1validation.ValidateLabelSelector(&spec.WorkloadSelector, opts, field.NewPath("spec", "workloadSelector"))...)
+}
