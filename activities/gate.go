@@ -78,6 +78,8 @@ type Subject struct {
 	UID       string `json:"uid"`
 	// Execution is the spec a KubernetesExecution's run was started with.
 	Execution *v1alpha1.KubernetesExecutionSpec `json:"execution,omitempty"`
+	// Drift is the decision a drift parent's write records.
+	Drift *DriftSubject `json:"drift,omitempty"`
 }
 
 // Writer writes as one ServiceAccount. Only the gate makes one.
@@ -92,6 +94,9 @@ type Writer struct {
 type authority struct {
 	actor  *v1alpha1.Requester
 	action string
+	// protectedOnly: the write runs no catalog action, so the safety policy
+	// has nothing to judge; only the protected-namespace rule applies.
+	protectedOnly bool
 }
 
 // Pass checks w and returns the writer for w.As; callers write with nothing else.
@@ -123,6 +128,8 @@ func (g *Gate) check(ctx context.Context, w Write) error {
 	switch w.Subject.Kind {
 	case SubjectExecution:
 		auth, err = g.verifyExecution(ctx, w)
+	case SubjectDrift:
+		auth, err = g.verifyDrift(ctx, w)
 	default:
 		return permanent(ReasonSubjectMismatch, fmt.Errorf("the write gate knows no subject of kind %q", w.Subject.Kind))
 	}
@@ -135,6 +142,9 @@ func (g *Gate) check(ctx context.Context, w Write) error {
 		if err := g.Checks.CheckRequester(ctx, RequesterCheck{Namespace: w.Subject.Namespace, Requester: auth.actor, Action: auth.action, Target: req.Target}); err != nil {
 			return err
 		}
+	}
+	if auth.protectedOnly {
+		return g.refuseProtected(ctx, w, req)
 	}
 	pol, err := g.Checks.EvaluatePolicy(ctx, req)
 	if err != nil {

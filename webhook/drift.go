@@ -41,11 +41,6 @@ type Drift struct {
 	DefaultMode kv1.Mode
 	// Policies are the Kausality policies; nil: none.
 	Policies *Policies
-	// CallbackURLs receive DriftReports from the drift workflow.
-	CallbackURLs []string
-	// RequestApproval makes the drift workflow ask a person through a
-	// RemediationApprovalRequest.
-	RequestApproval bool
 	// Self is the webhook's own username: its parent writes pass untouched.
 	Self string
 	Now  func() time.Time
@@ -198,8 +193,7 @@ func (d *Drift) signal(req admission.Request, child, parent *unstructured.Unstru
 		RequestUID: string(req.UID), FieldManager: fieldManager(req), DryRun: isDryRun(req),
 		OldObject: rawOrNil(req.OldObject), NewObject: rawOrNil(req.Object),
 		Mode: string(res.Drift.Mode), Denied: res.Drift.Denied, Approved: res.Drift.Approved, Snoozed: snoozed,
-		SnoozedUntil: snoozedUntil,
-		CallbackURLs: d.CallbackURLs, RequestApproval: d.RequestApproval && !res.Drift.Approved, DetectedAt: in.Now,
+		SnoozedUntil: snoozedUntil, DetectedAt: in.Now,
 	}
 }
 

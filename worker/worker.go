@@ -22,6 +22,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/policy"
+	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/workflows"
@@ -50,6 +51,11 @@ type Options struct {
 	StopTimeout time.Duration
 	// JobTTL is how long the job executor's finished Jobs stay (default activities.DefaultJobTTL).
 	JobTTL time.Duration
+	// DriftCallbackURLs receive every drift's DriftReports, and DriftApproval
+	// asks a person about every drift, besides what Kausality policies'
+	// reporting says for the parent's namespace.
+	DriftCallbackURLs []string
+	DriftApproval     bool
 }
 
 // DefaultExecImage is the released image of this binary.
@@ -111,11 +117,8 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build %s clientset: %w", activities.ReloadServiceAccount, err)
 	}
 	w.RegisterActivity(&activities.Reload{Dynamic: reloadDyn, Kube: reloadCS, Namespaces: cs})
-	driftDyn, err := dynamic.NewForConfig(activities.AsServiceAccount(o.Kube, o.ActionNamespace, activities.DriftServiceAccount))
-	if err != nil {
-		return nil, fmt.Errorf("build %s client: %w", activities.DriftServiceAccount, err)
-	}
-	w.RegisterActivity(&activities.Drift{HTTP: &http.Client{Timeout: 10 * time.Second}, Dynamic: dyn, Writer: driftDyn, Mapper: mapper})
+	driftConfig := &activities.DriftConfig{Reader: kc, CallbackURLs: o.DriftCallbackURLs, RequestApproval: o.DriftApproval}
+	w.RegisterActivity(&activities.Drift{HTTP: &http.Client{Timeout: 10 * time.Second}, Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
 	return w, nil
 }
 
@@ -126,6 +129,10 @@ func scheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	// Kausality policies say where drifts are reported.
+	if err := kv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s

@@ -49,6 +49,9 @@ type RemedyOptions struct {
 	WorkerStopTimeout time.Duration
 	// WorkflowCheckInterval is the operator's WorkflowCheckInterval.
 	WorkflowCheckInterval time.Duration
+	// DriftCallbackURLs and DriftApproval are the worker's.
+	DriftCallbackURLs []string
+	DriftApproval     bool
 }
 
 // RunRemedy runs the operator and the worker in-process, each as its own
@@ -63,7 +66,8 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: wCfg, ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout})
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: wCfg, ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
+		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval})
 	if err != nil {
 		return nil, err
 	}
