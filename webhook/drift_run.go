@@ -111,6 +111,7 @@ func RunDrift(ctx context.Context, o DriftOptions) (done <-chan error, err error
 		Parents:     NewParentCache(dyn, mapper, ctx.Done()),
 		Updates:     NewParentUpdater(dyn, mapper, o.QueueSize),
 		Signals:     NewSignalQueue(o.Temporal, o.QueueSize),
+		Denied:      NewDeniedEvents(ctx, cs, DefaultDeniedEventWindow),
 		DefaultMode: o.DefaultMode, Policies: policies, Now: time.Now,
 	}
 	if err := d.Parents.Warm(ctx, DefaultParentKinds...); err != nil {
