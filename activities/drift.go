@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"go.temporal.io/sdk/activity"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,8 +39,6 @@ const ReasonCallbackRejected = "CallbackRejected"
 
 // Drift holds the activities of the drift workflow.
 type Drift struct {
-	// HTTP posts DriftReports to the callback URLs.
-	HTTP *http.Client
 	// Dynamic reads parents and children of any kind, as the worker.
 	Dynamic dynamic.Interface
 	// Gate checks each approval or rejection right before it is written and

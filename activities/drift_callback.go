@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -49,7 +48,8 @@ const maxReceiverError = 200
 // kausality. Failures name the answer's status only: what a receiver
 // writes in a non-2xx body stays out of Temporal.
 func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
-	if err := d.callbackAllowed(ctx, in); err != nil {
+	httpClient, err := d.Gate.PassCallback(ctx, in.Report.Spec.Parent, in.URL)
+	if err != nil {
 		return err
 	}
 	body, err := json.Marshal(in.Report)
@@ -61,7 +61,7 @@ func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
 		return permanent(ReasonInvalidParameters, fmt.Errorf("build request to %s: %w", in.URL, err))
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := d.HTTP.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("post drift report to %s: %w", in.URL, err)
 	}
@@ -83,24 +83,6 @@ func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
 	default:
 		return fmt.Errorf("post drift report to %s: %s", in.URL, sanitize(resp.Status))
 	}
-}
-
-// callbackAllowed is the gate of a callback: the workflow is the drift
-// workflow of the report's parent, and the URL is configured for the
-// parent's namespace now.
-func (d *Drift) callbackAllowed(ctx context.Context, in PostReportInput) error {
-	p := in.Report.Spec.Parent
-	if err := verifyDriftWorkflow(ctx, p.UID); err != nil {
-		return err
-	}
-	s, err := d.Config.Settings(ctx, p.Namespace)
-	if err != nil {
-		return err
-	}
-	if !slices.Contains(s.CallbackURLs, in.URL) {
-		return permanent(ReasonCallbackNotConfigured, fmt.Errorf("no --drift-callback-url or Kausality policy names %s for namespace %q", in.URL, p.Namespace))
-	}
-	return nil
 }
 
 // sanitize keeps a receiver's text to one short printable line.

@@ -68,7 +68,7 @@ func TestPostReport(t *testing.T) {
 			defer srv.Close()
 
 			d, _ := newDriftActivities()
-			d.HTTP, d.Config.CallbackURLs = srv.Client(), []string{srv.URL + "/drift"}
+			d.Gate.Callbacks, d.Config.CallbackURLs = srv.Client(), []string{srv.URL + "/drift"}
 			err := asDriftWorkflow(t, d, d.PostReport, PostReportInput{URL: srv.URL + "/drift", Report: report})
 			assert.Equal(t, report, got, "the receiver gets the whole report")
 			assert.Equal(t, "application/json", contentType)
@@ -145,6 +145,6 @@ func ofWeb() kv1.DriftReport {
 func runPost(t *testing.T, c *http.Client, in PostReportInput, url string) error {
 	t.Helper()
 	d, _ := newDriftActivities()
-	d.HTTP, d.Config.CallbackURLs = c, []string{url}
+	d.Gate.Callbacks, d.Config.CallbackURLs = c, []string{url}
 	return asDriftWorkflow(t, d, d.PostReport, in)
 }

@@ -80,10 +80,11 @@ func newDriftActivities(objs ...runtime.Object) (*Drift, *dynfake.FakeDynamicCli
 	utilruntime.Must(v1alpha1.AddToScheme(sch))
 	utilruntime.Must(kv1.AddToScheme(sch))
 	reader := ctrlfake.NewClientBuilder().WithScheme(sch).WithObjects(reads...).Build()
-	gate := &Gate{Subjects: reader, Checks: &Validation{Kube: kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}}
+	config := &DriftConfig{Reader: reader}
+	gate := &Gate{Subjects: reader, Checks: &Validation{Kube: kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}, Drift: config}
 	// One fake stands for both identities: the API server, not this test, tells them apart.
 	gate.writers.Store("write/"+DriftServiceAccount, Writer{Dynamic: dyn})
-	return &Drift{Dynamic: dyn, Gate: gate, Config: &DriftConfig{Reader: reader}, Mapper: mapper}, dyn
+	return &Drift{Dynamic: dyn, Gate: gate, Config: config, Mapper: mapper}, dyn
 }
 
 // asDriftWorkflow runs one activity of d, once, as the drift workflow of webParent.

@@ -38,6 +38,8 @@ import (
 // (the remedy-action-<action>, remedy-reload and remedy-drift
 // ServiceAccounts), and it hands one out only with a passed check: a write
 // that skips the gate has no client to write with (gate_test.go keeps it so).
+// Callbacks are writes too: the HTTP client DriftReports are posted with
+// comes only from PassCallback (gate_drift.go).
 type Gate struct {
 	// Config is the worker's own identity; the writers impersonate on top of it.
 	Config *rest.Config
@@ -47,6 +49,10 @@ type Gate struct {
 	Subjects ctrlclient.Reader
 	// Checks asks the requester's grant and the safety policy, as validation does.
 	Checks *Validation
+	// Callbacks posts DriftReports; PassCallback hands it out for a
+	// configured URL only. Drift says which URLs are configured.
+	Callbacks *http.Client
+	Drift     *DriftConfig
 
 	writers sync.Map // "write/" or "inspect/" + ServiceAccount name -> Writer
 }

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 
 	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/activities/actions"
+	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
 // DriftApprovalAction is the approval context's action of a drift's
@@ -75,6 +79,39 @@ func (g *Gate) verifyDrift(ctx context.Context, w Write) (authority, error) {
 			s.Namespace, rar.Name, rar.Status.Decision, s.Drift.Decision))
 	}
 	return authority{action: DriftApprovalAction, protectedOnly: true}, nil
+}
+
+// PassCallback is the gate of a callback, which writes to a receiver as
+// surely as a patch writes to a parent: the workflow is the drift workflow
+// of the report's parent, and url is configured for the parent's namespace
+// now (the worker's flags, a Kausality policy's reporting). Only then does
+// it hand out the HTTP client reports are posted with.
+func (g *Gate) PassCallback(ctx context.Context, parent kv1.DriftObjectReference, url string) (*http.Client, error) {
+	err := g.checkCallback(ctx, parent, url)
+	result := "passed"
+	if err != nil {
+		result = "refused"
+		activity.GetLogger(ctx).Warn("callback refused by the gate", "parent", parent.Namespace+"/"+parent.Name, "url", url, "error", err)
+	}
+	metrics.GateDecisions.WithLabelValues(SubjectDrift, result).Inc()
+	if err != nil {
+		return nil, err
+	}
+	return g.Callbacks, nil
+}
+
+func (g *Gate) checkCallback(ctx context.Context, parent kv1.DriftObjectReference, url string) error {
+	if err := verifyDriftWorkflow(ctx, parent.UID); err != nil {
+		return err
+	}
+	s, err := g.Drift.Settings(ctx, parent.Namespace)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(s.CallbackURLs, url) {
+		return permanent(ReasonCallbackNotConfigured, fmt.Errorf("no --drift-callback-url or Kausality policy names %s for namespace %q", url, parent.Namespace))
+	}
+	return nil
 }
 
 // refuseProtected applies the protected-namespace rule alone, for a write

@@ -97,7 +97,9 @@ func New(o Options) (sdkworker.Worker, error) {
 	}
 	w.RegisterActivity(validation)
 	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
-	gate := &activities.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Checks: validation}
+	driftConfig := &activities.DriftConfig{Reader: kc, CallbackURLs: o.DriftCallbackURLs, RequestApproval: o.DriftApproval}
+	gate := &activities.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Checks: validation,
+		Callbacks: &http.Client{Timeout: 10 * time.Second}, Drift: driftConfig}
 	w.RegisterActivity(&activities.Execution{Gate: gate, Mapper: mapper, Heartbeats: o.Temporal})
 	if o.ExecImage == "" {
 		o.ExecImage = DefaultExecImage
@@ -117,8 +119,7 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build %s clientset: %w", activities.ReloadServiceAccount, err)
 	}
 	w.RegisterActivity(&activities.Reload{Dynamic: reloadDyn, Kube: reloadCS, Namespaces: cs})
-	driftConfig := &activities.DriftConfig{Reader: kc, CallbackURLs: o.DriftCallbackURLs, RequestApproval: o.DriftApproval}
-	w.RegisterActivity(&activities.Drift{HTTP: &http.Client{Timeout: 10 * time.Second}, Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
+	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
 	return w, nil
 }
 
