@@ -245,3 +245,17 @@ func parentAnnotation(t *testing.T, d *Drift, key string) string {
 	require.NoError(t, err)
 	return u.GetAnnotations()[key]
 }
+
+// A decided request is not enough in a protected namespace: the gate
+// refuses the write before any client is handed out.
+func TestWriteDecisionInAProtectedNamespaceIsRefused(t *testing.T) {
+	d, dyn := newDriftActivities(driftObject(webParent, 1, nil))
+	d.Gate.Checks.Kube = kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{ProtectedLabel: "true"}}})
+	err := asDriftWorkflow(t, d, d.WriteApproval, DriftDecisionInput{Parent: webParent, Child: webChild, Generation: 3, ApprovalRequest: "drift-Approved"})
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app), "got %v", err)
+	assert.Equal(t, ReasonProtectedNamespace, app.Type())
+	for _, a := range dyn.Actions() {
+		assert.NotEqual(t, "patch", a.GetVerb(), "nothing written")
+	}
+}
