@@ -169,8 +169,9 @@ func (g *Gate) check(ctx context.Context, w Write) error {
 }
 
 // verifyExecution re-reads the KubernetesExecution: it must be the one the
-// run was started for, unfinished, and this workflow's; its stamped
-// requester is the actor, whatever the run's input said.
+// run was started for, unfinished, and this workflow's (Subjects.execution),
+// and the write its action or captured rollback; its stamped requester is
+// the actor, whatever the run's input said.
 func (g *Gate) verifyExecution(ctx context.Context, w Write) (authority, error) {
 	s := w.Subject
 	if s.Execution == nil {
@@ -179,14 +180,6 @@ func (g *Gate) verifyExecution(ctx context.Context, w Write) (authority, error) 
 	k, err := (&Subjects{Client: g.Subjects}).execution(ctx, SubjectRef{Namespace: s.Namespace, Name: s.Name, UID: s.UID}, *s.Execution)
 	if err != nil {
 		return authority{}, err
-	}
-	want := fmt.Sprintf("kexec/%s/%s/%s", s.Namespace, s.Name, s.UID)
-	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != want || (k.Status.WorkflowID != "" && k.Status.WorkflowID != want) {
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s is run by workflow %s, not %s", s.Namespace, s.Name, want, id))
-	}
-	if k.Status.Phase.Terminal() {
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s already finished (%s, %s): a finished execution never writes again",
-			s.Namespace, s.Name, k.Status.Phase, k.Status.Reason))
 	}
 	if !isActionOf(s.Execution, w.Request) && !isRollbackOf(k, w.Request) {
 		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s runs %s with its parameters, or its captured rollback, only: not this %s",

@@ -117,11 +117,11 @@ func (g *Gate) checkCallback(ctx context.Context, parent kv1.DriftObjectReferenc
 // refuseProtected applies the protected-namespace rule alone, for a write
 // the safety policy has no action to judge.
 func (g *Gate) refuseProtected(ctx context.Context, w Write, req actions.Request) error {
-	protected, err := namespaceProtected(ctx, g.Checks.Kube, req.Target.Namespace)
+	ns, err := g.Checks.namespace(ctx, req.Target.Namespace)
 	if err != nil {
 		return err
 	}
-	if protected {
+	if IsProtectedNamespace(ns) {
 		return permanent(ReasonProtectedNamespace, fmt.Errorf("%s onto %s refused at the write: %s", w.Subject.Kind, req.Target.String(), ProtectedNamespaceMessage(req.Target.Namespace)))
 	}
 	activity.GetLogger(ctx).Info("write passed the gate", "subject", w.Subject.Kind, "object", w.Subject.Namespace+"/"+w.Subject.Name,

@@ -35,13 +35,22 @@ func (s *Subjects) VerifyExecution(ctx context.Context, ref SubjectRef, spec v1a
 	return err
 }
 
-// execution reads the KubernetesExecution and requires the UID and spec the run has.
+// execution reads the KubernetesExecution and requires the UID and spec the
+// run has, an unfinished object, and this run's workflow ID: a start replayed
+// with the UID and spec of an execution that finished long ago, or under
+// another ID, does nothing.
 func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec v1alpha1.KubernetesExecutionSpec) (*v1alpha1.KubernetesExecution, error) {
 	var k v1alpha1.KubernetesExecution
 	if err := s.get(ctx, ref, "KubernetesExecution", &k); err != nil {
 		return nil, err
 	}
-	return &k, s.compare(ctx, ref, "KubernetesExecution", string(k.UID), equality.Semantic.DeepEqual(k.Spec, spec))
+	if err := s.compare(ctx, ref, "KubernetesExecution", string(k.UID), equality.Semantic.DeepEqual(k.Spec, spec)); err != nil {
+		return nil, err
+	}
+	if err := s.ownRun(ctx, ref, "KubernetesExecution", fmt.Sprintf("kexec/%s/%s/%s", ref.Namespace, ref.Name, ref.UID), k.Status.WorkflowID, k.Status.Phase, k.Status.Reason); err != nil {
+		return nil, err
+	}
+	return &k, nil
 }
 
 // VerifyRemediation requires the RemediationRequest to exist with the UID and spec the workflow has.
@@ -50,7 +59,24 @@ func (s *Subjects) VerifyRemediation(ctx context.Context, ref SubjectRef, spec v
 	if err := s.get(ctx, ref, "RemediationRequest", &rr); err != nil {
 		return err
 	}
-	return s.compare(ctx, ref, "RemediationRequest", string(rr.UID), equality.Semantic.DeepEqual(rr.Spec, spec))
+	if err := s.compare(ctx, ref, "RemediationRequest", string(rr.UID), equality.Semantic.DeepEqual(rr.Spec, spec)); err != nil {
+		return err
+	}
+	return s.ownRun(ctx, ref, "RemediationRequest", fmt.Sprintf("rr/%s/%s/%s", ref.Namespace, ref.Name, ref.UID), rr.Status.WorkflowID, rr.Status.Phase, rr.Status.Reason)
+}
+
+// ownRun requires that this run is the object's own workflow (want, the
+// deterministic ID, which the operator records in status) and that the
+// object has not finished.
+func (s *Subjects) ownRun(ctx context.Context, ref SubjectRef, kind, want, recorded string, phase v1alpha1.Phase, reason string) error {
+	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != want || (recorded != "" && recorded != want) {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s is run by workflow %s only, not %s", kind, ref.Namespace, ref.Name, want, id))
+	}
+	if phase.Terminal() {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s already finished (%s, %s): a finished %s never runs again",
+			kind, ref.Namespace, ref.Name, phase, reason, kind))
+	}
+	return nil
 }
 
 func (s *Subjects) get(ctx context.Context, ref SubjectRef, kind string, obj ctrlclient.Object) error {

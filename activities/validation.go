@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -37,6 +38,8 @@ type Validation struct {
 	// ActionNamespace holds the action ServiceAccounts and the policy ConfigMaps.
 	ActionNamespace string
 	Policy          *policy.Engine
+	// Reads serves namespaces and policy ConfigMaps from watches; nil reads them from the API server.
+	Reads *PolicyReads
 }
 
 // CheckSpec validates the action's parameters and compiles every condition
@@ -174,9 +177,9 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 		return PolicyResult{}, err
 	}
 	if req.Target.Namespace != "" {
-		ns, err := v.Kube.CoreV1().Namespaces().Get(ctx, req.Target.Namespace, metav1.GetOptions{})
+		ns, err := v.namespace(ctx, req.Target.Namespace)
 		if err != nil {
-			return PolicyResult{}, classify(ReasonPolicyDenied, fmt.Errorf("read namespace %s: %w", req.Target.Namespace, err))
+			return PolicyResult{}, classify(ReasonPolicyDenied, err)
 		}
 		in.Namespace.Labels = ns.Labels
 		if IsProtectedNamespace(ns) {
@@ -187,12 +190,13 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 		}
 	}
 
-	cms, err := v.Kube.CoreV1().ConfigMaps(v.ActionNamespace).List(ctx, metav1.ListOptions{LabelSelector: PolicyLabel + "=true"})
+	cms, err := v.policyMaps(ctx)
 	if err != nil {
-		return PolicyResult{}, fmt.Errorf("list policy ConfigMaps: %w", err)
+		return PolicyResult{}, err
 	}
+	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
 	modules, names := map[string]string{}, []string{}
-	for _, cm := range cms.Items {
+	for _, cm := range cms {
 		names = append(names, cm.Name)
 		for k, src := range cm.Data {
 			if strings.HasSuffix(k, ".rego") {

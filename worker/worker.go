@@ -92,8 +92,9 @@ func New(o Options) (sdkworker.Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build client: %w", err)
 	}
+	reads, watches := policyWatches(cs, o.ActionNamespace)
 	validation := &activities.Validation{
-		Kube: cs, Dynamic: dyn, Mapper: mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(),
+		Kube: cs, Dynamic: dyn, Mapper: mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(), Reads: reads,
 	}
 	w.RegisterActivity(validation)
 	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
@@ -120,7 +121,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	}
 	w.RegisterActivity(&activities.Reload{Dynamic: reloadDyn, Kube: reloadCS, Namespaces: cs})
 	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
-	return w, nil
+	return &watchedWorker{Worker: w, factories: watches, stop: make(chan struct{})}, nil
 }
 
 func scheme() *runtime.Scheme {

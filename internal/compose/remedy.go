@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -52,6 +53,16 @@ type RemedyOptions struct {
 	// DriftCallbackURLs and DriftApproval are the worker's.
 	DriftCallbackURLs []string
 	DriftApproval     bool
+	// WrapTransport, when set, wraps the API clients of both processes
+	// (the benchmarks count their requests with it).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+func (o RemedyOptions) wrap(cfg *rest.Config) *rest.Config {
+	if o.WrapTransport != nil {
+		cfg.Wrap(o.WrapTransport)
+	}
+	return cfg
 }
 
 // RunRemedy runs the operator and the worker in-process, each as its own
@@ -66,7 +77,7 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: wCfg, ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
 		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval})
 	if err != nil {
 		return nil, err
@@ -103,7 +114,7 @@ func NewOperator(ctx context.Context, e *devenv.Env, o RemedyOptions) (ctrl.Mana
 			ClientAuth: clientAuth(e), TrustedRecorders: []string{worker}, WorkerUser: worker,
 			OperatorUser: "system:serviceaccount:" + devenv.Namespace + ":remedy-operator"}
 	}
-	return Operator(opCfg, operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true,
+	return Operator(o.wrap(opCfg), operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true,
 		WorkflowCheckInterval: o.WorkflowCheckInterval}, hooks)
 }
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -105,7 +106,8 @@ func Main(m *testing.M, o Options) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	remedyOpts = compose.RemedyOptions{WorkflowCheckInterval: o.WorkflowCheckInterval, DriftCallbackURLs: o.DriftCallbackURLs}
+	remedyOpts = compose.RemedyOptions{WorkflowCheckInterval: o.WorkflowCheckInterval, DriftCallbackURLs: o.DriftCallbackURLs,
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return countRequests{rt} }}
 	if err := env.InstallRemedy(ctx, Root); err != nil {
 		fmt.Fprintln(os.Stderr, "harness: install:", err)
 		return 1

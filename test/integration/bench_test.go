@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,4 +77,53 @@ func BenchmarkHappyPathHistory(b *testing.B) {
 	bare := historyLength(b, bareID)
 	b.ReportMetric(float64(events)/float64(b.N), "events")
 	b.ReportMetric(float64(bare), "bare-events")
+}
+
+// BenchmarkHappyPathAPIRequests counts the API requests of one scale
+// execution from create to Completed, made by the operator (its admission
+// webhooks included) and the worker: SubjectAccessReviews, reads, status
+// writes and Events. The API server's CPU bounds Remedy's throughput, so this
+// count is its cost per run. The first run warms discovery and caches.
+func BenchmarkHappyPathAPIRequests(b *testing.B) {
+	ctx := context.Background()
+	ns := harness.Namespace(b)
+	harness.Deployment(b, ns, "web-0", 1)
+	run := func(i int) {
+		k := manyScale(ns, i, 1)
+		k.Spec.Parameters.Replicas = ptr.To(int32(i%5 + 2))
+		require.NoError(b, harness.Kube().Create(ctx, k))
+		harness.Eventually(b, k, time.Minute, func(k *v1alpha1.KubernetesExecution) bool { return k.Status.Phase.Terminal() })
+		require.Equal(b, v1alpha1.PhaseCompleted, k.Status.Phase, k.Status.Message)
+		// The operator's last reconcile and the final Events trail the phase.
+		time.Sleep(time.Second)
+	}
+	run(0)
+	total := map[string]int{}
+	b.ResetTimer()
+	for i := 1; i <= b.N; i++ {
+		before := harness.APIRequests()
+		run(i)
+		for k, v := range harness.APIRequests() {
+			total[k] += v - before[k]
+		}
+	}
+	b.StopTimer()
+	var all, sars, events, reads int
+	for k, v := range total {
+		all += v
+		switch {
+		case strings.HasSuffix(k, " subjectaccessreviews"):
+			sars += v
+		case strings.HasSuffix(k, " events"):
+			events += v
+		case strings.HasPrefix(k, "get ") || strings.HasPrefix(k, "list "):
+			reads += v
+		}
+		b.Logf("%-45s %6.1f/run", k, float64(v)/float64(b.N))
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(all)/n, "requests/run")
+	b.ReportMetric(float64(sars)/n, "sars/run")
+	b.ReportMetric(float64(reads)/n, "reads/run")
+	b.ReportMetric(float64(events)/n, "events/run")
 }

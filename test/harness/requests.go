@@ -1,0 +1,68 @@
+package harness
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// requests counts the API requests the in-process operator and worker make
+// (their admission webhooks included), by kind, for the benchmarks; watches
+// and leader-election leases are background, not work of a run.
+var requests = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// APIRequests returns a copy of the counts so far, keyed "<verb> <resource>"
+// (e.g. "create subjectaccessreviews", "get kubernetesexecutions").
+func APIRequests() map[string]int {
+	requests.Lock()
+	defer requests.Unlock()
+	out := make(map[string]int, len(requests.n))
+	for k, v := range requests.n {
+		out[k] = v
+	}
+	return out
+}
+
+type countRequests struct{ next http.RoundTripper }
+
+func (c countRequests) RoundTrip(r *http.Request) (*http.Response, error) {
+	if key, ok := requestKey(r); ok {
+		requests.Lock()
+		requests.n[key]++
+		requests.Unlock()
+	}
+	return c.next.RoundTrip(r)
+}
+
+// requestKey names a request by verb and resource, as the API server's
+// request metrics do; it drops watches and leases.
+func requestKey(r *http.Request) (string, bool) {
+	if r.URL.Query().Get("watch") == "true" || strings.Contains(r.URL.Path, "/leases") {
+		return "", false
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	// /api/v1/..., /apis/<group>/<version>/...: skip the prefix, then namespaces/<ns>.
+	if len(parts) > 0 && parts[0] == "api" {
+		parts = parts[min(2, len(parts)):]
+	} else {
+		parts = parts[min(3, len(parts)):]
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) > 2 {
+		parts = parts[2:]
+	}
+	if len(parts) == 0 {
+		return "", false
+	}
+	resource := parts[0]
+	if len(parts) >= 3 {
+		resource += "/" + parts[2]
+	}
+	verb := map[string]string{http.MethodGet: "get", http.MethodPost: "create", http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete"}[r.Method]
+	if verb == "get" && len(parts) == 1 {
+		verb = "list"
+	}
+	return verb + " " + resource, true
+}

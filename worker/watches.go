@@ -1,0 +1,72 @@
+package worker
+
+import (
+	"fmt"
+	"time"
+
+	sdkworker "go.temporal.io/sdk/worker"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/remedy-dev/remedy/activities"
+)
+
+// watchedWorker starts the worker's watches before it polls, so the first
+// activity finds them synced, and stops them after it.
+type watchedWorker struct {
+	sdkworker.Worker
+	factories []informers.SharedInformerFactory
+	stop      chan struct{}
+}
+
+// policyWatches watches namespaces and the policy ConfigMaps of the action
+// namespace (the worker's role may list and watch both).
+func policyWatches(cs kubernetes.Interface, actionNamespace string) (*activities.PolicyReads, []informers.SharedInformerFactory) {
+	all := informers.NewSharedInformerFactory(cs, 0)
+	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(actionNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = activities.PolicyLabel + "=true" }))
+	reads := &activities.PolicyReads{
+		Namespaces: all.Core().V1().Namespaces().Lister(),
+		Policies:   own.Core().V1().ConfigMaps().Lister().ConfigMaps(actionNamespace),
+	}
+	return reads, []informers.SharedInformerFactory{all, own}
+}
+
+// syncTimeout bounds the wait for the watches' first list.
+const syncTimeout = time.Minute
+
+func (w *watchedWorker) Start() error {
+	if err := w.startWatches(); err != nil {
+		return err
+	}
+	return w.Worker.Start()
+}
+
+func (w *watchedWorker) Run(interruptCh <-chan any) error {
+	if err := w.startWatches(); err != nil {
+		return err
+	}
+	defer close(w.stop)
+	return w.Worker.Run(interruptCh)
+}
+
+func (w *watchedWorker) Stop() {
+	w.Worker.Stop()
+	close(w.stop)
+}
+
+func (w *watchedWorker) startWatches() error {
+	expired := make(chan struct{})
+	timer := time.AfterFunc(syncTimeout, func() { close(expired) })
+	defer timer.Stop()
+	for _, f := range w.factories {
+		f.Start(w.stop)
+		for typ, ok := range f.WaitForCacheSync(expired) {
+			if !ok {
+				return fmt.Errorf("sync the watch of %v within %s", typ, syncTimeout)
+			}
+		}
+	}
+	return nil
+}
