@@ -78,6 +78,11 @@ type ApprovalRequestInput struct {
 // subjects are marked controller and block their deletion: a workload or a
 // drifted parent merely garbage-collects the request.
 func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalRequestInput) error {
+	if in.Context.Action == DriftApprovalAction {
+		if err := a.verifyDriftAsk(ctx, in); err != nil {
+			return err
+		}
+	}
 	uid := types.UID(in.SubjectUID)
 	if uid == "" {
 		var err error
@@ -173,6 +178,36 @@ func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decis
 	activity.GetLogger(ctx).Info("approval decision", "decision", got.Decision, "approver", got.DecidedBy,
 		"via", got.Via, "workflowID", in.WorkflowID, "approvalRequest", in.Name, "message", got.Message)
 	return got, nil
+}
+
+// verifyDriftAsk lets a drift workflow ask only about its own parent, in
+// the parent's own namespace, and never in a protected one: a drift run can
+// be started by anyone who reaches Temporal.
+func (a *Approvals) verifyDriftAsk(ctx context.Context, in ApprovalRequestInput) error {
+	if in.Subject.Namespace == "" || in.Namespace != in.Subject.Namespace {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("a drift's approval request goes into its parent's namespace %q, not %q", in.Subject.Namespace, in.Namespace))
+	}
+	if err := verifyDriftWorkflow(ctx, in.SubjectUID); err != nil {
+		return err
+	}
+	if in.WorkflowID != DriftWorkflowID(in.SubjectUID) {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("a drift's approval request names workflow %s, not %s", DriftWorkflowID(in.SubjectUID), in.WorkflowID))
+	}
+	var ns corev1.Namespace
+	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Name: in.Namespace}, &ns); err != nil {
+		return classify(ReasonSubjectMismatch, fmt.Errorf("read namespace %s: %w", in.Namespace, err))
+	}
+	if IsProtectedNamespace(&ns) {
+		return permanent(ReasonProtectedNamespace, fmt.Errorf("no drift approval request: %s", ProtectedNamespaceMessage(in.Namespace)))
+	}
+	uid, err := a.subjectUID(ctx, in.Subject)
+	if err != nil {
+		return err
+	}
+	if string(uid) != in.SubjectUID {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("drift parent %s has UID %s, not %s", in.Subject.String(), uid, in.SubjectUID))
+	}
+	return nil
 }
 
 // subjectUID reads the subject's UID, for callers that know it only by name

@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"go.temporal.io/sdk/activity"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,8 +16,9 @@ import (
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 )
 
-// Parents of drifts: the worker reads them to tell whether a drift resolved;
-// approvals and rejections are written onto them as remedy-drift (Identities).
+// Parents of drifts: the worker reads them to verify a drift and to tell
+// whether it resolved; approvals and rejections are written onto them as
+// remedy-drift (Identities), with a client only the write gate hands out.
 // +kubebuilder:rbac:groups=apps,resources=deployments;replicasets;statefulsets;daemonsets,verbs=get
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
 // Children of those parents, read to tell whether a drifted child is gone.
@@ -39,13 +39,14 @@ const ReasonCallbackRejected = "CallbackRejected"
 
 // Drift holds the activities of the drift workflow.
 type Drift struct {
-	// HTTP posts DriftReports to the callback URLs.
-	HTTP *http.Client
 	// Dynamic reads parents and children of any kind, as the worker.
 	Dynamic dynamic.Interface
-	// Writer reads and patches parents as the remedy-drift ServiceAccount
-	// (DriftServiceAccount, impersonated): the worker's own role cannot write them.
-	Writer dynamic.Interface
+	// Gate checks each approval or rejection right before it is written and
+	// hands out the remedy-drift client it is written with: the worker's own
+	// role cannot write parents.
+	Gate *Gate
+	// Config says where reports go and whether a person is asked.
+	Config *DriftConfig
 	// Mapper resolves kinds to resources.
 	Mapper meta.RESTMapper
 }

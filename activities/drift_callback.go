@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -24,17 +25,33 @@ type PostReportInput struct {
 // that answered 2xx with a DriftReportResponse whose acknowledged is false.
 const ReasonCallbackNotAcknowledged = "CallbackNotAcknowledged"
 
+// ReasonCallbackNotConfigured is the failure type of a report for a URL
+// that no configuration names for the parent's namespace (any more).
+const ReasonCallbackNotConfigured = "CallbackNotConfigured"
+
 // maxResponseBody bounds what is read of a receiver's answer.
 const maxResponseBody = 4096
 
-// PostReport POSTs a DriftReport to one callback URL. Server errors,
+// maxReceiverError bounds the receiver's own error (acknowledged: false)
+// that goes into the run's status; a non-2xx body never does.
+const maxReceiverError = 200
+
+// PostReport POSTs a DriftReport to one callback URL, once the URL is found
+// among those configured for the parent's namespace (DriftConfig) right
+// before the POST, and the report is about this workflow's parent: a run
+// started or signalled by hand reaches no other address. Server errors,
 // timeouts, 408 and 429 are retried; any other 4xx says the receiver will
 // never take this report, so it fails for good. A 2xx answer is read as
 // kausality's DriftReportResponse: acknowledged: false (the receiver had a
 // problem with the report) is retried with the receiver's error; a body that
 // is no DriftReportResponse (empty, not JSON) counts as acknowledged, as in
-// kausality.
+// kausality. Failures name the answer's status only: what a receiver
+// writes in a non-2xx body stays out of Temporal.
 func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
+	httpClient, err := d.Gate.PassCallback(ctx, in.Report.Spec.Parent, in.URL)
+	if err != nil {
+		return err
+	}
 	body, err := json.Marshal(in.Report)
 	if err != nil {
 		return permanent(ReasonInvalidParameters, fmt.Errorf("encode drift report %s: %w", in.Report.Spec.ID, err))
@@ -44,7 +61,7 @@ func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
 		return permanent(ReasonInvalidParameters, fmt.Errorf("build request to %s: %w", in.URL, err))
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := d.HTTP.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("post drift report to %s: %w", in.URL, err)
 	}
@@ -56,16 +73,30 @@ func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
 	case code >= 200 && code < 300:
 		var ack kv1.DriftReportResponse
 		if json.Unmarshal(msg, &ack) == nil && !ack.Acknowledged {
-			return temporal.NewApplicationError(fmt.Sprintf("drift report %s not acknowledged by %s: %s", in.Report.Spec.ID, in.URL, orNone(ack.Error)),
+			return temporal.NewApplicationError(fmt.Sprintf("drift report %s not acknowledged by %s: %s", in.Report.Spec.ID, in.URL, orNone(sanitize(ack.Error))),
 				ReasonCallbackNotAcknowledged)
 		}
 		activity.GetLogger(ctx).Info("drift report sent", "url", in.URL, "id", in.Report.Spec.ID, "phase", in.Report.Spec.Phase)
 		return nil
 	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests:
-		return permanent(ReasonCallbackRejected, fmt.Errorf("post drift report to %s: %s: %s", in.URL, resp.Status, bytes.TrimSpace(msg)))
+		return permanent(ReasonCallbackRejected, fmt.Errorf("post drift report to %s: %s", in.URL, sanitize(resp.Status)))
 	default:
-		return fmt.Errorf("post drift report to %s: %s: %s", in.URL, resp.Status, bytes.TrimSpace(msg))
+		return fmt.Errorf("post drift report to %s: %s", in.URL, sanitize(resp.Status))
 	}
+}
+
+// sanitize keeps a receiver's text to one short printable line.
+func sanitize(s string) string {
+	out := strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return ' '
+		}
+		return r
+	}, strings.TrimSpace(s))
+	if len(out) > maxReceiverError {
+		out = out[:maxReceiverError] + "..."
+	}
+	return out
 }
 
 func orNone(s string) string {

@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/remedy-dev/remedy/activities/actions"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // DriftDecisionInput is a person's decision on one drift, to write onto its parent.
@@ -22,6 +24,9 @@ type DriftDecisionInput struct {
 	Generation int64 `json:"generation"`
 	// Reason explains a rejection.
 	Reason string `json:"reason,omitempty"`
+	// ApprovalRequest is the decided RemediationApprovalRequest, in the
+	// parent's namespace, that the write gate finds the decision on.
+	ApprovalRequest string `json:"approvalRequest"`
 }
 
 // WriteApproval adds a once approval for the child to the parent's
@@ -34,7 +39,7 @@ func (d *Drift) WriteApproval(ctx context.Context, in DriftDecisionInput) error 
 		return permanent(ReasonInvalidParameters, fmt.Errorf("approve drift of %s: parent generation %d is not positive", in.Child, in.Generation))
 	}
 	want := kv1.Approval{APIVersion: in.Child.APIVersion, Kind: in.Child.Kind, Name: in.Child.Name, Generation: in.Generation, Mode: kv1.ApprovalOnce}
-	return d.editAnnotation(ctx, in.Parent, kv1.AnnotationApprovals, func(value string) (string, bool, error) {
+	return d.editAnnotation(ctx, in, v1alpha1.DecisionApproved, kv1.AnnotationApprovals, func(value string) (string, bool, error) {
 		as, err := kv1.ParseApprovals(value)
 		if err != nil {
 			return "", false, err
@@ -56,7 +61,7 @@ func (d *Drift) WriteRejection(ctx context.Context, in DriftDecisionInput) error
 	if want.Reason == "" {
 		want.Reason = "rejected"
 	}
-	return d.editAnnotation(ctx, in.Parent, kv1.AnnotationRejections, func(value string) (string, bool, error) {
+	return d.editAnnotation(ctx, in, v1alpha1.DecisionRejected, kv1.AnnotationRejections, func(value string) (string, bool, error) {
 		rs, err := kv1.ParseRejections(value)
 		if err != nil {
 			return "", false, err
@@ -71,11 +76,17 @@ func (d *Drift) WriteRejection(ctx context.Context, in DriftDecisionInput) error
 }
 
 // editAnnotation rewrites one annotation of the parent with a merge patch
-// pinned to the resourceVersion it read, retrying on conflict. A value
-// edit cannot parse is a person's to fix: overwriting it would drop their
-// entries, so that fails for good.
-func (d *Drift) editAnnotation(ctx context.Context, parent DriftObject, key string, edit func(string) (string, bool, error)) error {
-	r, err := d.resource(d.Writer, parent)
+// pinned to the resourceVersion it read, retrying on conflict, with the
+// client the write gate hands out for this decision. A value edit cannot
+// parse is a person's to fix: overwriting it would drop their entries, so
+// that fails for good.
+func (d *Drift) editAnnotation(ctx context.Context, in DriftDecisionInput, decision v1alpha1.Decision, key string, edit func(string) (string, bool, error)) error {
+	parent := in.Parent
+	writer, err := d.Gate.Pass(ctx, driftWrite(in, decision))
+	if err != nil {
+		return err
+	}
+	r, err := d.resource(writer.Dynamic, parent)
 	if err != nil {
 		return classify(ReasonInvalidParameters, fmt.Errorf("resolve parent %s: %w", parent, err))
 	}
@@ -119,6 +130,19 @@ func (d *Drift) editAnnotation(ctx context.Context, parent DriftObject, key stri
 		return classify(ReasonInvalidParameters, fmt.Errorf("edit %s on %s: %w", key, parent, err))
 	}
 	return nil
+}
+
+// driftWrite is the write gate's question about one decision on a parent.
+func driftWrite(in DriftDecisionInput, decision v1alpha1.Decision) Write {
+	p := in.Parent
+	return Write{
+		Subject: Subject{Kind: SubjectDrift, Namespace: p.Namespace, Name: p.Name, UID: p.UID, Drift: &DriftSubject{
+			ApprovalRequest: in.ApprovalRequest, Decision: decision,
+			Child: v1alpha1.ObjectRef{APIVersion: in.Child.APIVersion, Kind: in.Child.Kind, Namespace: in.Child.Namespace, Name: in.Child.Name},
+		}},
+		Request: actions.Request{Action: DriftApprovalAction, Target: v1alpha1.ObjectRef{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}},
+		As:      DriftServiceAccount,
+	}
 }
 
 type invalidAnnotation struct{ err error }

@@ -3,11 +3,15 @@ package activities
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,10 +19,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	dynfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 var (
@@ -48,8 +58,48 @@ func newDriftActivities(objs ...runtime.Object) (*Drift, *dynfake.FakeDynamicCli
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, meta.RESTScopeNamespace)
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{deployGVR: "DeploymentList", rsGVR: "ReplicaSetList"}, objs...)
+	// The gate reads what the API server would: the parents, and the decided requests.
+	reads := []ctrlclient.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}}
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "Deployment" {
+			reads = append(reads, u.DeepCopy())
+		}
+	}
+	for _, d := range []v1alpha1.Decision{v1alpha1.DecisionApproved, v1alpha1.DecisionRejected} {
+		reads = append(reads, &v1alpha1.RemediationApprovalRequest{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "drift-" + string(d)},
+			Spec: v1alpha1.RemediationApprovalRequestSpec{WorkflowID: DriftWorkflowID(webParent.UID),
+				SubjectRef: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+				ApprovalContext: v1alpha1.ApprovalContext{Action: DriftApprovalAction,
+					Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "shop", Name: "web-1"}}},
+			Status: v1alpha1.RemediationApprovalRequestStatus{Decision: d},
+		})
+	}
+	sch := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(sch))
+	utilruntime.Must(v1alpha1.AddToScheme(sch))
+	utilruntime.Must(kv1.AddToScheme(sch))
+	reader := ctrlfake.NewClientBuilder().WithScheme(sch).WithObjects(reads...).Build()
+	config := &DriftConfig{Reader: reader}
+	gate := &Gate{Subjects: reader, Checks: &Validation{Kube: kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}, Drift: config}
 	// One fake stands for both identities: the API server, not this test, tells them apart.
-	return &Drift{Dynamic: dyn, Writer: dyn, Mapper: mapper}, dyn
+	gate.writers.Store("write/"+DriftServiceAccount, Writer{Dynamic: dyn})
+	return &Drift{Dynamic: dyn, Gate: gate, Config: config, Mapper: mapper}, dyn
+}
+
+// asDriftWorkflow runs one activity of d, once, as the drift workflow of webParent.
+func asDriftWorkflow(t *testing.T, d *Drift, activityFn, in any) error {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterActivity(d)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: DriftWorkflowID(webParent.UID)})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+		return workflow.ExecuteActivity(ctx, activityFn, in).Get(ctx, nil)
+	}, workflow.RegisterOptions{Name: "drift-test"})
+	env.ExecuteWorkflow("drift-test")
+	return env.GetWorkflowError()
 }
 
 func TestCheckDrifts(t *testing.T) {
@@ -127,11 +177,9 @@ func TestWriteApproval(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	env := activityEnv(d)
-	in := DriftDecisionInput{Parent: webParent, Child: webChild, Generation: 3}
+	in := DriftDecisionInput{Parent: webParent, Child: webChild, Generation: 3, ApprovalRequest: "drift-Approved"}
 	for range 2 { // a retried activity adds no duplicate
-		_, err := env.ExecuteActivity(d.WriteApproval, in)
-		require.NoError(t, err)
+		require.NoError(t, asDriftWorkflow(t, d, d.WriteApproval, in))
 	}
 	got := parentAnnotation(t, d, kv1.AnnotationApprovals)
 	as, err := kv1.ParseApprovals(got)
@@ -143,11 +191,9 @@ func TestWriteApproval(t *testing.T) {
 
 func TestWriteRejection(t *testing.T) {
 	d, _ := newDriftActivities(driftObject(webParent, 1, nil))
-	env := activityEnv(d)
-	in := DriftDecisionInput{Parent: webParent, Child: webChild, Generation: 3, Reason: "the cloud is fine, the controller is wrong"}
+	in := DriftDecisionInput{Parent: webParent, Child: webChild, Generation: 3, Reason: "the cloud is fine, the controller is wrong", ApprovalRequest: "drift-Rejected"}
 	for range 2 {
-		_, err := env.ExecuteActivity(d.WriteRejection, in)
-		require.NoError(t, err)
+		require.NoError(t, asDriftWorkflow(t, d, d.WriteRejection, in))
 	}
 	rs, err := kv1.ParseRejections(parentAnnotation(t, d, kv1.AnnotationRejections))
 	require.NoError(t, err)
@@ -161,16 +207,23 @@ func TestWriteDecisionFailsForGood(t *testing.T) {
 		name       string
 		parent     *unstructured.Unstructured
 		generation int64
-		wantType   string
+		// request is the approval request the write names ("drift-Approved" when empty).
+		request  string
+		wantType string
 	}{
 		{name: "unparseable approvals", parent: driftObject(webParent, 1, map[string]string{kv1.AnnotationApprovals: "[{"}), generation: 3, wantType: ReasonInvalidParameters},
-		{name: "parent recreated", parent: recreated, generation: 3, wantType: ReasonNotFound},
+		{name: "parent recreated", parent: recreated, generation: 3, wantType: ReasonSubjectMismatch},
 		{name: "no generation", parent: driftObject(webParent, 1, nil), generation: 0, wantType: ReasonInvalidParameters},
+		{name: "request rejected, not approved", parent: driftObject(webParent, 1, nil), generation: 3, request: "drift-Rejected", wantType: ReasonSubjectMismatch},
+		{name: "no such request", parent: driftObject(webParent, 1, nil), generation: 3, request: "drift-forged", wantType: ReasonNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d, _ := newDriftActivities(tt.parent)
-			_, err := activityEnv(d).ExecuteActivity(d.WriteApproval, DriftDecisionInput{Parent: webParent, Child: webChild, Generation: tt.generation})
+			if tt.request == "" {
+				tt.request = "drift-Approved"
+			}
+			err := asDriftWorkflow(t, d, d.WriteApproval, DriftDecisionInput{Parent: webParent, Child: webChild, Generation: tt.generation, ApprovalRequest: tt.request})
 			var app *temporal.ApplicationError
 			require.True(t, errors.As(err, &app), "got %v", err)
 			assert.True(t, app.NonRetryable())
@@ -191,4 +244,18 @@ func parentAnnotation(t *testing.T, d *Drift, key string) string {
 	u, err := d.Dynamic.Resource(deployGVR).Namespace("shop").Get(t.Context(), "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	return u.GetAnnotations()[key]
+}
+
+// A decided request is not enough in a protected namespace: the gate
+// refuses the write before any client is handed out.
+func TestWriteDecisionInAProtectedNamespaceIsRefused(t *testing.T) {
+	d, dyn := newDriftActivities(driftObject(webParent, 1, nil))
+	d.Gate.Checks.Kube = kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{ProtectedLabel: "true"}}})
+	err := asDriftWorkflow(t, d, d.WriteApproval, DriftDecisionInput{Parent: webParent, Child: webChild, Generation: 3, ApprovalRequest: "drift-Approved"})
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app), "got %v", err)
+	assert.Equal(t, ReasonProtectedNamespace, app.Type())
+	for _, a := range dyn.Actions() {
+		assert.NotEqual(t, "patch", a.GetVerb(), "nothing written")
+	}
 }

@@ -39,6 +39,8 @@ import (
 // (the remedy-action-<action>, remedy-reload and remedy-drift
 // ServiceAccounts), and it hands one out only with a passed check: a write
 // that skips the gate has no client to write with (gate_test.go keeps it so).
+// Callbacks are writes too: the HTTP client DriftReports are posted with
+// comes only from PassCallback (gate_drift.go).
 type Gate struct {
 	// Config is the worker's own identity; the writers impersonate on top of it.
 	Config *rest.Config
@@ -48,6 +50,10 @@ type Gate struct {
 	Subjects ctrlclient.Reader
 	// Checks asks the requester's grant and the safety policy, as validation does.
 	Checks *Validation
+	// Callbacks posts DriftReports; PassCallback hands it out for a
+	// configured URL only. Drift says which URLs are configured.
+	Callbacks *http.Client
+	Drift     *DriftConfig
 
 	writers sync.Map // "write/" or "inspect/" + ServiceAccount name -> Writer
 	// fake, in unit tests only, replaces the impersonating clients.
@@ -84,6 +90,8 @@ type Subject struct {
 	// Reload is what a reload write claims (gate_reload.go); Name is then
 	// the policy the run was started for, and the workload is the target.
 	Reload *ReloadEvidence `json:"reload,omitempty"`
+	// Drift is the decision a drift parent's write records.
+	Drift *DriftSubject `json:"drift,omitempty"`
 }
 
 // Writer writes as one ServiceAccount. Only the gate makes one.
@@ -102,6 +110,9 @@ type authority struct {
 	// named for the refusal (the authors of every ConfigReloadPolicy that
 	// selects a workload); actor is then the first, as the safety policy sees it.
 	lenders []lender
+	// protectedOnly: the write runs no catalog action, so the safety policy
+	// has nothing to judge; only the protected-namespace rule applies.
+	protectedOnly bool
 }
 
 // lender is one actor whose grant a write needs, and what made them one.
@@ -152,6 +163,8 @@ func (g *Gate) check(ctx context.Context, w Write) error {
 		auth, err = g.verifyExecution(ctx, w)
 	case SubjectReload:
 		auth, err = g.verifyReload(ctx, w)
+	case SubjectDrift:
+		auth, err = g.verifyDrift(ctx, w)
 	default:
 		return permanent(ReasonSubjectMismatch, fmt.Errorf("the write gate knows no subject of kind %q", w.Subject.Kind))
 	}
@@ -162,6 +175,9 @@ func (g *Gate) check(ctx context.Context, w Write) error {
 	req.Action, req.Requester = auth.action, auth.actor
 	if err := g.checkGrants(ctx, w.Subject.Namespace, auth, req.Target); err != nil {
 		return err
+	}
+	if auth.protectedOnly {
+		return g.refuseProtected(ctx, w, req)
 	}
 	pol, err := g.Checks.EvaluatePolicy(ctx, req)
 	if err != nil {

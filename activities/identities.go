@@ -2,7 +2,6 @@ package activities
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/client-go/rest"
 )
 
 // Dedicated ServiceAccounts, beside the remedy-action-<action> accounts, that
@@ -37,13 +36,4 @@ func Identities() []Identity {
 			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "patch"}},
 		}},
 	}
-}
-
-// AsServiceAccount returns a copy of cfg that impersonates namespace/name, so
-// the API server enforces that account's RBAC; cfg's own identity needs only
-// the right to impersonate it.
-func AsServiceAccount(cfg *rest.Config, namespace, name string) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + name}
-	return c
 }

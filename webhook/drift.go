@@ -36,16 +36,13 @@ type Drift struct {
 	Parents *ParentCache
 	Updates *ParentUpdater
 	Signals *SignalQueue
+	// Denied records a DriftDenied Event on the parent of a denied change; nil: none.
+	Denied *DeniedEvents
 	// DefaultMode applies when neither the object, its namespace nor a
 	// policy set one.
 	DefaultMode kv1.Mode
 	// Policies are the Kausality policies; nil: none.
 	Policies *Policies
-	// CallbackURLs receive DriftReports from the drift workflow.
-	CallbackURLs []string
-	// RequestApproval makes the drift workflow ask a person through a
-	// RemediationApprovalRequest.
-	RequestApproval bool
 	// Self is the webhook's own username: its parent writes pass untouched.
 	Self string
 	Now  func() time.Time
@@ -117,6 +114,9 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 
 	if !res.Allowed {
 		logger.Info("drift webhook denied", "code", res.Code, "reason", res.Reason)
+		if !isDryRun(req) {
+			d.Denied.Record(parent, child, string(req.Operation), req.UserInfo.Username, res.Reason)
+		}
 		resp := admission.Denied(res.Reason)
 		resp.Result.Code = res.Code
 		resp.Result.Reason = metav1.StatusReason(http.StatusText(int(res.Code)))
@@ -159,7 +159,7 @@ func (d *Drift) followUp(ctx context.Context, req admission.Request, child, pare
 			}
 		}
 	}
-	if res.Drift == nil || res.Drift.Rejected || parent == nil {
+	if res.Drift == nil || res.Drift.Rejected || parent == nil || isSecret(child) {
 		return
 	}
 	s := d.signal(req, child, parent, in, res)
@@ -198,9 +198,15 @@ func (d *Drift) signal(req admission.Request, child, parent *unstructured.Unstru
 		RequestUID: string(req.UID), FieldManager: fieldManager(req), DryRun: isDryRun(req),
 		OldObject: rawOrNil(req.OldObject), NewObject: rawOrNil(req.Object),
 		Mode: string(res.Drift.Mode), Denied: res.Drift.Denied, Approved: res.Drift.Approved, Snoozed: snoozed,
-		SnoozedUntil: snoozedUntil,
-		CallbackURLs: d.CallbackURLs, RequestApproval: d.RequestApproval && !res.Drift.Approved, DetectedAt: in.Now,
+		SnoozedUntil: snoozedUntil, DetectedAt: in.Now,
 	}
+}
+
+// isSecret: a Secret's drift is never signalled, so its data never goes
+// into a workflow's history or a DriftReport (policies may not route
+// Secrets; this holds if one did).
+func isSecret(u *unstructured.Unstructured) bool {
+	return u.GetAPIVersion() == "v1" && u.GetKind() == "Secret"
 }
 
 // fieldManager is the request's fieldManager option; CREATE, UPDATE and

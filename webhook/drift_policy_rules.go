@@ -91,7 +91,10 @@ func ruleResources(r kv1.ResourceRule, g string, discover func(string) ([]string
 	}
 	var out []string
 	for _, n := range all {
-		if n != "*" && !slices.Contains(r.Excluded, n) {
+		// Secrets never pass the drift webhook: their data would go into
+		// signals and DriftReports. Admission refuses a policy naming them
+		// (the CRD's rule); this keeps one admitted before that rule out too.
+		if n != "*" && !slices.Contains(r.Excluded, n) && (g != "" || n != "secrets") {
 			out = append(out, n)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 func TestDriftRules(t *testing.T) {
 	discovered := map[string][]string{
 		"apps": {"deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"},
-		"":     {"pods", "configmaps"},
+		"":     {"pods", "configmaps", "secrets"},
 	}
 	discover := func(g string) ([]string, error) { return discovered[g], nil }
 	pol := func(name string, rules ...kv1.ResourceRule) kv1.Kausality {
@@ -53,6 +53,9 @@ func TestDriftRules(t *testing.T) {
 		{name: "the core wildcard is expanded, so Pods keep no status rule", policies: []kv1.Kausality{
 			pol("a", kv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"*"}}),
 		}, want: []want{{"", []string{"configmaps", "pods"}, []string{"configmaps/status"}}}},
+		{name: "Secrets are never routed, even when named", policies: []kv1.Kausality{
+			pol("a", kv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}}),
+		}, want: []want{{"", []string{"configmaps"}, []string{"configmaps/status"}}}},
 		{name: "a deleting policy adds nothing", policies: []kv1.Kausality{func() kv1.Kausality {
 			p := pol("a", kv1.ResourceRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}})
 			p.DeletionTimestamp = &metav1.Time{}

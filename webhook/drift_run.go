@@ -41,9 +41,7 @@ type DriftOptions struct {
 	// ClientAuth admits only the API server's client certificate.
 	ClientAuth ClientAuth
 	// DefaultMode is log or enforce.
-	DefaultMode     kv1.Mode
-	CallbackURLs    []string
-	RequestApproval bool
+	DefaultMode kv1.Mode
 	// QueueSize bounds the signal queue and the parent-write queue.
 	QueueSize int
 	// WebhookConfiguration is the MutatingWebhookConfiguration whose rules
@@ -113,7 +111,8 @@ func RunDrift(ctx context.Context, o DriftOptions) (done <-chan error, err error
 		Parents:     NewParentCache(dyn, mapper, ctx.Done()),
 		Updates:     NewParentUpdater(dyn, mapper, o.QueueSize),
 		Signals:     NewSignalQueue(o.Temporal, o.QueueSize),
-		DefaultMode: o.DefaultMode, Policies: policies, CallbackURLs: o.CallbackURLs, RequestApproval: o.RequestApproval, Now: time.Now,
+		Denied:      NewDeniedEvents(ctx, cs, DefaultDeniedEventWindow),
+		DefaultMode: o.DefaultMode, Policies: policies, Now: time.Now,
 	}
 	if err := d.Parents.Warm(ctx, DefaultParentKinds...); err != nil {
 		return nil, fmt.Errorf("watch parents: %w", err)

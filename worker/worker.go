@@ -22,6 +22,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/policy"
+	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/workflows"
@@ -50,6 +51,11 @@ type Options struct {
 	StopTimeout time.Duration
 	// JobTTL is how long the job executor's finished Jobs stay (default activities.DefaultJobTTL).
 	JobTTL time.Duration
+	// DriftCallbackURLs receive every drift's DriftReports, and DriftApproval
+	// asks a person about every drift, besides what Kausality policies'
+	// reporting says for the parent's namespace.
+	DriftCallbackURLs []string
+	DriftApproval     bool
 }
 
 // DefaultExecImage is the released image of this binary.
@@ -92,7 +98,9 @@ func New(o Options) (sdkworker.Worker, error) {
 	}
 	w.RegisterActivity(validation)
 	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
-	gate := &activities.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Checks: validation}
+	driftConfig := &activities.DriftConfig{Reader: kc, CallbackURLs: o.DriftCallbackURLs, RequestApproval: o.DriftApproval}
+	gate := &activities.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Checks: validation,
+		Callbacks: &http.Client{Timeout: 10 * time.Second}, Drift: driftConfig}
 	w.RegisterActivity(&activities.Execution{Gate: gate, Mapper: mapper, Heartbeats: o.Temporal})
 	if o.ExecImage == "" {
 		o.ExecImage = DefaultExecImage
@@ -103,11 +111,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Subjects{Client: kc})
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})
-	driftDyn, err := dynamic.NewForConfig(activities.AsServiceAccount(o.Kube, o.ActionNamespace, activities.DriftServiceAccount))
-	if err != nil {
-		return nil, fmt.Errorf("build %s client: %w", activities.DriftServiceAccount, err)
-	}
-	w.RegisterActivity(&activities.Drift{HTTP: &http.Client{Timeout: 10 * time.Second}, Dynamic: dyn, Writer: driftDyn, Mapper: mapper})
+	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
 	return &watchedWorker{Worker: w, factories: watches, stop: make(chan struct{})}, nil
 }
 
@@ -118,6 +122,10 @@ func scheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	// Kausality policies say where drifts are reported.
+	if err := kv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s

@@ -54,8 +54,9 @@ var driftCheckOptions = workflow.ActivityOptions{
 }
 
 // DriftWorkflow follows the drifts of one parent, from the webhook's first
-// drift signal until every drift it heard of has resolved. It reports each
-// new drift to the callback URLs (unless snoozed), optionally asks a person
+// drift signal until every drift it heard of has resolved. The worker
+// confirms each new drift with the API server first (VerifyDrift). It
+// reports each new drift to the configured callback URLs (unless snoozed), optionally asks a person
 // to approve or reject it, and polls the parent and child until the parent's
 // spec changes, an approval for the child appears, or the child is gone.
 // The webhook's signal-with-start begins the next run after this one ends.
@@ -67,6 +68,11 @@ func DriftWorkflow(ctx workflow.Context, in DriftInput) (DriftResult, error) {
 		return DriftResult{}, err
 	}
 	r.upsert(ctx, AttrKind.ValueSet("Drift"), AttrTarget.ValueSet(in.Parent.Target()), AttrPhase.ValueSet(DriftPhaseDetected))
+	// Drifts carried from an earlier run are believed only for a parent that
+	// still exists as this workflow's; settings are read afresh.
+	if len(r.status.Open) > 0 && !r.verify(ctx, activities.VerifyDriftInput{Parent: activities.DriftObject(in.Parent), Carried: true}) {
+		r.status.Open = nil
+	}
 	workflow.Go(ctx, r.post)
 	r.startApprovals(ctx)
 	for {
@@ -160,12 +166,20 @@ func (r *driftRun) handle(ctx workflow.Context, s DriftSignal) {
 		logger.Warn("ignoring drift signal without an id", "child", s.Child.Target())
 		return
 	}
+	if s.Parent != r.in.Parent {
+		logger.Warn("ignoring drift signal about another parent", "id", s.ID, "parent", s.Parent.Target())
+		return
+	}
 	if i := r.find(s.ID); i >= 0 {
 		if s.Approved {
 			r.resolve(ctx, i, activities.DriftApproved)
 			return
 		}
 		r.resnooze(ctx, i, s)
+		return
+	}
+	if !r.verify(ctx, activities.VerifyDriftInput{Parent: activities.DriftObject(s.Parent), Child: activities.DriftObject(s.Child),
+		ParentSpecHash: s.ParentSpecHash}) {
 		return
 	}
 	if s.Approved {
@@ -179,9 +193,24 @@ func (r *driftRun) handle(ctx workflow.Context, s DriftSignal) {
 	logger.Info("drift detected", "id", s.ID, "child", s.Child.Target(), "user", s.User, "operation", s.Operation,
 		"mode", s.Mode, "denied", s.Denied, "snoozed", s.Snoozed)
 	r.report(r.status.Open[len(r.status.Open)-1], driftReportDetected)
-	if s.RequestApproval {
+	if r.status.Settings.RequestApproval {
 		r.asks = append(r.asks, s.ID)
 	}
+}
+
+// verify has the worker confirm a drift's claims with the API server and
+// read the parent's settings from its configuration; a run started or
+// signalled by anyone else than the webhook gets nothing it claims.
+// false: the claims do not hold, and the caller ignores them.
+func (r *driftRun) verify(ctx workflow.Context, in activities.VerifyDriftInput) bool {
+	var settings activities.DriftSettings
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, driftCheckOptions), drifts.VerifyDrift, in).Get(ctx, &settings)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("ignoring a drift the API server does not confirm", "parent", in.Parent.String(), "child", in.Child.String(), "error", err)
+		return false
+	}
+	r.status.Settings = settings
+	return true
 }
 
 func (r *driftRun) find(id string) int {

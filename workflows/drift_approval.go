@@ -13,7 +13,7 @@ import (
 )
 
 // DriftApprovalAction is the approval context's action of a drift's request.
-const DriftApprovalAction = "drift"
+const DriftApprovalAction = activities.DriftApprovalAction
 
 // driftWriteOptions retry an annotation write on a busy API server.
 var driftWriteOptions = workflow.ActivityOptions{
@@ -46,7 +46,7 @@ func (r *driftRun) startApprovals(ctx workflow.Context) {
 		}
 	}
 	for _, d := range r.status.Open {
-		if d.Signal.RequestApproval && d.ApprovalRequest == "" {
+		if r.status.Settings.RequestApproval && d.ApprovalRequest == "" {
 			r.asks = append(r.asks, d.Signal.ID)
 		}
 	}
@@ -124,7 +124,8 @@ func (r *driftRun) ask(ctx workflow.Context, gate *approvalGate, id string) {
 	}
 	r.setDecision(id, string(d.Decision))
 	logger.Info("drift decided", "id", id, "approvalRequest", name, "decision", d.Decision, "approver", d.DecidedBy, "via", d.Via)
-	in := activities.DriftDecisionInput{Parent: activities.DriftObject(s.Parent), Child: activities.DriftObject(s.Child), Generation: s.ParentGeneration}
+	in := activities.DriftDecisionInput{Parent: activities.DriftObject(s.Parent), Child: activities.DriftObject(s.Child), Generation: s.ParentGeneration,
+		ApprovalRequest: name}
 	wctx := workflow.WithActivityOptions(ctx, driftWriteOptions)
 	switch d.Decision {
 	case v1alpha1.DecisionApproved:

@@ -26,10 +26,11 @@ type reportJob struct {
 // (reportUnsnoozed).
 func (r *driftRun) report(d OpenDrift, phase kv1.DriftReportPhase) {
 	s := d.Signal
-	if (s.Snoozed && !d.Unsnoozed) || len(s.CallbackURLs) == 0 {
+	urls := r.status.Settings.CallbackURLs
+	if (s.Snoozed && !d.Unsnoozed) || len(urls) == 0 {
 		return
 	}
-	r.queue = append(r.queue, reportJob{urls: s.CallbackURLs, report: DriftReportOf(s, phase)})
+	r.queue = append(r.queue, reportJob{urls: urls, report: DriftReportOf(s, phase)})
 }
 
 // reportUnsnoozed reports, once, each open drift detected under a snooze

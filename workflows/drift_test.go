@@ -30,7 +30,7 @@ func driftSignal(id string) DriftSignal {
 		Child:     DriftObjectRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "shop", Name: "web-" + id, UID: "uid-rs-" + id},
 		Operation: "UPDATE", User: "system:serviceaccount:kube-system:deployment-controller", Groups: []string{"system:serviceaccounts"},
 		OldObject: json.RawMessage(`{"spec":{"replicas":1}}`), NewObject: json.RawMessage(`{"spec":{"replicas":2}}`),
-		Mode: "enforce", Denied: true, CallbackURLs: []string{"https://a.example/drift", "https://b.example/drift"},
+		Mode: "enforce", Denied: true,
 		DetectedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 	}
 }
@@ -45,13 +45,19 @@ type driftEnv struct {
 	writes []string
 	// postErr, when set, fails a POST attempt; it runs under mu.
 	postErr func(in activities.PostReportInput) error
+	// settings are what the worker's configuration says, once verifyErr
+	// (when set) let a drift's claims through.
+	settings  activities.DriftSettings
+	verifyErr func(in activities.VerifyDriftInput) error
+	verified  []activities.VerifyDriftInput
 }
 
 type checkFunc func(n int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error)
 
 func newDriftEnv(t *testing.T, check checkFunc) *driftEnv {
 	var s testsuite.WorkflowTestSuite
-	e := &driftEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
+	e := &driftEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(),
+		settings: activities.DriftSettings{CallbackURLs: []string{"https://a.example/drift", "https://b.example/drift"}}}
 	e.RegisterWorkflowWithOptions(DriftWorkflow, workflow.RegisterOptions{Name: "DriftWorkflow"})
 	e.RegisterActivity(&activities.Drift{})
 	e.RegisterActivity(&activities.Approvals{})
@@ -67,6 +73,16 @@ func newDriftEnv(t *testing.T, check checkFunc) *driftEnv {
 		e.posts = append(e.posts, in)
 		return nil
 	})
+	e.OnActivity(drifts.VerifyDrift, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.VerifyDriftInput) (activities.DriftSettings, error) {
+			e.verified = append(e.verified, in)
+			if e.verifyErr != nil {
+				if err := e.verifyErr(in); err != nil {
+					return activities.DriftSettings{}, err
+				}
+			}
+			return e.settings, nil
+		})
 	e.OnActivity(drifts.CheckDrifts, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
 			e.checks = append(e.checks, in)
@@ -388,6 +404,7 @@ func (e *driftEnv) withApprovals() (*[]activities.ApprovalRequestInput, *[]activ
 	var rars []activities.ApprovalRequestInput
 	var decisions []activities.DecisionInput
 	var writes []activities.DriftDecisionInput
+	e.settings.RequestApproval = true
 	e.OnActivity(approvals.NamespaceApprovalTimeout, mock.Anything, mock.Anything).Return(10*time.Minute, nil)
 	e.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApprovalRequestInput) error {
 		rars = append(rars, in)
@@ -410,10 +427,36 @@ func (e *driftEnv) withApprovals() (*[]activities.ApprovalRequestInput, *[]activ
 	return &rars, &decisions, &writes
 }
 
-func askingSignal(id string) DriftSignal {
-	s := driftSignal(id)
-	s.RequestApproval = true
-	return s
+// askingSignal is a drift of a parent whose configuration asks for
+// approval (withApprovals); the signal itself cannot ask.
+func askingSignal(id string) DriftSignal { return driftSignal(id) }
+
+// A run started or signalled by hand acts only on what the worker confirms:
+// a drift whose claims do not hold, or about another parent, is neither
+// reported nor asked about, and carried drifts of a parent that is gone are dropped.
+func TestDriftIgnoresUnconfirmedSignals(t *testing.T) {
+	env := newDriftEnv(t, resolveAt(2, activities.DriftParentChanged))
+	rars, _, writes := env.withApprovals()
+	env.verifyErr = func(in activities.VerifyDriftInput) error {
+		if in.Child.Name == "web-forged" || in.Carried {
+			return temporal.NewNonRetryableApplicationError("parent shop/Deployment/web does not exist", activities.ReasonSubjectMismatch, nil)
+		}
+		return nil
+	}
+	other := driftSignal("o1")
+	other.Parent.UID = "uid-other"
+	env.signalAt(0, driftSignal("forged"))
+	env.signalAt(time.Second, other)
+	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent, Open: []OpenDrift{{Signal: askingSignal("carried")}}})
+	res := env.result(t)
+	assert.Empty(t, res.Status.Open)
+	assert.Empty(t, res.Closed)
+	assert.Empty(t, env.posts, "nothing reported")
+	assert.Empty(t, *rars, "nothing asked")
+	assert.Empty(t, *writes, "nothing written")
+	require.Len(t, env.verified, 2, "the carried drifts' parent, then the forged drift; the other parent's signal is not even checked")
+	assert.True(t, env.verified[0].Carried)
+	assert.Equal(t, "hash-3", env.verified[1].ParentSpecHash)
 }
 
 func TestDriftApproval(t *testing.T) {
@@ -510,7 +553,9 @@ func TestDriftApproval(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantWrites, env.writes)
 			if len(tt.wantWrites) > 0 {
-				assert.Equal(t, []activities.DriftDecisionInput{tt.wantWrite}, *writes)
+				want := tt.wantWrite
+				want.ApprovalRequest = rar.Name // the gate finds the decision on it
+				assert.Equal(t, []activities.DriftDecisionInput{want}, *writes)
 			}
 			assert.Equal(t, []ResolvedDrift{tt.wantClosed}, res.Closed)
 			assert.Equal(t, []string{"a1/Detected", "a1/Resolved"}, env.phases(t))

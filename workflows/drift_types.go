@@ -3,6 +3,8 @@ package workflows
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/remedy-dev/remedy/activities"
 )
 
 // DriftObjectRef names a drift's parent or child.
@@ -60,11 +62,9 @@ type DriftSignal struct {
 	// SnoozedUntil is when the snooze that silenced the drift expires; a
 	// drift still open then is reported.
 	SnoozedUntil time.Time `json:"snoozedUntil,omitzero"`
-	// CallbackURLs receive the DriftReports, from the webhook's --drift-callback-url flags.
-	CallbackURLs []string `json:"callbackURLs,omitempty"`
-	// RequestApproval asks a person through a RemediationApprovalRequest (--drift-approval).
-	RequestApproval bool      `json:"requestApproval,omitempty"`
-	DetectedAt      time.Time `json:"detectedAt"`
+	DetectedAt   time.Time `json:"detectedAt"`
+	// A signal names no callback URL and does not ask for approval: the
+	// worker reads both from its configuration (activities.DriftSettings).
 }
 
 // OpenDrift is one drift the workflow tracks until it resolves.
@@ -96,6 +96,9 @@ type DriftStatus struct {
 	Resolved int `json:"resolved"`
 	// Undelivered lists the latest reports a receiver never took.
 	Undelivered []UndeliveredReport `json:"undelivered,omitempty"`
+	// Settings are the parent's reporting settings as the worker last read
+	// them from its configuration.
+	Settings activities.DriftSettings `json:"settings"`
 }
 
 // UndeliveredReport is a DriftReport that failed for good at one URL: the

@@ -32,12 +32,13 @@ func runDev(ctx context.Context, args []string) error {
 	webhookMetrics := fs.String("webhook-metrics-addr", "127.0.0.1:8082", "address of the drift webhook's /metrics (0 disables)")
 	workerMetrics := fs.String("worker-metrics-addr", "127.0.0.1:8083", "address of the worker's /metrics (0 disables)")
 	driftMode := fs.String("drift-mode", "enforce", "default mode of the drift webhook: log or enforce")
-	var callbacks listFlag
-	fs.Var(&callbacks, "drift-callback-url", "URL that receives DriftReports (repeatable)")
-	driftApproval := fs.Bool("drift-approval", false, "ask for a RemediationApprovalRequest on each drift")
+	callbacks, driftApproval, checkCallbacks := callbackFlags(fs)
 	stateDirFlag := fs.String("state-dir", "", "keep etcd's data, the API server's certificates and Temporal's database here, so the next start with it resumes every object and run (default: thrown away on exit)")
 	workerStop := fs.Duration("worker-stop-timeout", worker.DefaultStopTimeout, "on Ctrl-C, how long the worker's in-flight activities may finish before they are cancelled")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := checkCallbacks(); err != nil {
 		return err
 	}
 	mode, err := kv1.ParseMode(*driftMode)
@@ -139,7 +140,7 @@ func runDev(ctx context.Context, args []string) error {
 	// The drift webhook comes before the demo workloads, so they get traces.
 	done = step("starting the drift webhook (mode " + string(mode) + ") and installing its configuration")
 	webhookStopped, err := compose.RunDriftWebhook(ctx, env, compose.DriftWebhookOptions{
-		Manifest: filepath.Join(root, "deploy", "webhook", "drift.yaml"), DefaultMode: mode, CallbackURLs: callbacks, RequestApproval: *driftApproval,
+		Manifest: filepath.Join(root, "deploy", "webhook", "drift.yaml"), DefaultMode: mode,
 	})
 	if err != nil {
 		return err
@@ -166,7 +167,8 @@ func runDev(ctx context.Context, args []string) error {
 	defer unlink()
 
 	done = step("starting the operator and the worker")
-	stopped, err := compose.RunRemedy(ctx, env, compose.RemedyOptions{WorkerStopTimeout: *workerStop})
+	stopped, err := compose.RunRemedy(ctx, env, compose.RemedyOptions{WorkerStopTimeout: *workerStop,
+		DriftCallbackURLs: *callbacks, DriftApproval: *driftApproval})
 	if err != nil {
 		return err
 	}

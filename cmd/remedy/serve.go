@@ -72,7 +72,11 @@ func runWorker(ctx context.Context, args []string) error {
 	workflowTasks := fs.Int("max-concurrent-workflow-tasks", 0, "workflow tasks run at once (0: Temporal SDK default, 1000)")
 	stopTimeout := fs.Duration("stop-timeout", worker.DefaultStopTimeout, "on SIGTERM, how long in-flight activities may finish before they are cancelled and retried elsewhere; keep it below the pod's terminationGracePeriodSeconds")
 	jobTTL := fs.Duration("job-ttl", activities.DefaultJobTTL, "ttlSecondsAfterFinished of the job executor's Jobs: how long a finished Job stays for a worker to read its result")
+	callbacks, approval, checkCallbacks := callbackFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := checkCallbacks(); err != nil {
 		return err
 	}
 	stopMetrics, err := serveMetrics(*metricsAddr)
@@ -87,7 +91,7 @@ func runWorker(ctx context.Context, args []string) error {
 	defer tc.Close()
 	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage,
 		MaxConcurrentActivities: *maxActivities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
-		StopTimeout: *stopTimeout, JobTTL: *jobTTL})
+		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval})
 	if err != nil {
 		return err
 	}

@@ -29,18 +29,31 @@ func clientAuthFlags(fs *flag.FlagSet) *webhook.ClientAuth {
 	return &c
 }
 
+// callbackFlags registers the worker's drift reporting flags; check
+// validates what they were given.
+func callbackFlags(fs *flag.FlagSet) (callbacks *listFlag, approval *bool, check func() error) {
+	callbacks = &listFlag{}
+	fs.Var(callbacks, "drift-callback-url", "URL that receives every drift's DriftReports (repeatable; Kausality policies' spec.reporting add URLs per namespace)")
+	approval = fs.Bool("drift-approval", false, "ask for a RemediationApprovalRequest on every drift in an unprotected namespace; approve writes a once approval, reject a rejection")
+	return callbacks, approval, func() error {
+		for _, u := range *callbacks {
+			if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+				return fmt.Errorf("--drift-callback-url %q: want an http or https URL", u)
+			}
+		}
+		return nil
+	}
+}
+
 func runWebhook(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 	var tf temporalFlags
 	tf.register(fs)
-	var callbacks listFlag
 	port := fs.Int("port", 9443, "TLS port of the drift admission webhook")
 	cert := fs.String("tls-cert-file", "/tmp/k8s-webhook-server/serving-certs/tls.crt", "serving certificate (PEM)")
 	key := fs.String("tls-key-file", "/tmp/k8s-webhook-server/serving-certs/tls.key", "serving key (PEM)")
 	clients := clientAuthFlags(fs)
 	mode := fs.String("default-mode", "log", "drift mode when neither the object, its namespace nor a Kausality policy sets one: log or enforce")
-	fs.Var(&callbacks, "drift-callback-url", "URL that receives DriftReports (repeatable)")
-	approval := fs.Bool("drift-approval", false, "ask for a RemediationApprovalRequest on each drift; approve writes a once approval, reject a rejection")
 	queue := fs.Int("queue-size", 1024, "bound of the drift signal queue and of the parent-write queue")
 	metricsAddr := fs.String("metrics-addr", ":8082", "address of /metrics (0 disables)")
 	configuration := fs.String("webhook-configuration", webhook.DriftWebhookConfiguration,
@@ -51,11 +64,6 @@ func runWebhook(ctx context.Context, args []string) error {
 	m, err := kv1.ParseMode(*mode)
 	if err != nil || m == "" {
 		return fmt.Errorf("--default-mode %q: want log or enforce", *mode)
-	}
-	for _, u := range callbacks {
-		if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-			return fmt.Errorf("--drift-callback-url %q: want an http or https URL", u)
-		}
 	}
 	ctrl.SetLogger(zap.New())
 	tc, cfg, err := tf.connect()
@@ -70,7 +78,7 @@ func runWebhook(ctx context.Context, args []string) error {
 	defer stopMetrics()
 	done, err := webhook.RunDrift(ctx, webhook.DriftOptions{
 		Kube: cfg, Temporal: tc, Port: *port, CertFile: *cert, KeyFile: *key, ClientAuth: *clients,
-		DefaultMode: m, CallbackURLs: callbacks, RequestApproval: *approval, QueueSize: *queue,
+		DefaultMode: m, QueueSize: *queue,
 		WebhookConfiguration: *configuration,
 	})
 	if err != nil {

@@ -26,10 +26,8 @@ import (
 type DriftWebhookOptions struct {
 	// Manifest is deploy/webhook/drift.yaml; the default policy,
 	// drift-policy.yaml, is installed from the same directory.
-	Manifest        string
-	DefaultMode     kv1.Mode
-	CallbackURLs    []string
-	RequestApproval bool
+	Manifest    string
+	DefaultMode kv1.Mode
 }
 
 // RunDriftWebhook serves the drift webhook in-process as the remedy-webhook
@@ -50,7 +48,7 @@ func RunDriftWebhook(ctx context.Context, e *devenv.Env, o DriftWebhookOptions) 
 	}
 	done, err = webhook.RunDrift(ctx, webhook.DriftOptions{
 		Kube: cfg, Temporal: e.Temporal, Host: "127.0.0.1", Port: port, CertFile: certFile, KeyFile: keyFile, ClientAuth: clientAuth(e),
-		DefaultMode: o.DefaultMode, CallbackURLs: o.CallbackURLs, RequestApproval: o.RequestApproval, QueueSize: 1024,
+		DefaultMode: o.DefaultMode, QueueSize: 1024,
 		WebhookConfiguration: webhook.DriftWebhookConfiguration,
 	})
 	if err != nil {

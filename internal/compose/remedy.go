@@ -52,6 +52,9 @@ type RemedyOptions struct {
 	WorkflowCheckInterval time.Duration
 	// MaxOpenRunsPerNamespace is the operator's MaxOpenRunsPerNamespace (0: no cap).
 	MaxOpenRunsPerNamespace int
+	// DriftCallbackURLs and DriftApproval are the worker's.
+	DriftCallbackURLs []string
+	DriftApproval     bool
 	// WrapTransport, when set, wraps the API clients of both processes
 	// (the benchmarks count their requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -76,7 +79,8 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout})
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
+		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval})
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,8 @@ func TestMain(m *testing.M) {
 	code := harness.Main(m, harness.Options{
 		ControllerManager: true, Remedy: true, AuditLog: true, CRDs: []string{"test/testdata/crd"},
 		// log is the default; tests that enforce set kausality.io/mode on their namespace.
-		Drift: &compose.DriftWebhookOptions{DefaultMode: kv1.ModeLog, CallbackURLs: []string{srv.URL}},
+		Drift:             &compose.DriftWebhookOptions{DefaultMode: kv1.ModeLog},
+		DriftCallbackURLs: []string{srv.URL},
 	})
 	srv.Close()
 	os.Exit(code)

@@ -85,11 +85,20 @@ type drifted struct {
 // newDrift creates a Deployment, waits for the Deployment controller's
 // ReplicaSet, and builds the drift signal the webhook would send when the
 // controller changes that ReplicaSet while the Deployment is unchanged.
-func newDrift(t *testing.T, callback string) drifted {
+// rep is the reporting of a Kausality policy for the test's namespace: the
+// signal names no URL, the worker finds them there.
+func newDrift(t *testing.T, rep kv1.DriftReporting) drifted {
+	t.Helper()
+	ns := harness.Namespace(t)
+	reportTo(t, ns, rep)
+	return driftIn(t, ns, "web")
+}
+
+// driftIn is newDrift of a Deployment name in namespace ns, whose reporting is left as it is.
+func driftIn(t *testing.T, ns, name string) drifted {
 	t.Helper()
 	ctx := context.Background()
-	ns := harness.Namespace(t)
-	d := drifted{dep: harness.Deployment(t, ns, "web", 0)}
+	d := drifted{dep: harness.Deployment(t, ns, name, 0)}
 	require.Eventually(t, func() bool {
 		var list appsv1.ReplicaSetList
 		require.NoError(t, harness.Kube().List(ctx, &list, ctrlclient.InNamespace(ns)))
@@ -100,7 +109,7 @@ func newDrift(t *testing.T, callback string) drifted {
 			}
 		}
 		return false
-	}, driftTimeout, 50*time.Millisecond, "no ReplicaSet for %s/web", ns)
+	}, driftTimeout, 50*time.Millisecond, "no ReplicaSet for %s/%s", ns, name)
 
 	parent := &unstructured.Unstructured{}
 	parent.SetAPIVersion("apps/v1")
@@ -126,10 +135,23 @@ func newDrift(t *testing.T, callback string) drifted {
 		Operation: "UPDATE", User: "system:serviceaccount:kube-system:deployment-controller",
 		Groups:    []string{"system:serviceaccounts", "system:authenticated"},
 		OldObject: oldRS, NewObject: newJSON, Mode: string(kv1.ModeEnforce), Denied: true,
-		CallbackURLs: []string{callback}, DetectedAt: time.Now().UTC(),
+		DetectedAt: time.Now().UTC(),
 	}
 	return d
 }
+
+// reportTo creates a Kausality policy whose reporting applies to namespace
+// ns, removed when the test ends.
+func reportTo(t *testing.T, ns string, rep kv1.DriftReporting) {
+	t.Helper()
+	c := policyClient(t)
+	p := replicaSetPolicy("reports-"+ns, "", ns)
+	p.Spec.Reporting = &rep
+	require.NoError(t, c.Create(context.Background(), p))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
+}
+
+func to(urls ...string) kv1.DriftReporting { return kv1.DriftReporting{CallbackURLs: urls} }
 
 func (d drifted) workflowID() string { return workflows.DriftWorkflowID(string(d.dep.UID)) }
 
@@ -184,7 +206,7 @@ func (d drifted) parentAnnotation(t *testing.T, key string) string {
 
 func TestDriftWorkflowReportsDetectedThenResolvedWhenTheParentChanges(t *testing.T) {
 	rcv := newReceiver(t)
-	d := newDrift(t, rcv.URL)
+	d := newDrift(t, to(rcv.URL))
 	d.signalWithStart(t)
 	// The webhook reports the same drift again while the controller retries: one report.
 	d.signalWithStart(t)
@@ -223,8 +245,7 @@ func TestDriftWorkflowReportsDetectedThenResolvedWhenTheParentChanges(t *testing
 func askingDrift(t *testing.T) (*receiver, drifted, *v1alpha1.RemediationApprovalRequest) {
 	t.Helper()
 	rcv := newReceiver(t)
-	d := newDrift(t, rcv.URL)
-	d.signal.RequestApproval = true
+	d := newDrift(t, kv1.DriftReporting{CallbackURLs: []string{rcv.URL}, RequestApproval: true})
 	d.signalWithStart(t)
 	return rcv, d, d.approvalRequest(t)
 }
@@ -321,12 +342,10 @@ func ackingLate(t *testing.T) string {
 func TestDriftWorkflowApprovalExpiryLeavesTheDriftOpen(t *testing.T) {
 	ctx := context.Background()
 	rcv := newReceiver(t)
-	d := newDrift(t, rcv.URL)
+	refusing := rejecting(t)
+	d := newDrift(t, kv1.DriftReporting{CallbackURLs: []string{rcv.URL, refusing, ackingLate(t)}, RequestApproval: true})
 	require.NoError(t, harness.Kube().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "remedy-config", Namespace: d.dep.Namespace},
 		Data: map[string]string{"approvalTimeout": "2s"}}))
-	refusing := rejecting(t)
-	d.signal.CallbackURLs = append(d.signal.CallbackURLs, refusing, ackingLate(t))
-	d.signal.RequestApproval = true
 	d.signalWithStart(t)
 	rar := harness.Eventually(t, d.approvalRequest(t), driftTimeout, func(r *v1alpha1.RemediationApprovalRequest) bool {
 		return r.Status.Decision != ""
@@ -355,7 +374,7 @@ func TestDriftWorkflowApprovalExpiryLeavesTheDriftOpen(t *testing.T) {
 func TestDriftWorkflowReportsASnoozedDriftWhenTheSnoozeExpires(t *testing.T) {
 	ctx := context.Background()
 	rcv := newReceiver(t)
-	d := newDrift(t, rcv.URL)
+	d := newDrift(t, to(rcv.URL))
 	d.signal.Snoozed = true
 	d.signal.SnoozedUntil = time.Now().Add(time.Second).UTC()
 	d.signalWithStart(t)

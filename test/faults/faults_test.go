@@ -170,9 +170,8 @@ func setup(t *testing.T) *parts {
 	// The worker reaches the API server through the proxy, so a case can hold
 	// one of its requests; Jobs are collected 3s after they finish.
 	p.worker = procs.StartPod(t, procs.Deployment(t, "remedy-worker"), 0,
-		procs.PodOptions{Args: []string{"--job-ttl=3s"}, Server: p.proxy.URL, CAData: p.proxy.CA})
-	p.webhook = procs.StartPod(t, procs.Deployment(t, "remedy-drift-webhook"), 0,
-		procs.PodOptions{Args: []string{"--drift-callback-url=" + p.callbacks.url}})
+		procs.PodOptions{Args: []string{"--job-ttl=3s", "--drift-callback-url=" + p.callbacks.url}, Server: p.proxy.URL, CAData: p.proxy.CA})
+	p.webhook = procs.StartPod(t, procs.Deployment(t, "remedy-drift-webhook"), 0)
 	p.operator = procs.StartPod(t, procs.Deployment(t, "remedy-operator"), 0)
 	require.Eventually(t, func() bool {
 		code, _ := procs.Get(p.operator.URL("probes", "/readyz"))

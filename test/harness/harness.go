@@ -35,6 +35,8 @@ type Options struct {
 	// Drift, when set, runs the drift webhook and installs its configuration
 	// (Manifest defaults to deploy/webhook/drift.yaml).
 	Drift *compose.DriftWebhookOptions
+	// DriftCallbackURLs are the worker's --drift-callback-url: every drift is reported to them.
+	DriftCallbackURLs []string
 	// AuditLog makes kube-apiserver write its audit log (AuditLogPath).
 	AuditLog bool
 	// CRDs are test fixture CRDs to install, relative to the repository root.
@@ -104,7 +106,7 @@ func Main(m *testing.M, o Options) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	remedyOpts = compose.RemedyOptions{WorkflowCheckInterval: o.WorkflowCheckInterval,
+	remedyOpts = compose.RemedyOptions{WorkflowCheckInterval: o.WorkflowCheckInterval, DriftCallbackURLs: o.DriftCallbackURLs,
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return countRequests{rt} }}
 	if err := env.InstallRemedy(ctx, Root); err != nil {
 		fmt.Fprintln(os.Stderr, "harness: install:", err)

@@ -1,7 +1,10 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 )
 
 // ResourceRule names kinds the drift webhook watches, by API group and
@@ -10,6 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.apiGroups.all(g, g != '*')",message="apiGroups cannot contain '*', use explicit group names"
 // +kubebuilder:validation:XValidation:rule="self.resources.all(r, !r.contains('/'))",message="resources cannot name subresources; status updates are watched with their resource"
 // +kubebuilder:validation:XValidation:rule="!has(self.excluded) || size(self.excluded) == 0 || self.resources.exists(r, r == '*')",message="excluded can only be used when resources contains '*'"
+// +kubebuilder:validation:XValidation:rule="!self.apiGroups.exists(g, g == ”) || !(self.resources.exists(r, r == 'secrets') || (self.resources.exists(r, r == '*') && !(has(self.excluded) && self.excluded.exists(e, e == 'secrets'))))",message="a Kausality policy may not route Secrets through the drift webhook: their data would go into drift signals and DriftReports; name other core resources, or add secrets to excluded"
 type ResourceRule struct {
 	// APIGroups: "" is the core group; "*" is not allowed.
 	// +kubebuilder:validation:MinItems=1
@@ -128,6 +132,50 @@ type KausalitySpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=50
 	Initialization []InitializationRule `json:"initialization,omitempty"`
+	// Reporting says where the drift workflow reports drifts of parents in
+	// the namespaces this policy selects, and whether it asks a person (a
+	// Remedy extension). The worker reads it when a drift opens and again
+	// before each report, so only a policy author (a cluster admin) chooses
+	// destinations: nothing in a drift signal does.
+	// +optional
+	Reporting *DriftReporting `json:"reporting,omitempty"`
+}
+
+// DriftReporting configures what the drift workflow does with a drift.
+// +kubebuilder:object:generate=true
+type DriftReporting struct {
+	// CallbackURLs receive a DriftReport when a drift is detected and when it resolves.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.all(u, isURL(u) && (u.startsWith('http://') || u.startsWith('https://')))",message="callbackURLs must be http or https URLs"
+	CallbackURLs []string `json:"callbackURLs,omitempty"`
+	// RequestApproval asks a person about each drift through a
+	// RemediationApprovalRequest in the parent's namespace (never a
+	// protected one): approve writes a once approval, reject a rejection.
+	// +optional
+	RequestApproval bool `json:"requestApproval,omitempty"`
+}
+
+// SelectsNamespace reports whether the policy's namespaces select the
+// namespace name with labels; a policy without namespaces selects all.
+// A selector that does not parse selects nothing.
+func (s *KausalitySpec) SelectsNamespace(name string, labels map[string]string) bool {
+	n := s.Namespaces
+	if n == nil {
+		return true
+	}
+	if slices.Contains(n.Excluded, name) {
+		return false
+	}
+	switch {
+	case len(n.Names) > 0:
+		return slices.Contains(n.Names, name)
+	case n.Selector != nil:
+		sel, err := metav1.LabelSelectorAsSelector(n.Selector)
+		return err == nil && sel.Matches(k8slabels.Set(labels))
+	}
+	return true
 }
 
 // KausalityStatus reports whether the drift webhook applied the policy.
