@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,11 +32,17 @@ func TestChecksRunAsLocalActivities(t *testing.T) {
 	env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
 	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
 
+	// Local activities start on goroutines of their own.
+	var mu sync.Mutex
 	local, remote := map[string]int{}, map[string]int{}
 	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		mu.Lock()
+		defer mu.Unlock()
 		local[info.ActivityType.Name]++
 	})
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		mu.Lock()
+		defer mu.Unlock()
 		remote[info.ActivityType.Name]++
 	})
 	env.ExecuteWorkflow(ExecutionWorkflow, scaleInput(0, true))
@@ -82,8 +89,11 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 			env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(tt.rbac).Maybe()
 			env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, tt.target).Maybe()
 			env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(allowed, nil).Maybe()
+			var mu sync.Mutex
 			started := map[string]int{}
 			env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+				mu.Lock()
+				defer mu.Unlock()
 				started[info.ActivityType.Name]++
 			})
 			env.ExecuteWorkflow(ExecutionWorkflow, scaleInput(0, false))
