@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,4 +96,78 @@ func TestReplayedStartOfAFinishedExecutionDoesNothing(t *testing.T) {
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"), "the replayed starts scaled nothing")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
 	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason, "the finished execution's status is its own run's")
+}
+
+// Every workflow type, started by someone who can reach Temporal for a
+// subject that does not exist or has finished (under the subject's own
+// workflow ID where Temporal allows it again), writes nothing: the
+// Deployment keeps its replicas, generation and annotations, and no approval
+// request appears. The drift workflow's rows are in test/drift (forged_test.go),
+// whose suite runs the drift webhook.
+func TestForgedStartsWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	again := func(id string) client.StartWorkflowOptions {
+		return client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE}
+	}
+	for _, tc := range []struct {
+		name string
+		// forge prepares a subject in ns and returns the forged start.
+		forge func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any)
+	}{
+		{"execution that does not exist", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
+			in := workflows.ExecutionInput{Namespace: ns, Name: "ghost", UID: "33333333-3333-3333-3333-333333333333", Spec: scaleSpec(ns, "web", 5)}
+			return again(workflows.ExecutionWorkflowID(ns, in.Name, in.UID)), workflows.ExecutionWorkflow, in
+		}},
+		{"execution that finished", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
+			k := waitPhase(t, createExecution(t, ns, "done", scaleSpec(ns, "web", 5)), v1alpha1.PhaseCompleted)
+			harness.WaitClosed(t, k.Status.WorkflowID, runTimeout)
+			in := workflows.ExecutionInput{Namespace: ns, Name: k.Name, UID: string(k.UID), Spec: k.Spec}
+			return again(k.Status.WorkflowID), workflows.ExecutionWorkflow, in
+		}},
+		{"remediation that does not exist", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
+			in := workflows.RemediationInput{Namespace: ns, Name: "ghost", UID: "44444444-4444-4444-4444-444444444444",
+				Spec: v1alpha1.RemediationRequestSpec{Steps: []v1alpha1.RemediationStep{{Name: "scale", Execution: scaleSpec(ns, "web", 5)}}}}
+			return again(workflows.RemediationWorkflowID(ns, in.Name, in.UID)), workflows.RemediationWorkflow, in
+		}},
+		{"remediation that finished", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
+			rr := &v1alpha1.RemediationRequest{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: ns}, Spec: v1alpha1.RemediationRequestSpec{
+				Steps: []v1alpha1.RemediationStep{{Name: "scale", Execution: scaleSpec(ns, "web", 5)}}}}
+			require.NoError(t, harness.Kube().Create(ctx, rr))
+			rr = harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase == v1alpha1.PhaseCompleted })
+			harness.WaitClosed(t, rr.Status.WorkflowID, runTimeout)
+			in := workflows.RemediationInput{Namespace: ns, Name: rr.Name, UID: string(rr.UID), Spec: rr.Spec}
+			return again(rr.Status.WorkflowID), workflows.RemediationWorkflow, in
+		}},
+		{"reload of a workload no policy selects", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
+			in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Policy: "reload",
+				Pending: []workflows.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}}}
+			return again(workflows.ReloadWorkflowID(ns, "Deployment", "web")), workflows.ReloadWorkflow, in
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := harness.Namespace(t)
+			web := harness.Deployment(t, ns, "web", 1)
+			opts, wf, in := tc.forge(t, ns)
+			// What a finished run did is undone, so a replayed write would show.
+			require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(web), web))
+			web.Spec.Replicas = ptr.To[int32](1)
+			require.NoError(t, harness.Kube().Update(ctx, web))
+			// The Deployment controller's own annotation first, so only a write of Remedy's would show.
+			before := harness.Eventually(t, web, runTimeout, func(d *appsv1.Deployment) bool {
+				return d.Annotations["deployment.kubernetes.io/revision"] != ""
+			}).DeepCopy()
+
+			run, err := harness.Temporal().ExecuteWorkflow(ctx, opts, wf, in)
+			require.NoError(t, err)
+			_ = run.Get(ctx, nil) // a refused subject ends the run, as a failed phase or an error
+			require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(web), web))
+			assert.Equal(t, int32(1), *web.Spec.Replicas, "not scaled")
+			assert.Equal(t, before.Generation, web.Generation, "the spec is unchanged")
+			assert.Equal(t, before.Annotations, web.Annotations, "no annotation written")
+			assert.Empty(t, web.Spec.Template.Annotations, "no restart")
+			var rars v1alpha1.RemediationApprovalRequestList
+			require.NoError(t, harness.Kube().List(ctx, &rars, ctrlclient.InNamespace(ns)))
+			assert.Empty(t, rars.Items, "no approval request")
+		})
+	}
 }
