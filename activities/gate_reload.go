@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -64,25 +66,16 @@ func ConfigMapDataHash(cm *corev1.ConfigMap) string {
 	h := sha256.New()
 	write := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
 	write("data")
-	for _, k := range sortedKeys(cm.Data) {
+	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
 		write(k)
 		write(cm.Data[k])
 	}
 	write("binaryData")
-	for _, k := range sortedKeys(cm.BinaryData) {
+	for _, k := range slices.Sorted(maps.Keys(cm.BinaryData)) {
 		write(k)
 		write(string(cm.BinaryData[k]))
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // SelectsWorkload reports whether p's workloadSelector matches a workload's

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -81,15 +83,6 @@ func configMapHash(cm *corev1.ConfigMap) string {
 		return h
 	}
 	return workflows.ConfigMapDataHash(cm)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func scopeLabel(p *v1alpha1.ConfigReloadPolicy) string { return workflows.ReloadScopeLabel(p) }
@@ -220,7 +213,7 @@ func reloadHint(namespace, scope string, cms []reloadConfigMap, wls []reloadWork
 		}
 	}
 	labels := make([]string, 0, len(values))
-	for _, v := range sortedKeys(values) {
+	for _, v := range slices.Sorted(maps.Keys(values)) {
 		labels = append(labels, scope+"="+v)
 	}
 	return fmt.Sprintf("no %s in %s matching workloadSelector has label %s (scopeLabel, as on the selected ConfigMaps)",
@@ -283,7 +276,7 @@ func combinedHash(recorded map[string]string) string {
 		}
 	}
 	h := sha256.New()
-	for _, k := range sortedKeys(recorded) {
+	for _, k := range slices.Sorted(maps.Keys(recorded)) {
 		fmt.Fprintf(h, "%s=%s\n", k, recorded[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
