@@ -204,6 +204,7 @@ func (r *executionRun) write(req actions.Request) activities.Write {
 
 func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reason, message string) {
 	changed := r.status.Phase != phase
+	message = capMessage(message)
 	r.status.Phase, r.status.Reason, r.status.Message = phase, reason, message
 	if !changed {
 		return

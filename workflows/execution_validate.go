@@ -78,7 +78,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
 		var dry v1alpha1.DryRunResults
 		if err := r.check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
-			vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{messageOf(err)}}
+			vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{capMessage(messageOf(err))}}
 			r.fail(ctx, err, activities.ReasonDryRunFailed)
 			return actions.Plan{}, false
 		}

@@ -64,7 +64,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 		pushStatus(ctx, statuses.PushRemediationStatus, activities.RemediationStatusPush{Namespace: in.Namespace, Name: in.Name, UID: in.UID, Status: st})
 	}
 	setPhase := func(p v1alpha1.Phase, reason, msg string) {
-		st.Phase, st.Reason, st.Message = p, reason, msg
+		st.Phase, st.Reason, st.Message = p, reason, capMessage(msg)
 		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrPhase.ValueSet(string(p)))
 		push()
 	}

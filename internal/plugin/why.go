@@ -68,6 +68,9 @@ func (s *session) explainExecution(ctx context.Context, w io.Writer, k *v1alpha1
 		fmt.Fprintf(w, "Failed at: %s, in phase %s\n", last.Time.UTC().Format(time.RFC3339), lastActivePhase(st.PhaseTransitions))
 	}
 	switch c, ok := FailingCheck(st.ValidationResults); {
+	case ok && oneLine(c.Result) == oneLine(st.Message):
+		// A refused dry run records the same words as the message: once is enough.
+		fmt.Fprintf(w, "Failing check: %s: the message above\n", c.Name)
 	case ok:
 		fmt.Fprintf(w, "Failing check: %s: %s\n", c.Name, oneLine(c.Result))
 	case (st.Reason == workflows.ReasonApprovalRejected || st.Reason == workflows.ReasonApprovalExpired) && st.ApprovalRequestRef != nil:
