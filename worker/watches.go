@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	sdkworker "go.temporal.io/sdk/worker"
@@ -18,6 +19,7 @@ type watchedWorker struct {
 	sdkworker.Worker
 	factories []informers.SharedInformerFactory
 	stop      chan struct{}
+	stopOnce  sync.Once
 }
 
 // policyWatches watches namespaces and the policy ConfigMaps of the action
@@ -47,14 +49,16 @@ func (w *watchedWorker) Run(interruptCh <-chan any) error {
 	if err := w.startWatches(); err != nil {
 		return err
 	}
-	defer close(w.stop)
+	defer w.stopWatches()
 	return w.Worker.Run(interruptCh)
 }
 
 func (w *watchedWorker) Stop() {
 	w.Worker.Stop()
-	close(w.stop)
+	w.stopWatches()
 }
+
+func (w *watchedWorker) stopWatches() { w.stopOnce.Do(func() { close(w.stop) }) }
 
 func (w *watchedWorker) startWatches() error {
 	expired := make(chan struct{})
