@@ -4,7 +4,9 @@ SHELL := /usr/bin/env bash
 
 include hack/tools/versions.env
 export GOTOOLCHAIN := local
-TOOLS_CACHE ?= $(HOME)/.cache/remedy/tools
+TOOLS_CACHE ?= $(or $(REMEDY_TOOLS_CACHE),$(HOME)/.cache/remedy/tools)
+# install.sh and `remedy dev` find the cache by this name.
+export REMEDY_TOOLS_CACHE := $(TOOLS_CACHE)
 KUBEBUILDER_ASSETS ?= $(TOOLS_CACHE)/kubernetes-$(KUBERNETES_VERSION)
 TEMPORAL_CLI ?= $(TOOLS_CACHE)/temporal-$(TEMPORAL_CLI_VERSION)/temporal
 CONTROLLER_GEN ?= $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
@@ -21,13 +23,16 @@ FUZZTIME ?= 5s
 WORKER_STOP_TIMEOUT ?= 20s
 # STATE_DIR: where `make dev` keeps etcd, certificates and Temporal across restarts (default: nowhere).
 STATE_DIR ?=
+# DEV_FLAGS: more `remedy dev` flags (see `bin/remedy dev -h`), e.g. DEV_FLAGS="--ui-port 9233".
+DEV_FLAGS ?=
 FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1alpha1:FuzzParseRejections ./api/kausality/v1alpha1:FuzzParseFreeze ./api/kausality/v1alpha1:FuzzParseSnooze ./api/kausality/v1alpha1:FuzzParseTrace
 
 ##@ Getting started
 
 .PHONY: dev
-dev: tools build ## Run the whole platform locally (API server, controllers, Temporal + Web UI, operator, worker)
-	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR))
+dev: build ## Run the whole platform locally (API server, controllers, Temporal + Web UI, operator, worker)
+	@hack/tools/install.sh kubernetes temporal
+	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(DEV_FLAGS)
 
 .PHONY: test
 test: tools lint fuzz ## Run lint, the fuzz targets and every test against the real API server and Temporal dev server (not the fault suite: make faults)

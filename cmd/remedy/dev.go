@@ -35,6 +35,10 @@ func runDev(ctx context.Context, args []string) error {
 	callbacks, driftApproval, checkCallbacks := callbackFlags(fs)
 	stateDirFlag := fs.String("state-dir", "", "keep etcd's data, the API server's certificates and Temporal's database here, so the next start with it resumes every object and run (default: thrown away on exit)")
 	workerStop := fs.Duration("worker-stop-timeout", worker.DefaultStopTimeout, "on Ctrl-C, how long the worker's in-flight activities may finish before they are cancelled")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), devUsage)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -157,14 +161,24 @@ func runDev(ctx context.Context, args []string) error {
 		}
 		done()
 	}
-	if err := writeAccess(env, kubeconfig, envFile); err != nil {
+	binDir := filepath.Join(devDir, "bin")
+	kubectl := filepath.Join(opts.Assets, "kubectl")
+	webUI := "http://127.0.0.1:" + *uiPort
+	if err := writeAccess(env, kubeconfig, envFile, devenv.ShellEnv{
+		Kubeconfig: kubeconfig, TemporalAddress: env.TemporalAddress, WebUI: webUI, BinDir: binDir,
+	}); err != nil {
 		return err
 	}
-	pluginPath, unlink, err := linkKubectlPlugin(filepath.Join(devDir, "bin"))
+	pluginPath, unlink, err := linkKubectlPlugin(binDir)
 	if err != nil {
 		return err
 	}
 	defer unlink()
+	unlinkTools, err := linkTools(binDir, map[string]string{"kubectl": kubectl, "temporal": opts.TemporalCLI})
+	if err != nil {
+		return err
+	}
+	defer unlinkTools()
 
 	done = step("starting the operator and the worker")
 	stopped, err := compose.RunRemedy(ctx, env, compose.RemedyOptions{WorkerStopTimeout: *workerStop,
@@ -174,27 +188,25 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	done()
 
-	kubectl := filepath.Join(opts.Assets, "kubectl")
 	fmt.Printf(`
-  kubeconfig:      %s   (or: source %s)
+  kubeconfig:      %s
   Temporal:        %s
-  Temporal Web UI: http://127.0.0.1:%s/namespaces/default/workflows
+  Temporal Web UI: %s/namespaces/default/workflows
   logs:            %s
   metrics:         %s
-  kubectl, temporal: %s, %s
-  kubectl plugin:  %s   (kubectl remedy: export PATH=%s:$PATH)
+  kubectl, temporal, kubectl-remedy: %s (the pinned ones, linked)
+  environment:     source %s   (KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, and PATH with %s first)
 
   Try it:
-    export KUBECONFIG=%s
-    %s apply -f %s
-    %s get kexec -n demo -w
+    source %s
+    kubectl apply -f %s
+    kubectl get kexec -n demo -w
 
   Drift (docs/drift.md): scale demo/drift-demo's ReplicaSet by hand, watch the
   Deployment controller's revert be judged, and find RemedyKind='Drift' in the Web UI.
 
-`, kubeconfig, envFile, env.TemporalAddress, *uiPort, logFile.Name(), metrics.banner(), kubectl, opts.TemporalCLI,
-		pluginPath, filepath.Dir(pluginPath), kubeconfig,
-		kubectl, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), kubectl)
+`, kubeconfig, env.TemporalAddress, webUI, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
+		envFile, binDir, envFile, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"))
 	fmt.Println("remedy dev: ready")
 
 	select {
@@ -219,8 +231,8 @@ func runDev(ctx context.Context, args []string) error {
 }
 
 // writeAccess writes an admin kubeconfig for the person at the keyboard and
-// the .dev/env file scripts source.
-func writeAccess(env *devenv.Env, kubeconfig, envFile string) error {
+// the .dev/env file people and scripts source.
+func writeAccess(env *devenv.Env, kubeconfig, envFile string, shell devenv.ShellEnv) error {
 	user, err := env.Kube.AddUser(envtest.User{Name: "remedy-dev-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return fmt.Errorf("add admin user: %w", err)
@@ -232,9 +244,28 @@ func writeAccess(env *devenv.Env, kubeconfig, envFile string) error {
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", kubeconfig, err)
 	}
-	lines := fmt.Sprintf("KUBECONFIG=%s\nTEMPORAL_ADDRESS=%s\n", kubeconfig, env.TemporalAddress)
-	if err := os.WriteFile(envFile, []byte(lines), 0o644); err != nil {
+	if err := os.WriteFile(envFile, shell.Render(), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", envFile, err)
 	}
 	return nil
 }
+
+const devUsage = `Usage: remedy dev [flags]
+
+Runs the whole platform on this machine: etcd, kube-apiserver,
+kube-controller-manager, the Temporal dev server with its Web UI, the drift
+webhook, the operator and the worker. It writes <dev-dir>/kubeconfig,
+<dev-dir>/env (source it: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, and
+PATH with <dev-dir>/bin first) and links the pinned kubectl and temporal and
+kubectl-remedy into <dev-dir>/bin.
+
+The pinned binaries: the directory $KUBEBUILDER_ASSETS (etcd, kube-apiserver,
+kube-controller-manager, kubectl) and the file $TEMPORAL_CLI; where either is
+unset, the tools cache ($REMEDY_TOOLS_CACHE, default ~/.cache/remedy/tools) at
+the versions of <repo>/hack/tools/versions.env: kubernetes-<KUBERNETES_VERSION>/
+and temporal-<TEMPORAL_CLI_VERSION>/temporal. ` + "`make tools`" + ` (or
+hack/tools/install.sh kubernetes temporal) builds them there; ` + "`make dev`" + `
+does both and passes DEV_FLAGS on.
+
+Flags:
+`

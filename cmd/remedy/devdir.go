@@ -92,3 +92,25 @@ func checkPortsFree(ports []fixedPort) error {
 }
 
 type fixedPort struct{ part, addr, flag string }
+
+// linkTools makes dir/<name> a symlink to each target (the pinned kubectl
+// and temporal), so that dir first on PATH gives the versions Remedy is
+// tested with; remove deletes the links.
+func linkTools(dir string, targets map[string]string) (remove func(), err error) {
+	var made []string
+	remove = func() {
+		for _, p := range made {
+			_ = os.Remove(p)
+		}
+	}
+	for name, target := range targets {
+		path := filepath.Join(dir, name)
+		_ = os.Remove(path)
+		if err := os.Symlink(target, path); err != nil {
+			remove()
+			return nil, fmt.Errorf("link %s: %w", path, err)
+		}
+		made = append(made, path)
+	}
+	return remove, nil
+}

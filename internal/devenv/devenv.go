@@ -91,7 +91,9 @@ type Env struct {
 	log       io.Writer
 }
 
-// OptionsFromEnv fills the binary paths from KUBEBUILDER_ASSETS and TEMPORAL_CLI.
+// OptionsFromEnv fills the binary paths from KUBEBUILDER_ASSETS and
+// TEMPORAL_CLI, and where one is unset, from the tools cache (ToolsCache) at
+// the versions repoRoot pins (CachedTools), where `make tools` builds them.
 func OptionsFromEnv(repoRoot string) (Options, error) {
 	o := Options{
 		Assets:      os.Getenv("KUBEBUILDER_ASSETS"),
@@ -103,11 +105,24 @@ func OptionsFromEnv(repoRoot string) (Options, error) {
 		},
 	}
 	if o.Assets == "" || o.TemporalCLI == "" {
-		return o, errors.New("KUBEBUILDER_ASSETS and TEMPORAL_CLI are not set: run through `make test` or `make dev`, which build the pinned binaries with `make tools` and export them")
+		cache, err := ToolsCache()
+		if err != nil {
+			return o, err
+		}
+		assets, temporalCLI, err := CachedTools(repoRoot, cache)
+		if err != nil {
+			return o, fmt.Errorf("KUBEBUILDER_ASSETS or TEMPORAL_CLI is not set, and the tools cache cannot be searched: %w", err)
+		}
+		if o.Assets == "" {
+			o.Assets = assets
+		}
+		if o.TemporalCLI == "" {
+			o.TemporalCLI = temporalCLI
+		}
 	}
-	for _, p := range []string{filepath.Join(o.Assets, "kube-apiserver"), filepath.Join(o.Assets, "etcd"), o.TemporalCLI} {
+	for _, p := range []string{filepath.Join(o.Assets, "kube-apiserver"), filepath.Join(o.Assets, "etcd"), filepath.Join(o.Assets, "kubectl"), o.TemporalCLI} {
 		if _, err := os.Stat(p); err != nil {
-			return o, fmt.Errorf("missing %s: run `make tools`: %w", p, err)
+			return o, fmt.Errorf("missing %s: build the pinned binaries with `make tools` (or hack/tools/install.sh kubernetes temporal), or set KUBEBUILDER_ASSETS and TEMPORAL_CLI: %w", p, err)
 		}
 	}
 	return o, nil

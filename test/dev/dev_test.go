@@ -94,6 +94,39 @@ func TestDev(t *testing.T) {
 		}
 	})
 
+	t.Run("without KUBEBUILDER_ASSETS and TEMPORAL_CLI, .dev/bin and .dev/env give the pinned tools", func(t *testing.T) {
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", first.cmd.Process.Pid))
+		require.NoError(t, err)
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			assert.False(t, strings.HasPrefix(kv, "KUBEBUILDER_ASSETS=") || strings.HasPrefix(kv, "TEMPORAL_CLI="), "remedy dev's environment has %s", kv)
+		}
+		bin := filepath.Join(first.devDir(), "bin")
+		out, err := exec.Command(filepath.Join(bin, "kubectl"), "version", "--client").CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Contains(t, string(out), "Client Version: ")
+		out, err = exec.Command(filepath.Join(bin, "temporal"), "--version").CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Contains(t, string(out), "temporal version ")
+
+		// A person's shell: nothing but the system's PATH, then source .dev/env.
+		script := `source .dev/env
+printf '%s\n' "$TEMPORAL_ADDRESS" "$REMEDY_WEB_UI" "$(command -v kubectl)" "$(command -v temporal)" "$(command -v kubectl-remedy)"
+kubectl get namespace demo -o name
+temporal workflow list --limit 1 >/dev/null
+kubectl remedy --help >/dev/null`
+		cmd := exec.Command("bash", "--noprofile", "--norc", "-euo", "pipefail", "-c", script)
+		cmd.Dir, cmd.Env = first.repo, []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+		out, err = cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Equal(t, []string{
+			fmt.Sprintf("127.0.0.1:%d", p.temporal),
+			fmt.Sprintf("http://127.0.0.1:%d", p.ui),
+			filepath.Join(bin, "kubectl"), filepath.Join(bin, "temporal"), filepath.Join(bin, "kubectl-remedy"),
+			"namespace/demo",
+		}, strings.Split(strings.TrimSpace(string(out)), "\n"))
+		assert.Contains(t, first.out.String(), fmt.Sprintf("Temporal Web UI: http://127.0.0.1:%d/namespaces/default/workflows", p.ui))
+	})
+
 	t.Run("SIGKILL of remedy dev leaves no child alive", func(t *testing.T) {
 		procs := descendants(first.cmd.Process.Pid)
 		var names []string

@@ -11,10 +11,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/remedy-dev/remedy/internal/devenv"
 )
 
 var (
@@ -22,6 +25,9 @@ var (
 	bin string
 	// root is the repository root.
 	root = repoRoot()
+	// toolsCache is a tools cache holding the pinned binaries of
+	// KUBEBUILDER_ASSETS and TEMPORAL_CLI under their versioned names.
+	toolsCache string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -44,7 +50,45 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "dev: build remedy: %v\n%s", err, out)
 		return 1
 	}
+	if toolsCache, err = linkToolsCache(filepath.Join(dir, "tools")); err != nil {
+		fmt.Fprintln(os.Stderr, "dev:", err)
+		return 1
+	}
 	return m.Run()
+}
+
+// linkToolsCache lays out dir as hack/tools/install.sh lays out the tools
+// cache, at the versions this repository pins, linking the binaries the
+// test was given; remedy dev runs without KUBEBUILDER_ASSETS and
+// TEMPORAL_CLI, as a person runs it, and must find them there.
+func linkToolsCache(dir string) (string, error) {
+	assets, temporalCLI, err := devenv.CachedTools(root, dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(temporalCLI), 0o755); err != nil {
+		return "", fmt.Errorf("create tools cache: %w", err)
+	}
+	if err := os.Symlink(os.Getenv("KUBEBUILDER_ASSETS"), assets); err != nil {
+		return "", fmt.Errorf("link kubernetes: %w", err)
+	}
+	if err := os.Symlink(os.Getenv("TEMPORAL_CLI"), temporalCLI); err != nil {
+		return "", fmt.Errorf("link temporal: %w", err)
+	}
+	return dir, nil
+}
+
+// devEnviron is the test's environment without KUBEBUILDER_ASSETS and
+// TEMPORAL_CLI, with toolsCache as the tools cache.
+func devEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "KUBEBUILDER_ASSETS" && name != "TEMPORAL_CLI" && name != "REMEDY_TOOLS_CACHE" {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "REMEDY_TOOLS_CACHE="+toolsCache)
 }
 
 // instance is one `remedy dev` subprocess with a checkout of its own: a
@@ -85,8 +129,10 @@ func (p ports) args() []string {
 // newRepo makes a checkout for one instance.
 func newRepo(t *testing.T) string {
 	repo := t.TempDir()
-	if err := os.Symlink(filepath.Join(root, "deploy"), filepath.Join(repo, "deploy")); err != nil {
-		t.Fatalf("link deploy: %v", err)
+	for _, dir := range []string{"deploy", "hack"} {
+		if err := os.Symlink(filepath.Join(root, dir), filepath.Join(repo, dir)); err != nil {
+			t.Fatalf("link %s: %v", dir, err)
+		}
 	}
 	return repo
 }
@@ -96,6 +142,7 @@ func startDev(t *testing.T, repo string, p ports, more ...string) *instance {
 	in := &instance{repo: repo, out: &syncBuffer{}, exited: make(chan struct{})}
 	in.cmd = exec.Command(bin, append(append([]string{"dev", "-repo", repo}, p.args()...), more...)...)
 	in.cmd.Stdout, in.cmd.Stderr = in.out, in.out
+	in.cmd.Env = devEnviron()
 	if err := in.cmd.Start(); err != nil {
 		t.Fatalf("start remedy dev: %v", err)
 	}

@@ -6,9 +6,10 @@
 //
 //   - Every ```sh, ```bash or ```shell block runs, in one fresh bash per block
 //     with `set -euo pipefail`, from a directory that looks like the
-//     repository root (deploy/, test/, ... and its own .dev/). kubectl and
-//     temporal are on PATH, KUBECONFIG and TEMPORAL_ADDRESS point at the
-//     parts. A command that fails fails the test.
+//     repository root (deploy/, test/, ... and its own .dev/), in the shell
+//     `source .dev/env` gives: kubectl, temporal and kubectl-remedy in
+//     .dev/bin first on PATH, KUBECONFIG, TEMPORAL_ADDRESS and REMEDY_WEB_UI
+//     pointing at the parts. A command that fails fails the test.
 //   - An HTML comment on the line before the block's fence changes that:
 //     <!-- doctest: skip (reason) --> does not run it (a reason is required:
 //     make dev, make test, a real cluster, a template with <placeholders>);

@@ -18,6 +18,7 @@ import (
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/compose"
+	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -82,8 +83,8 @@ func mirrorRepo(root, dir string) error {
 	return os.Mkdir(filepath.Join(dir, ".dev"), 0o755)
 }
 
-// linkPlugin builds remedy into bin and links it as dir/kubectl-remedy,
-// as `make dev` links .dev/bin/kubectl-remedy to bin/remedy.
+// linkPlugin builds remedy into bin and links it as dir/kubectl-remedy, and
+// the pinned kubectl and temporal into dir, as `make dev` links .dev/bin.
 func linkPlugin(bin, dir string) error {
 	build := exec.Command("go", "build", "-o", filepath.Join(bin, "remedy"), "./cmd/remedy")
 	build.Dir = harness.Root
@@ -93,8 +94,14 @@ func linkPlugin(bin, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	if err := os.Symlink(filepath.Join(bin, "remedy"), filepath.Join(dir, "kubectl-remedy")); err != nil {
-		return fmt.Errorf("link kubectl-remedy: %w", err)
+	for name, target := range map[string]string{
+		"kubectl-remedy": filepath.Join(bin, "remedy"),
+		"kubectl":        filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"),
+		"temporal":       os.Getenv("TEMPORAL_CLI"),
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("link %s: %w", name, err)
+		}
 	}
 	return nil
 }
@@ -170,28 +177,29 @@ func check(b Block, out string, err error) string {
 	return ""
 }
 
-// shellEnv is a person's shell after `source .dev/env && export KUBECONFIG`
-// and the PATH line `make dev` prints: the pinned kubectl and temporal, and
-// .dev/bin/kubectl-remedy, first on PATH.
+// shellEnv is a person's shell after `source .dev/env`, the file `make dev`
+// writes: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, and .dev/bin (the
+// pinned kubectl and temporal, and kubectl-remedy) first on the system's PATH.
 func shellEnv(t *testing.T) []string {
 	kubeconfig := filepath.Join(workDir, ".dev", "kubeconfig")
 	require.NoError(t, harness.WriteKubeconfig(kubeconfig))
-	lines := fmt.Sprintf("KUBECONFIG=%s\nTEMPORAL_ADDRESS=%s\n", kubeconfig, harness.TemporalAddress())
-	require.NoError(t, os.WriteFile(filepath.Join(workDir, ".dev", "env"), []byte(lines), 0o644))
+	shell := devenv.ShellEnv{Kubeconfig: kubeconfig, TemporalAddress: harness.TemporalAddress(),
+		WebUI: "http://127.0.0.1:8233", BinDir: filepath.Join(workDir, ".dev", "bin")}
+	require.NoError(t, os.WriteFile(filepath.Join(workDir, ".dev", "env"), shell.Render(), 0o644))
 
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "PATH" || name == "KUBECONFIG" || strings.HasPrefix(name, "TEMPORAL_") {
+		if name == "PATH" || name == "KUBECONFIG" || name == "REMEDY_WEB_UI" || strings.HasPrefix(name, "TEMPORAL_") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	path := filepath.Join(workDir, ".dev", "bin") + ":" + os.Getenv("KUBEBUILDER_ASSETS") + ":" + filepath.Dir(os.Getenv("TEMPORAL_CLI")) + ":" + os.Getenv("PATH")
 	if os.Getenv("USER") == "" {
 		env = append(env, "USER=doctest")
 	}
-	return append(env, "PATH="+path, "KUBECONFIG="+kubeconfig, "TEMPORAL_ADDRESS="+harness.TemporalAddress())
+	return append(env, "PATH="+shell.BinDir+":"+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig,
+		"TEMPORAL_ADDRESS="+shell.TemporalAddress, "REMEDY_WEB_UI="+shell.WebUI)
 }
 
 // runBlock runs one block in its own process group and returns its

@@ -1,0 +1,36 @@
+package devenv
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ShellEnv is what `source .dev/env` sets: everything the docs' commands
+// use, with the pinned kubectl and temporal (BinDir) first on PATH.
+type ShellEnv struct {
+	Kubeconfig      string
+	TemporalAddress string
+	// WebUI is the Temporal Web UI's base URL, for `kubectl remedy` links.
+	WebUI string
+	// BinDir holds kubectl, temporal and kubectl-remedy.
+	BinDir string
+}
+
+// Render is the file's text: bash/sh export lines with quoted values.
+func (e ShellEnv) Render() []byte {
+	var b strings.Builder
+	for _, kv := range [][2]string{
+		{"KUBECONFIG", e.Kubeconfig},
+		{"TEMPORAL_ADDRESS", e.TemporalAddress},
+		{"REMEDY_WEB_UI", e.WebUI},
+	} {
+		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	fmt.Fprintf(&b, "export PATH=%s:\"$PATH\"\n", shellQuote(e.BinDir))
+	return []byte(b.String())
+}
+
+// shellQuote single-quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,68 @@
+package devenv
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// VersionsFile is where the pinned tool versions live, relative to the
+// repository root; the Makefile and hack/tools/install.sh read it too.
+const VersionsFile = "hack/tools/versions.env"
+
+// ToolsCache is the directory hack/tools/install.sh builds the pinned
+// binaries into: $REMEDY_TOOLS_CACHE, else ~/.cache/remedy/tools.
+func ToolsCache() (string, error) {
+	if dir := os.Getenv("REMEDY_TOOLS_CACHE"); dir != "" {
+		return dir, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the tools cache: %w", err)
+	}
+	return filepath.Join(home, ".cache", "remedy", "tools"), nil
+}
+
+// PinnedVersions reads the NAME=VALUE lines of the repository's versions file.
+func PinnedVersions(repoRoot string) (map[string]string, error) {
+	path := filepath.Join(repoRoot, VersionsFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read pinned versions: %w", err)
+	}
+	defer f.Close()
+	versions := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("parse %s: line %q is not NAME=VALUE", path, line)
+		}
+		versions[strings.TrimSpace(name)] = strings.TrimSpace(value)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return versions, nil
+}
+
+// CachedTools are the paths hack/tools/install.sh gives the pinned
+// Kubernetes binaries (a directory, as KUBEBUILDER_ASSETS) and the temporal
+// CLI in cache, at the versions of repoRoot's versions file.
+func CachedTools(repoRoot, cache string) (assets, temporalCLI string, err error) {
+	v, err := PinnedVersions(repoRoot)
+	if err != nil {
+		return "", "", err
+	}
+	kube, temporal := v["KUBERNETES_VERSION"], v["TEMPORAL_CLI_VERSION"]
+	if kube == "" || temporal == "" {
+		return "", "", fmt.Errorf("%s lacks KUBERNETES_VERSION or TEMPORAL_CLI_VERSION", filepath.Join(repoRoot, VersionsFile))
+	}
+	return filepath.Join(cache, "kubernetes-"+kube), filepath.Join(cache, "temporal-"+temporal, "temporal"), nil
+}
