@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
@@ -83,7 +84,6 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := untrustedEnvOf(t, &testsuite.WorkflowTestSuite{})
-			env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(tt.subject).Maybe()
 			env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(tt.spec).Maybe()
 			env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(tt.requester).Maybe()
 			env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(tt.rbac).Maybe()
@@ -96,6 +96,21 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 				defer mu.Unlock()
 				started[info.ActivityType.Name]++
 			})
+			// The subject answers once the rest of its group has started (or
+			// after a second, when they never start with it), so a failing
+			// subject cannot end the run before they are seen starting.
+			env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(
+				func(context.Context, activities.SubjectRef, v1alpha1.KubernetesExecutionSpec) error {
+					for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+						mu.Lock()
+						n := started["CheckSpec"] + started["CheckRequester"]
+						mu.Unlock()
+						if n == 2 {
+							break
+						}
+					}
+					return tt.subject
+				}).Maybe()
 			env.ExecuteWorkflow(ExecutionWorkflow, scaleInput(0, false))
 			s := result(t, env)
 			require.Equal(t, v1alpha1.PhaseFailed, s.Phase)

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -149,9 +150,7 @@ func TestForgedStartsWriteNothing(t *testing.T) {
 			web := harness.Deployment(t, ns, "web", 1)
 			opts, wf, in := tc.forge(t, ns)
 			// What a finished run did is undone, so a replayed write would show.
-			require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(web), web))
-			web.Spec.Replicas = ptr.To[int32](1)
-			require.NoError(t, harness.Kube().Update(ctx, web))
+			require.NoError(t, harness.Kube().Patch(ctx, web, ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))))
 			// The Deployment controller's own annotation first, so only a write of Remedy's would show.
 			before := harness.Eventually(t, web, runTimeout, func(d *appsv1.Deployment) bool {
 				return d.Annotations["deployment.kubernetes.io/revision"] != ""
