@@ -84,11 +84,6 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := untrustedEnvOf(t, &testsuite.WorkflowTestSuite{})
-			env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(tt.spec).Maybe()
-			env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(tt.requester).Maybe()
-			env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(tt.rbac).Maybe()
-			env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, tt.target).Maybe()
-			env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(allowed, nil).Maybe()
 			var mu sync.Mutex
 			started := map[string]int{}
 			env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
@@ -96,29 +91,56 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 				defer mu.Unlock()
 				started[info.ActivityType.Name]++
 			})
-			// The subject answers once the rest of its group has started (or
-			// after a second, when they never start with it), so a failing
-			// subject cannot end the run before they are seen starting.
+			// Each check answers once every check of its group has started
+			// (or after a second, when they never start together), so a
+			// failing check cannot end the run before the rest are seen starting.
+			together := func(group ...string) {
+				for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+					mu.Lock()
+					n := 0
+					for _, name := range group {
+						n += started[name]
+					}
+					mu.Unlock()
+					if n == len(group) {
+						return
+					}
+				}
+			}
+			first := []string{"VerifyExecution", "CheckSpec", "CheckRequester"}
+			second := []string{"CheckRBAC", "InspectTarget", "EvaluatePolicy"}
 			env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(
 				func(context.Context, activities.SubjectRef, v1alpha1.KubernetesExecutionSpec) error {
-					for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-						mu.Lock()
-						n := started["CheckSpec"] + started["CheckRequester"]
-						mu.Unlock()
-						if n == 2 {
-							break
-						}
-					}
+					together(first...)
 					return tt.subject
+				}).Maybe()
+			env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(
+				func(context.Context, v1alpha1.KubernetesExecutionSpec, actions.Request) error {
+					together(first...)
+					return tt.spec
+				}).Maybe()
+			env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(
+				func(context.Context, activities.RequesterCheck) error { together(first...); return tt.requester }).Maybe()
+			env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(
+				func(context.Context, actions.Request) error { together(second...); return tt.rbac }).Maybe()
+			env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(
+				func(context.Context, actions.Request) (actions.Plan, error) {
+					together(second...)
+					return scalePlan, tt.target
+				}).Maybe()
+			env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(
+				func(context.Context, actions.Request) (activities.PolicyResult, error) {
+					together(second...)
+					return allowed, nil
 				}).Maybe()
 			env.ExecuteWorkflow(ExecutionWorkflow, scaleInput(0, false))
 			s := result(t, env)
 			require.Equal(t, v1alpha1.PhaseFailed, s.Phase)
 			assert.Equal(t, tt.reason, s.Reason, s.Message)
-			for _, name := range []string{"VerifyExecution", "CheckSpec", "CheckRequester"} {
+			for _, name := range first {
 				assert.Equal(t, 1, started[name], "%s starts in the first group", name)
 			}
-			for _, name := range []string{"CheckRBAC", "InspectTarget", "EvaluatePolicy"} {
+			for _, name := range second {
 				assert.Equal(t, tt.readTarget, started[name] == 1, "%s starts only once the subject and requester hold", name)
 			}
 		})
