@@ -38,7 +38,7 @@ func TestPolicyRoutingSecretsIsRefused(t *testing.T) {
 		{"a callback that is no http URL", kv1.KausalitySpec{Resources: rule("apps", []string{"replicasets"}).Resources,
 			Reporting: &kv1.DriftReporting{CallbackURLs: []string{"file:///etc/passwd"}}}, "callbackURLs must be http or https URLs"},
 		{"an http callback", kv1.KausalitySpec{Resources: rule("apps", []string{"replicasets"}).Resources,
-			Reporting: &kv1.DriftReporting{CallbackURLs: []string{"https://hooks.example.com/drift"}, RequestApproval: true}}, ""},
+			Reporting: &kv1.DriftReporting{CallbackURLs: []string{"https://127.0.0.1:9/drift"}, RequestApproval: true}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := c.Create(context.Background(), &kv1.Kausality{ObjectMeta: metav1.ObjectMeta{GenerateName: "secrets-"}, Spec: tc.spec}, ctrlclient.DryRunAll)
