@@ -234,7 +234,7 @@ func (r *ReloadReconciler) signal(ctx context.Context, p *v1alpha1.ConfigReloadP
 	id := workflows.ReloadWorkflowID(p.Namespace, s.Kind, s.Name)
 	in := workflows.ReloadInput{Namespace: p.Namespace, Kind: s.Kind, Name: s.Name, Scope: s.Scope, Policy: p.Name, Approval: approval}
 	// Reconcile refused the policy if any of these did not parse; 0 takes the workflow's default.
-	in.Debounce = p.Spec.Debounce.Or(0)
+	in.Debounce, in.MaxWait = p.Spec.Debounce.Or(0), p.Spec.MaxWait.Or(0)
 	if rt := p.Spec.Retry; rt != nil {
 		in.RetryInitial, in.RetryMax = rt.InitialInterval.Or(0), rt.MaxInterval.Or(0)
 	}

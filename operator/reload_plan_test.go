@@ -47,8 +47,10 @@ func TestPlanReload(t *testing.T) {
 	key := workflows.ConfigHashAnnotation
 	cms := []reloadConfigMap{{Name: "app", Scope: "prod", Hash: "new"}, {Name: "other", Scope: "test", Hash: "t1"}}
 	tests := []struct {
-		name          string
-		gated         bool
+		name  string
+		gated bool
+		// seen: the policy's status already lists the workload.
+		seen          bool
 		workload      reloadWorkload
 		wantSignals   []reloadSignal
 		wantBaselines []reloadBaseline
@@ -79,10 +81,22 @@ func TestPlanReload(t *testing.T) {
 			wantPending: 1,
 		},
 		{
-			name:        "legacy restart annotation without hashes: one repair restart",
+			name:        "seen workload restarted without hashes: one repair restart",
+			seen:        true,
 			workload:    reloadWorkload{Kind: "DaemonSet", Name: "agent", Scope: "prod", Template: map[string]string{workflows.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
 			wantSignals: []reloadSignal{{Kind: "DaemonSet", Name: "agent", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}, Repair: true}},
 			wantPending: 1,
+		},
+		{
+			name:          "first sight of a workload restarted without hashes: a baseline, no rollout",
+			workload:      reloadWorkload{Kind: "DaemonSet", Name: "agent", Scope: "prod", Template: map[string]string{workflows.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
+			wantBaselines: []reloadBaseline{{Kind: "DaemonSet", Name: "agent", Annotations: map[string]string{key("app"): "new"}}},
+		},
+		{
+			name:          "another workload seen does not make this one seen",
+			seen:          true,
+			workload:      reloadWorkload{Kind: "Deployment", Name: "agent", Scope: "prod", Template: map[string]string{workflows.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
+			wantBaselines: []reloadBaseline{{Kind: "Deployment", Name: "agent", Annotations: map[string]string{key("app"): "new"}}},
 		},
 		{
 			name:      "workload without the scope label matches nothing",
@@ -126,7 +140,11 @@ func TestPlanReload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := planReload(crp(tt.gated), append([]reloadConfigMap(nil), cms...), []reloadWorkload{tt.workload}, time.Unix(100, 0))
+			policy := crp(tt.gated)
+			if tt.seen {
+				policy.Status.Workloads = []v1alpha1.WorkloadRestart{{Kind: "DaemonSet", Name: "agent"}}
+			}
+			p := planReload(policy, append([]reloadConfigMap(nil), cms...), []reloadWorkload{tt.workload}, time.Unix(100, 0))
 			assert.Equal(t, tt.wantSignals, p.signals)
 			assert.Equal(t, tt.wantBaselines, p.baselines)
 			assert.Equal(t, tt.wantDeclined, p.declined)
