@@ -256,8 +256,10 @@ func (r *reloadRun) overBudget(ctx workflow.Context) bool {
 
 // hold waits until the pending restart is due (dueAt), absorbing changes;
 // with no restart inside the window it returns at once (the leading edge).
-// A change arriving while a restart is pending pushes the due time, and the
-// timer is set anew. It returns false when the run should continue as new first.
+// A change arriving while a restart is pending pushes the due time; pushes
+// only ever move it later, so the timer is left running and, when it
+// fires early, set again for the rest. It returns false when the run
+// should continue as new first.
 func (r *reloadRun) hold(ctx workflow.Context, t reloadTiming) bool {
 	defer func() { r.status.DueAt = "" }()
 	for {
@@ -265,41 +267,31 @@ func (r *reloadRun) hold(ctx workflow.Context, t reloadTiming) bool {
 		if due.IsZero() || !due.After(workflow.Now(ctx)) {
 			return true
 		}
-		if wait := r.waitUntil(ctx, t, due); wait != waitMoved {
-			return wait == waitDue
+		if !r.waitFor(ctx, t, due) {
+			return false
 		}
 	}
 }
 
-// The outcomes of waitUntil.
-const (
-	waitDue = iota
-	waitMoved
-	waitBudget
-)
-
-// waitUntil waits for due, or until a change moves the due time.
-func (r *reloadRun) waitUntil(ctx workflow.Context, t reloadTiming, due time.Time) int {
-	r.showDue(due)
+// waitFor runs a timer until due, absorbing changes meanwhile; it returns
+// false, with the timer cancelled, when the run should continue as new.
+func (r *reloadRun) waitFor(ctx workflow.Context, t reloadTiming, due time.Time) bool {
 	tctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	timer := workflow.NewTimer(tctx, due.Sub(workflow.Now(ctx)))
 	for {
+		r.showDue(r.dueAt(t))
 		holding := len(r.status.Pending) > 0
 		fired, changed := r.timerOrChange(ctx, timer)
 		if fired {
-			return waitDue
+			return true
 		}
 		if changed && holding {
 			r.pushedAt = workflow.Now(ctx)
 		}
 		if r.overBudget(ctx) {
-			return waitBudget
+			return false
 		}
-		if next := r.dueAt(t); !next.Equal(due) {
-			return waitMoved
-		}
-		r.showDue(due)
 	}
 }
 
