@@ -31,6 +31,10 @@ func TestOnceApprovalNamingTheDeploymentsGenerationIsSpent(t *testing.T) {
 	_, err := f.scale(t, 2)
 	require.NoError(t, err)
 	waitDecision(t, "drift-denied", denied)
+	// Also lets the ReplicaSet controller's status writes settle: a once
+	// approval is spent at admission, and a write that then conflicts
+	// with one of them would spend it in vain.
+	assertStays(t, 2*time.Second, func() bool { return f.replicas(t) == 2 }, "enforce mode let the revert through")
 
 	dep := &appsv1.Deployment{}
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(f.dep), dep))
