@@ -262,8 +262,11 @@ func notReadyStatus(p *v1alpha1.ConfigReloadPolicy, reason, message string, now 
 	return next
 }
 
-func hasConfigHash(w reloadWorkload) bool {
-	for _, m := range []map[string]string{w.Meta, w.Template} {
+func hasConfigHash(w reloadWorkload) bool { return anyConfigHash(w.Meta, w.Template) }
+
+// anyConfigHash reports whether any of the annotation maps records a ConfigMap's hash.
+func anyConfigHash(annotations ...map[string]string) bool {
+	for _, m := range annotations {
 		for k := range m {
 			if strings.HasPrefix(k, workflows.ConfigHashAnnotationPrefix) {
 				return true

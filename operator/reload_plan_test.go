@@ -1,15 +1,18 @@
 package operator
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/workflows"
@@ -255,4 +258,33 @@ func TestInvalidSpecStatusNamesTheField(t *testing.T) {
 
 	p.Status = *st
 	assert.Nil(t, invalidSpecStatus(p, invalid, now.Add(time.Minute)), "an unchanged refusal writes no status, so no second Event")
+}
+
+// A repair restart is signalled only if the live workload still has no
+// hash: the policy's status may list a workload whose baseline the cache
+// does not show yet.
+func TestRepairWaitsForACacheBehindTheBaseline(t *testing.T) {
+	key := workflows.ConfigHashAnnotation("app")
+	cached := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	tests := []struct {
+		name       string
+		live       *appsv1.Deployment
+		wantBehind bool
+	}{
+		{"baseline recorded since", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Annotations: map[string]string{key: "h"}}}, true},
+		{"pod template hash since", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{key: "h"}}}}}, true},
+		{"still no hash", cached.DeepCopy(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &ReloadReconciler{Live: ctrlfake.NewClientBuilder().WithScheme(Scheme()).WithObjects(tt.live).Build()}
+			behind, err := r.cacheBehind(context.Background(), cached.DeepCopy())
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantBehind, behind)
+		})
+	}
+	behind, err := (&ReloadReconciler{}).cacheBehind(context.Background(), cached)
+	require.NoError(t, err)
+	assert.False(t, behind, "no live reader: no check")
 }
