@@ -37,9 +37,9 @@ func TestNoChange(t *testing.T) {
 	}
 	runPhaseCases(t, []phaseCase{
 		{
-			name: "found in Validating: no approval, preconditions or write",
-			in:   approvalRequired(scaleInput(time.Hour, true)),
-			setup: func(env *testsuite.TestWorkflowEnvironment) { passChecks(env, same) },
+			name:      "found in Validating: no approval, preconditions or write",
+			in:        approvalRequired(scaleInput(time.Hour, true)),
+			setup:     func(env *testsuite.TestWorkflowEnvironment) { passChecks(env, same) },
 			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonNoChange,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				noRollback(t, s)
