@@ -27,9 +27,10 @@ const (
 	pointReload   = "reload debounce window"
 	pointDrift    = "drift workflow open"
 	pointRR       = "RemediationRequest between steps"
+	pointSaga     = "RemediationRequest mid-compensation"
 )
 
-var points = []string{pointApproval, pointInline, pointJob, pointReload, pointDrift, pointRR}
+var points = []string{pointApproval, pointInline, pointJob, pointReload, pointDrift, pointRR, pointSaga}
 
 // The processes and parts a case kills.
 const (
