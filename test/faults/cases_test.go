@@ -50,7 +50,9 @@ func cases() []faultCase {
 	for _, proc := range []string{worker, operator, temporal, apiserver} {
 		cs = append(cs, faultCase{proc, pointRR, func(t *testing.T, p *parts) string { return rrBetweenSteps(t, p, proc) }})
 	}
-	cs = append(cs, faultCase{worker, pointSaga, func(t *testing.T, p *parts) string { return rrCompensating(t, p, worker) }})
+	for _, proc := range []string{worker, temporal, apiserver} {
+		cs = append(cs, faultCase{proc, pointSaga, func(t *testing.T, p *parts) string { return rrCompensating(t, p, proc) }})
+	}
 	for _, proc := range []string{webhook, worker, temporal} {
 		cs = append(cs, faultCase{proc, pointDrift, func(t *testing.T, p *parts) string { return driftOpen(t, p, proc) }})
 	}
@@ -610,6 +612,10 @@ func rrCompensating(t *testing.T, p *parts, what string) string {
 	}
 	require.Equal(t, int32(0), *deployment(t, ns, "api").Spec.Replicas, "the second step was rolled back first")
 	p.kill(t, what)
+	if what != worker {
+		// The write goes on, and meets the part that is down.
+		hold.Release()
+	}
 	time.Sleep(down[what])
 	p.restart(t, what)
 	hold.Release()
