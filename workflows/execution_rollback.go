@@ -87,7 +87,7 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 		return
 	}
 	var done activities.ExecuteResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(r.in.Spec)), execution.ExecuteInline, r.write(back)).Get(ctx, &done)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, rollbackOptions(r.in.Spec)), execution.ExecuteInline, r.write(back)).Get(ctx, &done)
 	if err != nil {
 		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, messageOf(err))
 		return
@@ -101,7 +101,7 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 // validateRollback puts the inverse action through the same parameter, RBAC
 // and policy checks as the original.
 func (r *executionRun) validateRollback(ctx workflow.Context, back actions.Request) error {
-	quick := workflow.WithActivityOptions(ctx, quickOptions)
+	quick := workflow.WithActivityOptions(ctx, rollbackCheckOptions())
 	spec := v1alpha1.KubernetesExecutionSpec{Action: back.Action, Target: back.Target, Parameters: &back.Params}
 	if err := workflow.ExecuteActivity(quick, validation.CheckSpec, spec, back).Get(ctx, nil); err != nil {
 		return err
