@@ -139,7 +139,9 @@ func (r *remediationRun) runSteps(ctx workflow.Context) (failure string, postFai
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(run.future, func(f workflow.Future) {
 			var result ExecutionResult
-			endErr = f.Get(ctx, &result)
+			if endErr = f.Get(ctx, &result); endErr != nil {
+				result.Status.Phase, result.Status.Reason, result.Status.Message = v1alpha1.PhaseFailed, activities.ReasonExecutionFailed, messageOf(endErr)
+			}
 			run.final = &result.Status
 		})
 		sel.AddReceive(ready, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &report) })

@@ -29,7 +29,12 @@ func (r *remediationRun) settle(ctx workflow.Context, failure string, postFailed
 	signal := SignalFinalize
 	if rollBack {
 		signal = SignalRollback
-		r.setPhase(ctx, v1alpha1.PhaseExecuting, ReasonRollingBack, failure+"; rolling back the completed steps in reverse order")
+		for _, run := range r.steps {
+			if run.held {
+				r.setPhase(ctx, v1alpha1.PhaseExecuting, ReasonRollingBack, failure+"; rolling back the completed steps in reverse order")
+				break
+			}
+		}
 	}
 	for i := len(r.steps) - 1; i >= 0; i-- {
 		run := r.steps[i]

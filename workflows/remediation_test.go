@@ -179,6 +179,18 @@ func TestRemediationSaga(t *testing.T) {
 			finalReplicas: map[string]int32{"a": 1},
 		},
 		{
+			name:  "the first step fails: nothing to roll back",
+			steps: []v1alpha1.RemediationStep{scaleStep("one", "a", 2), scaleStep("two", "b", 3)},
+			setup: func(s *saga) {
+				s.failWrite["scale a 2"] = permanentErr(activities.ReasonExecutionFailed, "denied")
+			},
+			writes: []string{"scale a 2 (failed)"},
+			phase:  v1alpha1.PhaseFailed, reason: ReasonStepFailed,
+			message:       []string{"step one failed: ExecutionFailed: denied; no completed step changed anything, so nothing was rolled back"},
+			rollback:      []v1alpha1.StepRollback{"", ""},
+			finalReplicas: map[string]int32{"a": 1, "b": 1},
+		},
+		{
 			name:   "rollbackPolicy Never keeps the completed steps",
 			policy: v1alpha1.RollbackNever,
 			steps:  []v1alpha1.RemediationStep{scaleStep("one", "a", 2), scaleStep("two", "b", 3)},
