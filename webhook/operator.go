@@ -52,6 +52,7 @@ func RegisterOperatorWebhooks(mgr manager.Manager, cfg *rest.Config, o OperatorO
 		approval.Expirers = []string{o.OperatorUser}
 	}
 	mgr.GetWebhookServer().Register(ApprovalPath, &ctrlwebhook.Admission{Handler: approval})
+	mgr.GetWebhookServer().Register(ApprovalMainPath, &ctrlwebhook.Admission{Handler: &ApprovalMain{Decoder: approval.Decoder}})
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("build clientset: %w", err)
