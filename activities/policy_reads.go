@@ -55,8 +55,9 @@ func (v *Validation) policyMaps(ctx context.Context) ([]*corev1.ConfigMap, error
 }
 
 // ObservePolicy checks the safety policy as the policy ConfigMaps are now,
-// for LastGood: the worker's watch calls it on every change.
-func (v *Validation) ObservePolicy(ctx context.Context) {
+// for v.LastGood: the worker's watch calls it on every change. Not a method:
+// the worker registers Validation's exported methods as activities.
+func ObservePolicy(ctx context.Context, v *Validation) {
 	if v.LastGood == nil {
 		return
 	}

@@ -116,7 +116,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})
 	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
 	return &watchedWorker{Worker: w, factories: watches, stop: make(chan struct{}),
-		policies: policies, policyChanged: func() { validation.ObservePolicy(context.Background()) }}, nil
+		policies: policies, policyChanged: func() { activities.ObservePolicy(context.Background(), validation) }}, nil
 }
 
 func scheme() *runtime.Scheme {
