@@ -28,6 +28,10 @@ type warning struct {
 func recordWarning(ctx context.Context, kube kubernetes.Interface, w warning) error {
 	sum := sha256.Sum256([]byte(w.Key))
 	ns := w.Regarding.Namespace
+	if ns == "" {
+		// A cluster-scoped object's Events live in default, as kubectl looks for them.
+		ns = metav1.NamespaceDefault
+	}
 	ev := &eventsv1.Event{
 		ObjectMeta:          metav1.ObjectMeta{Name: w.Regarding.Name + "." + hex.EncodeToString(sum[:])[:16], Namespace: ns},
 		EventTime:           metav1.NewMicroTime(time.Now()),

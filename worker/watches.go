@@ -23,8 +23,10 @@ type watchedWorker struct {
 	// each of their changes once the watches have synced.
 	policies      cache.SharedIndexInformer
 	policyChanged func()
-	stop          chan struct{}
-	stopOnce      sync.Once
+	// background runs beside the worker until it stops.
+	background []func(stop <-chan struct{})
+	stop       chan struct{}
+	stopOnce   sync.Once
 }
 
 // policyWatches watches namespaces and the policy ConfigMaps of the action
@@ -76,6 +78,9 @@ func (w *watchedWorker) startWatches() error {
 				return fmt.Errorf("sync the watch of %v within %s", typ, syncTimeout)
 			}
 		}
+	}
+	for _, run := range w.background {
+		go run(w.stop)
 	}
 	if w.policies != nil && w.policyChanged != nil {
 		// Registered once synced: every call then sees all the policy

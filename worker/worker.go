@@ -74,18 +74,20 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build discovery client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	cs, err := kubernetes.NewForConfig(o.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("build clientset: %w", err)
+	}
+	// Signals a workflow cannot use become Warning Events on its object.
+	signalEvents := activities.NewSignalEvents(cs, ctrllog.Log.WithName("signals"))
 	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
-		Interceptors:                            []interceptor.WorkerInterceptor{&workflows.UnknownSignals{}},
+		Interceptors:                            []interceptor.WorkerInterceptor{&workflows.UnknownSignals{Warner: signalEvents}},
 		MaxConcurrentActivityExecutionSize:      o.MaxConcurrentActivities,
 		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentLocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  o.MaxConcurrentWorkflowTasks,
 		WorkerStopTimeout:                       o.StopTimeout,
 	})
 	workflows.RegisterAll(w)
-	cs, err := kubernetes.NewForConfig(o.Kube)
-	if err != nil {
-		return nil, fmt.Errorf("build clientset: %w", err)
-	}
 	dyn, err := dynamic.NewForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
@@ -116,7 +118,8 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})
 	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
 	return &watchedWorker{Worker: w, factories: watches, stop: make(chan struct{}),
-		policies: policies, policyChanged: func() { activities.ObservePolicy(context.Background(), validation) }}, nil
+		policies: policies, policyChanged: func() { activities.ObservePolicy(context.Background(), validation) },
+		background: []func(stop <-chan struct{}){signalEvents.Run}}, nil
 }
 
 func scheme() *runtime.Scheme {
