@@ -66,7 +66,7 @@ func IssueCertificates(t testing.TB) map[string][]byte {
 }
 
 // InjectCABundles does cert-manager's cainjector's part for the webhook
-// configurations README's procedure applied from deploy/webhook: each gets
+// configurations the install doc's procedure applied from deploy/webhook: each gets
 // the CA of the Certificate its inject-ca-from names.
 func InjectCABundles(t testing.TB, cas map[string][]byte) {
 	t.Helper()
@@ -78,7 +78,7 @@ func InjectCABundles(t testing.TB, cas map[string][]byte) {
 		switch o["kind"] {
 		case "MutatingWebhookConfiguration":
 			mwc, err := mwcs.Get(ctx, name, metav1.GetOptions{})
-			require.NoError(t, err, "README's procedure installed %s", name)
+			require.NoError(t, err, "the install doc's procedure installed %s", name)
 			for i := range mwc.Webhooks {
 				mwc.Webhooks[i].ClientConfig.CABundle = caBundle(t, cas, mwc.Annotations, name, mwc.Webhooks[i].ClientConfig)
 			}
@@ -86,7 +86,7 @@ func InjectCABundles(t testing.TB, cas map[string][]byte) {
 			require.NoError(t, err, name)
 		case "ValidatingWebhookConfiguration":
 			vwc, err := vwcs.Get(ctx, name, metav1.GetOptions{})
-			require.NoError(t, err, "README's procedure installed %s", name)
+			require.NoError(t, err, "the install doc's procedure installed %s", name)
 			for i := range vwc.Webhooks {
 				vwc.Webhooks[i].ClientConfig.CABundle = caBundle(t, cas, vwc.Annotations, name, vwc.Webhooks[i].ClientConfig)
 			}
