@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -29,25 +28,6 @@ const brokenRego = "package remedy.safety\n\ndeny contains msg if {\n"
 func policyConfigMap(ns, name, rego string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{activities.PolicyLabel: "true"}},
 		Data: map[string]string{"policy.rego": rego}}
-}
-
-// warningNote waits for the Warning Event with reason on the object named
-// name in ns, and returns its note.
-func warningNote(t *testing.T, ns, name, reason string) string {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var list eventsv1.EventList
-		require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(ns)))
-		for _, e := range list.Items {
-			if e.Regarding.Name == name && e.Reason == reason {
-				assert.Equal(t, corev1.EventTypeWarning, e.Type)
-				return e.Note
-			}
-		}
-		require.True(t, time.Now().Before(deadline), "no %s Event on %s/%s", reason, ns, name)
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // withoutWebhook deletes the ValidatingWebhookConfiguration name until the
@@ -98,7 +78,7 @@ func TestBrokenPolicyConfigMapKeepsTheLastGoodPolicy(t *testing.T) {
 	require.NoError(t, harness.Kube().Create(ctx, broken))
 	t.Cleanup(func() { _ = harness.Kube().Delete(ctx, broken) })
 
-	note := warningNote(t, devenv.Namespace, "zz-broken", activities.ReasonPolicyBroken)
+	note := warningEventWith(t, devenv.Namespace, "ConfigMap", "zz-broken", activities.ReasonPolicyBroken).Note
 	assert.Contains(t, note, "zz-broken is broken: rego:")
 	assert.Contains(t, note, "the worker keeps deciding with the last good policy (remedy-safety-policy")
 	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.SafetyPolicyBroken))
