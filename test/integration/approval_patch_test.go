@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,9 +20,10 @@ import (
 
 // The raw kubectl approval path: each mistake a user makes with
 // `kubectl patch rar` is refused with a message that says what to write,
-// instead of kubectl's "patched (no change)". The patches are kubectl's:
-// merge patches, with or without --subresource=status, no field validation
-// asked (kubectl patch has no --validate).
+// instead of kubectl's "patched (no change)". Each is sent by the pinned
+// kubectl itself, then as the same merge patch from a client (with or
+// without the status subresource, no field validation asked: kubectl patch
+// has no --validate).
 func TestKubectlApprovalMistakesAreRefused(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
@@ -27,6 +31,8 @@ func TestKubectlApprovalMistakesAreRefused(t *testing.T) {
 	grant(t, ns, "carol", "approve", "patch")
 	carol := impersonating(t, "carol")
 	patch := func(body string) ctrlclient.Patch { return ctrlclient.RawPatch(types.MergePatchType, []byte(body)) }
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, harness.WriteKubeconfig(kubeconfig))
 
 	for _, tc := range []struct {
 		name      string
@@ -53,6 +59,19 @@ func TestKubectlApprovalMistakesAreRefused(t *testing.T) {
 			wantError: apierrors.IsInvalid,
 		},
 	} {
+		t.Run(tc.name+" (kubectl)", func(t *testing.T) {
+			args := []string{"--kubeconfig", kubeconfig, "--as", "carol", "--as-group", "system:authenticated",
+				"patch", "rar", rar.Name, "-n", ns, "--type=merge", "-p", tc.body}
+			if tc.status {
+				args = append(args, "--subresource=status")
+			}
+			out, err := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), args...).CombinedOutput()
+			require.Error(t, err, "kubectl exits non-zero: %s", out)
+			assert.NotContains(t, string(out), rar.Name+" patched", "kubectl's success line")
+			for _, w := range tc.want {
+				assert.Contains(t, string(out), w)
+			}
+		})
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
 			if tc.status {
