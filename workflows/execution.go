@@ -136,8 +136,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 	postFailed := false
 	if len(spec.PostConditions) > 0 {
 		r.setPhase(ctx, v1alpha1.PhaseVerifying, "Verifying", "evaluating postconditions")
-		results, failed, err := r.conditions(ctx, spec.PostConditions)
-		r.status.ValidationResults.PostConditionResults = results
+		failed, err := r.conditions(ctx, spec.PostConditions, &r.status.ValidationResults.PostConditionResults)
 		if err != nil {
 			r.fail(ctx, err, activities.ReasonInvalidParameters)
 			return
@@ -210,7 +209,7 @@ func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reas
 		return
 	}
 	r.status.PhaseTransitions = append(r.status.PhaseTransitions, v1alpha1.PhaseTransition{
-		Phase: phase, Reason: reason, Message: message, Time: metav1.NewTime(workflow.Now(ctx)),
+		Phase: phase, Reason: reason, Message: message, Time: metav1.NewMicroTime(workflow.Now(ctx)),
 	})
 	workflow.GetLogger(ctx).Info("phase", "phase", phase, "reason", reason, "message", message)
 	if err := workflow.UpsertTypedSearchAttributes(ctx, AttrPhase.ValueSet(string(phase))); err != nil {
