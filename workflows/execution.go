@@ -47,8 +47,9 @@ type RollbackRequest struct {
 
 // ExecutionWorkflow takes one action through validation, execution and the
 // rollback window, keeping the phase object that the status query returns and
-// that the run writes into .status at each phase change. Domain failures end the workflow
-// successfully with phase Failed; only bugs fail the workflow itself.
+// that the run writes into .status at each phase change. A run that ends
+// Failed closes its workflow failed, with its reason as the error type
+// (closeRun), so the Web UI shows it.
 func ExecutionWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionResult, error) {
 	r := &executionRun{in: in, status: v1alpha1.KubernetesExecutionStatus{
 		Phase:             v1alpha1.PhasePending,
@@ -61,7 +62,7 @@ func ExecutionWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionResult
 		return ExecutionResult{}, err
 	}
 	r.run(ctx)
-	return ExecutionResult{Status: r.status}, nil
+	return closeRun(r.status.Phase, r.status.Reason, r.status.Message, ExecutionResult{Status: r.status})
 }
 
 type executionRun struct {

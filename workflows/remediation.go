@@ -75,7 +75,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	ref := activities.SubjectRef{Namespace: in.Namespace, Name: in.Name, UID: in.UID}
 	if err := workflow.ExecuteActivity(quick, subjects.VerifyRemediation, ref, in.Spec).Get(ctx, nil); err != nil {
 		setPhase(v1alpha1.PhaseFailed, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err))
-		return RemediationResult{Status: st}, nil
+		return closeRun(st.Phase, st.Reason, st.Message, RemediationResult{Status: st})
 	}
 	setPhase(v1alpha1.PhaseExecuting, "Executing", fmt.Sprintf("running %d steps", len(in.Spec.Steps)))
 	failure, postFailed := "", false
@@ -115,7 +115,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 		var result ExecutionResult
 		ended := false
 		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(fut, func(f workflow.Future) { ended = true; _ = f.Get(ctx, &result) })
+		sel.AddFuture(fut, func(f workflow.Future) { ended = true; _ = FinalResult(f.Get(ctx, &result), &result) })
 		sel.AddReceive(ready, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &report) })
 		sel.Select(ctx)
 		if ended {
@@ -145,7 +145,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 			return RemediationResult{Status: st}, fmt.Errorf("signal step %s: %w", runs[i].workflowID, err)
 		}
 		var result ExecutionResult
-		if err := runs[i].future.Get(ctx, &result); err != nil {
+		if err := FinalResult(runs[i].future.Get(ctx, &result), &result); err != nil {
 			return RemediationResult{Status: st}, fmt.Errorf("await step %s: %w", runs[i].workflowID, err)
 		}
 		st.Steps[i].Phase, st.Steps[i].Reason = result.Status.Phase, result.Status.Reason
@@ -163,5 +163,5 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	default:
 		setPhase(v1alpha1.PhaseFailed, ReasonStepFailed, failure)
 	}
-	return RemediationResult{Status: st}, nil
+	return closeRun(st.Phase, st.Reason, st.Message, RemediationResult{Status: st})
 }

@@ -150,7 +150,7 @@ func TestDeletingAnExecutionBeforeItsWorkflowIDIsWrittenCancelsItsWorkflow(t *te
 		return errors.As(err, &nf) || (err == nil && s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
 	}, runTimeout, 200*time.Millisecond, "workflow %s is left running", id)
 	var res workflows.ExecutionResult
-	require.NoError(t, harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, &res))
+	require.NoError(t, workflows.FinalResult(harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, &res), &res))
 	assert.Equal(t, workflows.ReasonCanceled, res.Status.Reason, res.Status.Message)
 }
 
