@@ -228,17 +228,17 @@ func runPhaseCases(t *testing.T, cases []phaseCase) {
 }
 
 // assertClosedAs checks that a run's workflow closed as its final phase
-// says: completed unless Failed, canceled when Canceled, else failed with
+// says: canceled when Canceled, completed unless Failed, else failed with
 // the reason as the error type (what the Web UI shows).
 func assertClosedAs(t *testing.T, phase v1alpha1.Phase, reason string, err error) {
 	t.Helper()
-	if phase != v1alpha1.PhaseFailed {
-		require.NoError(t, err, "a run that did not fail completes its workflow")
-		return
-	}
 	if reason == ReasonCanceled {
 		var canceled *temporal.CanceledError
 		require.ErrorAs(t, err, &canceled, "a canceled run closes its workflow canceled")
+		return
+	}
+	if phase != v1alpha1.PhaseFailed {
+		require.NoError(t, err, "a run that did not fail completes its workflow")
 		return
 	}
 	var app *temporal.ApplicationError

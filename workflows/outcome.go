@@ -14,7 +14,7 @@ import (
 // workflow as failed, with the reason as the error type and the final status
 // as the error's details, so the Temporal Web UI and `temporal workflow list`
 // show it red with its reason instead of a green Completed; a canceled run
-// closes canceled. Anything else completes with the result. The status the
+// (reason Canceled, whatever its phase) closes canceled. Anything else completes with the result. The status the
 // run wrote into .status, and its status query, say the same either way.
 //
 // The close is part of the history: a replay of a run that closed completed
@@ -23,10 +23,12 @@ import (
 // DEVELOPERS.md: from v0.1.0 on, a change of it is gated).
 func closeRun[R any](phase v1alpha1.Phase, reason, message string, result R) (R, error) {
 	switch {
+	case reason == ReasonCanceled:
+		// Canceled in its rollback window, a run is Completed: its action was
+		// made. Its workflow was canceled all the same.
+		return result, temporal.NewCanceledError(result)
 	case phase != v1alpha1.PhaseFailed:
 		return result, nil
-	case reason == ReasonCanceled:
-		return result, temporal.NewCanceledError(result)
 	}
 	if reason == "" {
 		reason = string(phase)

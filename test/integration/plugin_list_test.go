@@ -34,7 +34,7 @@ func TestPluginListAndPending(t *testing.T) {
 
 	out, err := kubectlRemedy(t, ns, "pending", "--as", "carol")
 	require.NoError(t, err, out)
-	for _, want := range []string{"NAME", "ACTION", "TARGET", "REQUESTER", "REMAINING", "rar/" + rar.Name, "scale", "Deployment/web", "kubernetesexecution/" + k.Name} {
+	for _, want := range []string{"NAME", "ACTION", "TARGET", "REQUESTER", "REMAINING", "rar/" + rar.Name, "scale", "Deployment/web", "KubernetesExecution/" + k.Name} {
 		assert.Contains(t, out, want)
 	}
 	out, err = kubectlRemedy(t, ns, "pending", "--as", "dave")

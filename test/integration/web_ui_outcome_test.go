@@ -23,8 +23,7 @@ import (
 func TestWebUIShowsDomainFailures(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
-	harness.Deployment(t, ns, "web", 1)
-
+	rejected, _ := awaitingApproval(t, ns, "scale-rejected", time.Hour, 0)
 	ok := createExecution(t, ns, "scale-ok", v1alpha1.KubernetesExecutionSpec{
 		Action: "scale", Target: target(ns, "web"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)},
 		RollbackWindow: v1alpha1.DurationOf(0),
@@ -32,7 +31,6 @@ func TestWebUIShowsDomainFailures(t *testing.T) {
 	missing := createExecution(t, ns, "scale-missing", v1alpha1.KubernetesExecutionSpec{
 		Action: "scale", Target: target(ns, "nowhere"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)},
 	})
-	rejected, _ := awaitingApproval(t, ns, "scale-rejected", time.Hour, 0)
 	out, err := temporalCLI(t, "workflow", "signal", "--workflow-id", rejected.Status.WorkflowID, "--name", "reject",
 		"--input", `{"approver":"bob","reason":"change freeze"}`)
 	require.NoError(t, err, out)
