@@ -1,0 +1,87 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/test/harness"
+)
+
+// columns reads what `kubectl get <resource> -n ns` prints: the API server's
+// table, one map from column name to cell per row.
+func columns(t *testing.T, ns, resource string) []map[string]string {
+	t.Helper()
+	cfg := harness.Config()
+	hc, err := rest.HTTPClientFor(cfg)
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet,
+		fmt.Sprintf("%s/apis/remedy.dev/v1alpha1/namespaces/%s/%s", cfg.Host, ns, resource), nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	var table metav1.Table
+	require.NoError(t, json.Unmarshal(body, &table))
+	var rows []map[string]string
+	for _, r := range table.Rows {
+		row := map[string]string{}
+		for i, c := range table.ColumnDefinitions {
+			row[c.Name] = fmt.Sprint(r.Cells[i])
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// kubectl get shows kexec TARGET as kind/name, rr STEPS as done/total, and
+// rar ACTION, TARGET, REQUESTER and a REMAINING not rounded up past a minute.
+func TestPrinterColumns(t *testing.T) {
+	ns := harness.Namespace(t)
+	_, rar := awaitingApproval(t, ns, "columns", time.Hour, 0)
+	rr := createRemediation(t, ns, "columns-rr",
+		v1alpha1.RemediationStep{Name: "one", Execution: scaleSpec(ns, "web", 2)},
+		v1alpha1.RemediationStep{Name: "two", Execution: scaleSpec(ns, "web", 3)})
+	harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase == v1alpha1.PhaseCompleted })
+
+	byName := func(rows []map[string]string, name string) map[string]string {
+		for _, r := range rows {
+			if r["Name"] == name {
+				return r
+			}
+		}
+		t.Fatalf("no row %s in %v", name, rows)
+		return nil
+	}
+	assert.Equal(t, "Deployment/web", byName(columns(t, ns, "kubernetesexecutions"), "columns")["Target"])
+	assert.Equal(t, "2/2", byName(columns(t, ns, "remediationrequests"), "columns-rr")["Steps"])
+
+	var row map[string]string
+	require.Eventually(t, func() bool {
+		// The operator writes status.target and status.timeRemaining on its first look.
+		row = byName(columns(t, ns, "remediationapprovalrequests"), rar.Name)
+		_, err := time.ParseDuration(row["Remaining"])
+		return err == nil
+	}, runTimeout, 100*time.Millisecond, "no remaining time on %s", rar.Name)
+	assert.Equal(t, "scale", row["Action"])
+	assert.Equal(t, "Deployment/web", row["Target"])
+	assert.NotEmpty(t, row["Requester"])
+	assert.NotEqual(t, "<nil>", row["Requester"])
+	left, err := time.ParseDuration(row["Remaining"])
+	require.NoError(t, err, row["Remaining"])
+	assert.LessOrEqual(t, left, time.Hour)
+}
