@@ -32,7 +32,9 @@ var reasonHistories = map[string][]string{
 	ReasonRollbackAvailable:   {"execution-scale-window-closed.json"},
 	ReasonRollingBack:         {"execution-scale-rolled-back.json", "remediation-rolled-back.json"},
 	ReasonRolledBack:          {"execution-scale-rolled-back.json", "execution-step-rolled-back.json", "remediation-rolled-back.json"},
-	ReasonRollbackFailed:      {"execution-rollback-failed.json"},
+	ReasonRollbackFailed:      {"execution-rollback-failed.json", "remediation-rollback-failed.json"},
+	ReasonRollbackIncomplete:  {"remediation-rollback-incomplete.json"},
+	ReasonNoChange:            {"execution-no-change.json"},
 	ReasonCanceled:            {"execution-canceled.json"},
 	ReasonPostConditionFailed: {"execution-postcondition-failed.json", "remediation-rollback-never.json"},
 	ReasonPreconditionFailed:  {"execution-precondition-failed.json"},
@@ -81,6 +83,12 @@ var otherBranches = []struct {
 		func(h recorded) bool { return h.child && h.reasons[ReasonSucceeded] }},
 	{"a RemediationRequest step (awaitParent) rolled back by its request", "execution-step-rolled-back.json",
 		func(h recorded) bool { return h.child && h.reasons[ReasonRolledBack] }},
+	{"a RemediationRequest step with no inverse (a restart) completes without waiting for its request", "execution-step-no-inverse.json",
+		func(h recorded) bool { return h.child && h.reasons[ReasonSucceeded] && !h.phases["RollbackReady"] }},
+	{"a RemediationRequest refused by its up-front checks writes nothing", "remediation-checked-first.json",
+		func(h recorded) bool {
+			return strings.Contains(h.payloads, "every step is checked before the first write")
+		}},
 	{"rollbackPolicy Never keeps the steps", "remediation-rollback-never.json",
 		func(h recorded) bool { return strings.Contains(h.payloads, "rollbackPolicy Never") }},
 	{"a drift's approval request expires", "drift-approval-expired.json",

@@ -13,7 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.apiGroups.all(g, g != '*')",message="apiGroups cannot contain '*', use explicit group names"
 // +kubebuilder:validation:XValidation:rule="self.resources.all(r, !r.contains('/'))",message="resources cannot name subresources; status updates are watched with their resource"
 // +kubebuilder:validation:XValidation:rule="!has(self.excluded) || size(self.excluded) == 0 || self.resources.exists(r, r == '*')",message="excluded can only be used when resources contains '*'"
-// +kubebuilder:validation:XValidation:rule="!self.apiGroups.exists(g, g == '') || !(self.resources.exists(r, r == 'secrets') || (self.resources.exists(r, r == '*') && !(has(self.excluded) && self.excluded.exists(e, e == 'secrets'))))",message="a Kausality policy may not route Secrets through the drift webhook: their data would go into drift signals and DriftReports; name other core resources, or add secrets to excluded"
+// +kubebuilder:validation:XValidation:rule="!self.apiGroups.exists(g, size(g) == 0) || !(self.resources.exists(r, r == 'secrets') || (self.resources.exists(r, r == '*') && !(has(self.excluded) && self.excluded.exists(e, e == 'secrets'))))",message="a Kausality policy may not route Secrets through the drift webhook: their data would go into drift signals and DriftReports; name other core resources, or add secrets to excluded"
 type ResourceRule struct {
 	// APIGroups: "" is the core group; "*" is not allowed.
 	// +kubebuilder:validation:MinItems=1
