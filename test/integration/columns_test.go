@@ -11,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -52,7 +54,7 @@ func columns(t *testing.T, ns, resource string) []map[string]string {
 // rar ACTION, TARGET, REQUESTER and a REMAINING not rounded up past a minute.
 func TestPrinterColumns(t *testing.T) {
 	ns := harness.Namespace(t)
-	_, rar := awaitingApproval(t, ns, "columns", time.Hour, 0)
+	k, rar := awaitingApproval(t, ns, "columns", time.Hour, 0)
 	rr := createRemediation(t, ns, "columns-rr",
 		v1alpha1.RemediationStep{Name: "one", Execution: scaleSpec(ns, "web", 2)},
 		v1alpha1.RemediationStep{Name: "two", Execution: scaleSpec(ns, "web", 3)})
@@ -84,4 +86,23 @@ func TestPrinterColumns(t *testing.T) {
 	left, err := time.ParseDuration(row["Remaining"])
 	require.NoError(t, err, row["Remaining"])
 	assert.LessOrEqual(t, left, time.Hour)
+
+	// Started is recorded once per run; the timeline keeps sub-second times,
+	// so kubectl remedy status's AFTER is not +0s throughout.
+	var events eventsv1.EventList
+	require.NoError(t, harness.Kube().List(context.Background(), &events, ctrlclient.InNamespace(ns)))
+	started := 0
+	for _, e := range events.Items {
+		if e.Regarding.Name == k.Name && e.Reason == "Started" {
+			started++
+		}
+	}
+	assert.Equal(t, 1, started, "one Started Event")
+	trs := k.Status.PhaseTransitions
+	require.GreaterOrEqual(t, len(trs), 2)
+	assert.True(t, trs[len(trs)-1].Time.After(trs[0].Time.Time), "%v", trs)
+	out, err := kubectlRemedy(t, ns, "status", "kexec", k.Name)
+	require.NoError(t, err, out)
+	assert.Regexp(t, `\+[0-9.]+m?s\s+WaitingApproval`, out)
+	assert.NotRegexp(t, `\+0s\s+WaitingApproval`, out)
 }

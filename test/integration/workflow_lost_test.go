@@ -105,7 +105,7 @@ func TestRequestOfAGoneWorkflowIsExpiredAtRequiredBy(t *testing.T) {
 	require.NotNil(t, rar.Status.DecidedAt)
 	late := rar.Status.DecidedAt.Sub(requiredBy)
 	assert.True(t, late >= 0 && late < 5*time.Second, "expired %s after requiredBy", late)
-	assertWarning(t, ns, rar.Name, "Expired", "Expired by remedy-operator via timer: expired by remedy-operator: workflow "+id)
+	assertWarning(t, ns, rar.Name, "Expired", "Expired by remedy-operator (timer): expired by remedy-operator: workflow "+id)
 	ready := meta.FindStatusCondition(rar.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Equal(t, metav1.ConditionTrue, ready.Status)
 	assert.Equal(t, "Expired", ready.Reason)
