@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,19 +23,14 @@ import (
 // table, one map from column name to cell per row.
 func columns(t *testing.T, ns, resource string) []map[string]string {
 	t.Helper()
-	cfg := harness.Config()
-	hc, err := rest.HTTPClientFor(cfg)
+	cfg := rest.CopyConfig(harness.Config())
+	cfg.GroupVersion, cfg.APIPath = &v1alpha1.GroupVersion, "/apis"
+	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	rc, err := rest.RESTClientFor(cfg)
 	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet,
-		fmt.Sprintf("%s/apis/remedy.dev/v1alpha1/namespaces/%s/%s", cfg.Host, ns, resource), nil)
-	require.NoError(t, err)
-	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-	resp, err := hc.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	body, err := rc.Get().Namespace(ns).Resource(resource).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+	require.NoError(t, err, string(body))
 	var table metav1.Table
 	require.NoError(t, json.Unmarshal(body, &table))
 	var rows []map[string]string
