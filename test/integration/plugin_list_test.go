@@ -24,7 +24,7 @@ func TestPluginListAndPending(t *testing.T) {
 	ns := harness.Namespace(t)
 	k, rar := awaitingApproval(t, ns, "list-waiting", time.Hour, 0)
 	done := createExecution(t, ns, "list-done", v1alpha1.KubernetesExecutionSpec{
-		Action: "scale", Target: target(ns, "web"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](1)},
+		Action: "scale", Target: target(ns, "web"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)},
 		RollbackWindow: v1alpha1.DurationOf(0),
 	})
 	waitPhase(t, done, v1alpha1.PhaseCompleted)
