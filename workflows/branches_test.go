@@ -110,6 +110,12 @@ var otherBranches = []struct {
 // notRecorded are the branches with no history, and why. Keep it short.
 var notRecorded = map[string]string{
 	"phase " + "Pending": "a run's state before its first phase change: never written, pushed or returned",
+	"reason MalformedSignal": "the reason of a Warning Event the worker records outside the history for a signal a run " +
+		"cannot decode, never a run's reason (workflows/signals_test.go, test/integration/signal_warnings_test.go)",
+	"reason PolicyBroken": "the reason of a Warning Event the worker records on a policy ConfigMap that breaks the safety " +
+		"policy, never a run's reason (activities/policy_lastgood_test.go, test/integration/policy_broken_test.go)",
+	"reason UnknownSignal": "the reason of a Warning Event the worker records outside the history for a signal no handler " +
+		"reads, never a run's reason (workflows/signals_test.go, test/integration/signal_warnings_test.go)",
 	"reason WorkflowLost": "written by the operator when a run's workflow is gone, so no workflow history reaches it " +
 		"(test/integration/workflow_lost_test.go)",
 	"reason CallbackNotConfigured": "reached only when a URL leaves the configuration between a drift's detection and its report, " +
