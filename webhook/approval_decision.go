@@ -101,8 +101,8 @@ func decideStatusChange(c StatusChange) Verdict {
 	}
 	if old.Decision != "" {
 		if !sameDecision(old, next) {
-			return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s was already decided (%s by %s via %s): decision is final once set",
-				c.Name, old.Decision, old.DecidedBy, old.DecidedVia)}
+			return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s was already decided (%s): decision is final once set",
+				c.Name, v1alpha1.DecisionText(old.Decision, old.DecidedBy, old.DecidedVia))}
 		}
 		return Verdict{Allowed: true}
 	}

@@ -50,8 +50,9 @@ type RollbackRequest struct {
 
 // ExecutionWorkflow takes one action through validation, execution and the
 // rollback window, keeping the phase object that the status query returns and
-// that the run writes into .status at each phase change. Domain failures end the workflow
-// successfully with phase Failed; only bugs fail the workflow itself.
+// that the run writes into .status at each phase change. A run that ends
+// Failed closes its workflow failed, with its reason as the error type
+// (closeRun), so the Web UI shows it.
 func ExecutionWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionResult, error) {
 	r := &executionRun{in: in, status: v1alpha1.KubernetesExecutionStatus{
 		Phase:             v1alpha1.PhasePending,
@@ -64,7 +65,7 @@ func ExecutionWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionResult
 		return ExecutionResult{}, err
 	}
 	r.run(ctx)
-	return ExecutionResult{Status: r.status}, nil
+	return closeRun(r.status.Phase, r.status.Reason, r.status.Message, ExecutionResult{Status: r.status})
 }
 
 type executionRun struct {
@@ -144,8 +145,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 	postFailed := false
 	if len(spec.PostConditions) > 0 {
 		r.setPhase(ctx, v1alpha1.PhaseVerifying, "Verifying", "evaluating postconditions")
-		results, failed, err := r.conditions(ctx, spec.PostConditions)
-		r.status.ValidationResults.PostConditionResults = results
+		failed, err := r.conditions(ctx, spec.PostConditions, &r.status.ValidationResults.PostConditionResults)
 		if err != nil {
 			r.fail(ctx, err, activities.ReasonInvalidParameters)
 			return
@@ -231,7 +231,7 @@ func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reas
 		return
 	}
 	r.status.PhaseTransitions = append(r.status.PhaseTransitions, v1alpha1.PhaseTransition{
-		Phase: phase, Reason: reason, Message: message, Time: metav1.NewTime(workflow.Now(ctx)),
+		Phase: phase, Reason: reason, Message: message, Time: metav1.NewMicroTime(workflow.Now(ctx)),
 	})
 	workflow.GetLogger(ctx).Info("phase", "phase", phase, "reason", reason, "message", message)
 	if err := workflow.UpsertTypedSearchAttributes(ctx, AttrPhase.ValueSet(string(phase))); err != nil {

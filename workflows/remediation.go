@@ -84,17 +84,22 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
 	if err := workflow.ExecuteActivity(quick, subjects.VerifyRemediation, ref, in.Spec).Get(ctx, nil); err != nil {
 		r.setPhase(ctx, v1alpha1.PhaseFailed, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err))
-		return RemediationResult{Status: r.st}, nil
+		return r.close()
 	}
 	if !r.checkSteps(ctx) {
-		return RemediationResult{Status: r.st}, nil
+		return r.close()
 	}
 	r.setPhase(ctx, v1alpha1.PhaseExecuting, "Executing", fmt.Sprintf("running %d steps", len(in.Spec.Steps)))
 	failure, postFailed := r.runSteps(ctx)
 	if err := r.settle(ctx, failure, postFailed); err != nil {
 		return RemediationResult{Status: r.st}, err
 	}
-	return RemediationResult{Status: r.st}, nil
+	return r.close()
+}
+
+// close ends the workflow as the request's final phase says (closeRun).
+func (r *remediationRun) close() (RemediationResult, error) {
+	return closeRun(r.st.Phase, r.st.Reason, r.st.Message, RemediationResult{Status: r.st})
 }
 
 // push writes .status: the run does at each phase change and each step's progress.
@@ -139,7 +144,7 @@ func (r *remediationRun) runSteps(ctx workflow.Context) (failure string, postFai
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(run.future, func(f workflow.Future) {
 			var result ExecutionResult
-			if endErr = f.Get(ctx, &result); endErr != nil {
+			if endErr = FinalResult(f.Get(ctx, &result), &result); endErr != nil {
 				result.Status.Phase, result.Status.Reason, result.Status.Message = v1alpha1.PhaseFailed, activities.ReasonExecutionFailed, messageOf(endErr)
 			}
 			run.final = &result.Status

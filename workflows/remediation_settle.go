@@ -66,7 +66,7 @@ func (r *remediationRun) release(ctx workflow.Context, run *stepRun, signal, rea
 		}
 	}
 	var result ExecutionResult
-	if err := run.future.Get(ctx, &result); err != nil {
+	if err := FinalResult(run.future.Get(ctx, &result), &result); err != nil {
 		return result.Status, fmt.Errorf("await step %s: %w", run.workflowID, err)
 	}
 	return result.Status, nil

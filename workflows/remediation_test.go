@@ -105,9 +105,10 @@ func (s *saga) run(t *testing.T, policy v1alpha1.RollbackPolicy, steps ...v1alph
 	env.ExecuteWorkflow(RemediationWorkflow, RemediationInput{Namespace: "shop", Name: "fix", UID: "rr1",
 		Spec: v1alpha1.RemediationRequestSpec{Steps: steps, RollbackPolicy: policy}})
 	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
 	var res RemediationResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	err := env.GetWorkflowResult(&res)
+	require.NoError(t, FinalResult(err, &res))
+	assertClosedAs(t, res.Status.Phase, res.Status.Reason, err)
 	return res.Status
 }
 

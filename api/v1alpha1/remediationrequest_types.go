@@ -61,6 +61,14 @@ type RemediationRequestSpec struct {
 	// +optional
 	// +kubebuilder:default=OnFailure
 	RollbackPolicy RollbackPolicy `json:"rollbackPolicy,omitempty"`
+	// TTLSecondsAfterFinished is how long the request stays once it is
+	// Completed or Failed; then the operator deletes it, and with it its step
+	// executions and approval requests (0: at once). Unset: the operator's
+	// --ttl-after-finished. Temporal keeps the histories for its retention.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 	// Requester is who asked for the change, set by Remedy's admission webhook
 	// on create (the body's value is overwritten); every step runs for it.
 	// +optional
@@ -107,6 +115,9 @@ type RemediationRequestStatus struct {
 	Sequence int64 `json:"sequence,omitempty"`
 	// +optional
 	CurrentStep int32 `json:"currentStep,omitempty"`
+	// Progress is steps done of steps, e.g. 2/2, for the printer column.
+	// +optional
+	Progress string `json:"progress,omitempty"`
 	// +optional
 	Steps []StepStatus `json:"steps,omitempty"`
 	// +optional
@@ -121,7 +132,7 @@ type RemediationRequestStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=rr,categories=remedy
-// +kubebuilder:printcolumn:name="Steps",type=integer,JSONPath=`.status.currentStep`
+// +kubebuilder:printcolumn:name="Steps",type=string,JSONPath=`.status.progress`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -39,6 +39,7 @@ func runOperator(ctx context.Context, args []string) error {
 	checkEvery := fs.Duration("workflow-check-interval", operator.DefaultWorkflowCheckInterval, "how often the operator lists running workflows to find quiet runs whose workflow is gone (one paged ListWorkflowExecutions per interval), and how long a run must be quiet to count")
 	reconciles := fs.Int("max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "reconcile workers per controller")
 	maxOpen := fs.Int("max-open-runs-per-namespace", operator.DefaultMaxOpenRunsPerNamespace, "KubernetesExecutions and RemediationRequests open at once in one namespace; more wait Pending with reason OpenRunsLimited (0: no cap)")
+	finishedTTL := fs.Duration("ttl-after-finished", 0, "how long a finished KubernetesExecution, RemediationRequest or decided RemediationApprovalRequest stays before the operator deletes it, unless its spec.ttlSecondsAfterFinished says otherwise (0: keep them); Temporal keeps the run's history for its namespace's retention")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,6 +55,7 @@ func runOperator(ctx context.Context, args []string) error {
 		MaxConcurrentReconciles: *reconciles,
 		WorkflowCheckInterval:   *checkEvery,
 		MaxOpenRunsPerNamespace: *maxOpen,
+		FinishedTTL:             *finishedTTL,
 	}, webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA, *operatorSA, *policyNS))
 	if err != nil {
 		return err

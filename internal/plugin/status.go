@@ -85,7 +85,7 @@ func (s *session) writeExecution(ctx context.Context, w io.Writer, k *v1alpha1.K
 		fmt.Fprintf(w, "Timeline:\n  TIME\tAFTER\tPHASE\tREASON\tMESSAGE\n")
 		first := st.PhaseTransitions[0].Time.Time
 		for _, p := range st.PhaseTransitions {
-			fmt.Fprintf(w, "  %s\t+%s\t%s\t%s\t%s\n", p.Time.UTC().Format(time.RFC3339), p.Time.Sub(first).Round(time.Second), p.Phase, p.Reason, oneLine(p.Message))
+			fmt.Fprintf(w, "  %s\t+%s\t%s\t%s\t%s\n", p.Time.UTC().Format(time.RFC3339), After(p.Time.Sub(first)), p.Phase, p.Reason, oneLine(p.Message))
 		}
 	}
 	if checks := Checks(st.ValidationResults); len(checks) > 0 {
@@ -196,6 +196,19 @@ func rollbackParams(p *v1alpha1.ActionParameters) string {
 		return fmt.Sprintf(" container %s to image %s", p.Container, p.Image)
 	}
 	return ""
+}
+
+// After renders the time since the first phase: to the millisecond under a
+// second (most phases last less), to the hundredth under a minute, then to
+// the second.
+func After(d time.Duration) time.Duration {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond)
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

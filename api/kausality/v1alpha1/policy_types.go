@@ -181,6 +181,10 @@ func (s *KausalitySpec) SelectsNamespace(name string, labels map[string]string) 
 // KausalityStatus reports whether the drift webhook applied the policy.
 // +kubebuilder:object:generate=true
 type KausalityStatus struct {
+	// Mode is the mode the policy gives: spec.mode, or the drift webhook's
+	// --default-mode when the spec leaves it out.
+	// +optional
+	Mode Mode `json:"mode,omitempty"`
 	// Conditions: Ready (the webhook resolves modes with this generation)
 	// and WebhookConfigured (its kinds are in the webhook configuration).
 	// +optional
@@ -198,7 +202,7 @@ type KausalityStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=kpol
-// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Kausality struct {
