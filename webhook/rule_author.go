@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -70,7 +71,8 @@ func (h *Requester) remediationRule(ctx context.Context, req admission.Request) 
 			return resp
 		}
 	}
-	if author == nil && cur.Spec.Author == nil || author != nil && cur.Spec.Author != nil && sameRequester(*cur.Spec.Author, *author) {
+	sameAuthor := author == nil && cur.Spec.Author == nil || author != nil && cur.Spec.Author != nil && sameRequester(*cur.Spec.Author, *author)
+	if sameAuthor && !slices.ContainsFunc(cur.Spec.Template.Steps, func(s v1alpha1.RemediationStep) bool { return s.Execution.Target.Namespace == "" }) {
 		return admission.Allowed("")
 	}
 	var obj map[string]any
@@ -81,6 +83,21 @@ func (h *Requester) remediationRule(ctx context.Context, req admission.Request) 
 		unstructured.RemoveNestedField(obj, "spec", "author")
 	} else if err := setRequester(obj, *author, "spec", "author"); err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	// A template's target is in the rule's namespace: written out, so the
+	// schema's rules for executions hold and kubectl shows it.
+	steps, _, _ := unstructured.NestedSlice(obj, "spec", "template", "steps")
+	for _, st := range steps {
+		if m, ok := st.(map[string]any); ok {
+			if ns, _, _ := unstructured.NestedString(m, "execution", "target", "namespace"); ns == "" {
+				_ = unstructured.SetNestedField(m, req.Namespace, "execution", "target", "namespace")
+			}
+		}
+	}
+	if len(steps) > 0 {
+		if err := unstructured.SetNestedSlice(obj, steps, "spec", "template", "steps"); err != nil {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("set spec.template.steps: %w", err))
+		}
 	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
