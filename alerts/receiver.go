@@ -33,6 +33,8 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultMaxAge       = 24 * time.Hour
 	DefaultMaxSkew      = 5 * time.Minute
+	// DefaultTemporalTimeout is under Alertmanager's shortest notification timeout (10s).
+	DefaultTemporalTimeout = 8 * time.Second
 )
 
 // Temporal is the part of client.Client the receiver uses.
@@ -61,8 +63,11 @@ type Receiver struct {
 	MaxAge, MaxSkew time.Duration
 	// SweepEvery is passed to each alert workflow (0: its default).
 	SweepEvery time.Duration
-	Log        logr.Logger
-	Now        func() time.Time
+	// TemporalTimeout bounds handing one notification to Temporal (default
+	// DefaultTemporalTimeout): past it the answer is 503 and Alertmanager retries.
+	TemporalTimeout time.Duration
+	Log             logr.Logger
+	Now             func() time.Time
 }
 
 // response is the JSON body of every answer, for Alertmanager's logs and people.
@@ -112,7 +117,13 @@ func (h *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if msg.TruncatedAlerts > 0 {
 		h.Log.Info("notification truncated by Alertmanager's max_alerts: the sweep and repeats deliver the rest", "groupKey", msg.GroupKey, "truncated", msg.TruncatedAlerts)
 	}
-	res, err := h.deliver(r.Context(), msg)
+	timeout := h.TemporalTimeout
+	if timeout <= 0 {
+		timeout = DefaultTemporalTimeout
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	res, err := h.deliver(ctx, msg)
 	if err != nil {
 		metrics.AlertsReceived.WithLabelValues("temporal_unavailable").Inc()
 		h.Log.Error(err, "alert notification not handed to Temporal: Alertmanager retries it", "groupKey", msg.GroupKey)

@@ -32,6 +32,8 @@ type AlertsOptions struct {
 	MaxBodyBytes int64
 	MaxAge       time.Duration
 	SweepEvery   time.Duration
+	// TemporalTimeout bounds handing one notification to Temporal (0: the receiver's default).
+	TemporalTimeout time.Duration
 	// Temporal overrides the client the receiver hands alerts to (tests).
 	Temporal alerts.Temporal
 }
@@ -47,7 +49,7 @@ func ServeAlerts(ctx context.Context, cfg *rest.Config, tc alerts.Temporal, o Al
 		tc = o.Temporal
 	}
 	h := &alerts.Receiver{Temporal: tc, Rules: kc, TokenFile: o.TokenFile, ClientCerts: o.ClientCAFile != "",
-		MaxBodyBytes: o.MaxBodyBytes, MaxAge: o.MaxAge, SweepEvery: o.SweepEvery, Log: ctrl.Log.WithName("alerts")}
+		MaxBodyBytes: o.MaxBodyBytes, MaxAge: o.MaxAge, SweepEvery: o.SweepEvery, TemporalTimeout: o.TemporalTimeout, Log: ctrl.Log.WithName("alerts")}
 	mux := http.NewServeMux()
 	mux.Handle(alerts.Path, h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}

@@ -61,7 +61,7 @@ func startAlerts(ctx context.Context, o AlertsOptions, logs io.Writer) (string, 
 	}
 	alertsTC.def = env.Temporal
 	if alertsURL, err = compose.ServeAlerts(ctx, wCfg, alertsTC, compose.AlertsOptions{Addr: "127.0.0.1:0", TokenFile: tokenFile,
-		MaxBodyBytes: o.MaxBodyBytes, SweepEvery: sweepEvery}); err != nil {
+		MaxBodyBytes: o.MaxBodyBytes, SweepEvery: sweepEvery, TemporalTimeout: 3 * time.Second}); err != nil {
 		return "", err
 	}
 	bin, err := devenv.AlertmanagerBinary(Root)
