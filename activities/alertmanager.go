@@ -34,10 +34,13 @@ type ActiveAlert struct {
 }
 
 // Active lists the alerts Alertmanager holds whose namespace label is
-// namespace (silenced and inhibited ones included: they still fire).
+// namespace, or all of them for "" (silenced and inhibited ones included:
+// they still fire).
 func (a *Alertmanager) Active(ctx context.Context, namespace string) ([]ActiveAlert, error) {
-	q := url.Values{"active": {"true"}, "silenced": {"true"}, "inhibited": {"true"}, "unprocessed": {"true"},
-		"filter": {fmt.Sprintf("namespace=%q", namespace)}}
+	q := url.Values{"active": {"true"}, "silenced": {"true"}, "inhibited": {"true"}, "unprocessed": {"true"}}
+	if namespace != "" {
+		q.Set("filter", fmt.Sprintf("namespace=%q", namespace))
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(a.URL, "/")+"/api/v2/alerts?"+q.Encode(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("build alertmanager request: %w", err)

@@ -141,24 +141,6 @@ func (a *Alerts) firing(ctx context.Context, in AlertSubject) error {
 	return permanent(ReasonSubjectMismatch, fmt.Errorf("alert %s is not firing in Alertmanager", in.Alert.Fingerprint))
 }
 
-// AlertFiring reports whether Alertmanager still holds the alert as firing:
-// the sweep that finds a resolve Alertmanager never delivered.
-func (a *Alerts) AlertFiring(ctx context.Context, in AlertSubject) (bool, error) {
-	if a.Alertmanager == nil {
-		return true, nil
-	}
-	active, err := a.Alertmanager.Active(ctx, in.Namespace)
-	if err != nil {
-		return false, err
-	}
-	for _, al := range active {
-		if al.Fingerprint == in.Alert.Fingerprint {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // gitOpsMarks are the labels and annotations Argo CD and Flux put on what they manage.
 var gitOpsMarks = []struct{ key, manager string }{
 	{"argocd.argoproj.io/tracking-id", "Argo CD"},

@@ -4,8 +4,11 @@ import (
 	"context"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -14,6 +17,9 @@ import (
 
 // maxAlertRecords bounds RemediationRuleStatus.Alerts.
 const maxAlertRecords = 20
+
+// ruleStatusBackoff spreads the status writes of many alerts of one rule.
+var ruleStatusBackoff = wait.Backoff{Steps: 40, Duration: 20 * time.Millisecond, Factor: 1.5, Jitter: 1, Cap: 2 * time.Second}
 
 // AlertRecordInput is one change of what a rule did with one alert.
 type AlertRecordInput struct {
@@ -38,7 +44,7 @@ func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 	rec := in.Record
 	rec.At = &now
 	refused := rec.Phase == v1alpha1.AlertRefused
-	rule, _, err := writeStatus(ctx, a.Client, "RemediationRule", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Rule}, in.RuleUID, func(r *v1alpha1.RemediationRule) bool {
+	mergeRecord := func(r *v1alpha1.RemediationRule) bool {
 		st := &r.Status
 		if in.Matched {
 			st.Matches++
@@ -70,6 +76,13 @@ func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 		}
 		st.Alerts = out
 		return true
+	}
+	var rule *v1alpha1.RemediationRule
+	// Every alert of a storm writes the same rule: conflicts are the rule, not the exception.
+	err := retry.OnError(ruleStatusBackoff, apierrors.IsConflict, func() error {
+		var err error
+		rule, _, err = writeStatus(ctx, a.Client, "RemediationRule", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Rule}, in.RuleUID, mergeRecord)
+		return err
 	})
 	if err != nil {
 		return err

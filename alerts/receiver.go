@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -61,8 +62,6 @@ type Receiver struct {
 	// MaxAge refuses a firing alert that started longer ago (default
 	// DefaultMaxAge); MaxSkew one that starts in the future (default DefaultMaxSkew).
 	MaxAge, MaxSkew time.Duration
-	// SweepEvery is passed to each alert workflow (0: its default).
-	SweepEvery time.Duration
 	// TemporalTimeout bounds handing one notification to Temporal (default
 	// DefaultTemporalTimeout): past it the answer is 503 and Alertmanager retries.
 	TemporalTimeout time.Duration
@@ -159,9 +158,9 @@ func (h *Receiver) authenticated(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(want)) == 1
 }
 
-// deliver hands every matching alert to its workflow. It stops at the first
-// Temporal error: Alertmanager resends the whole notification, and what
-// was delivered before folds into the same workflows.
+// deliver hands every matching alert to its workflow, several at once. On
+// a Temporal error it answers 503: Alertmanager resends the whole
+// notification, and what was delivered before folds into the same workflows.
 func (h *Receiver) deliver(ctx context.Context, msg *Message) (response, error) {
 	var res response
 	now := time.Now()
@@ -169,6 +168,11 @@ func (h *Receiver) deliver(ctx context.Context, msg *Message) (response, error) 
 		now = h.Now()
 	}
 	rules := map[string][]v1alpha1.RemediationRule{}
+	type delivery struct {
+		rule  *v1alpha1.RemediationRule
+		alert Alert
+	}
+	var work []delivery
 	for _, a := range msg.Alerts {
 		ns := a.Labels[alertrule.NamespaceLabel]
 		if ns == "" {
@@ -198,9 +202,7 @@ func (h *Receiver) deliver(ctx context.Context, msg *Message) (response, error) 
 				continue
 			}
 			matched = true
-			if err := h.signal(ctx, rule, a); err != nil {
-				return res, err
-			}
+			work = append(work, delivery{rule, a})
 		}
 		if matched {
 			res.Accepted++
@@ -210,8 +212,16 @@ func (h *Receiver) deliver(ctx context.Context, msg *Message) (response, error) 
 			metrics.AlertsReceived.WithLabelValues("unmatched").Inc()
 		}
 	}
-	return res, nil
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(deliveryParallelism)
+	for _, d := range work {
+		g.Go(func() error { return h.signal(gctx, d.rule, d.alert) })
+	}
+	return res, g.Wait()
 }
+
+// deliveryParallelism bounds the Temporal calls one notification makes at once.
+const deliveryParallelism = 16
 
 // signal starts the alert's workflow with a firing notification, or
 // signals it; a resolve for a workflow that is not open is nothing to do.
@@ -226,7 +236,7 @@ func (h *Receiver) signal(ctx context.Context, rule *v1alpha1.RemediationRule, a
 		}
 		return fmt.Errorf("signal %s: %w", id, err)
 	}
-	in := workflows.AlertInput{Namespace: rule.Namespace, Rule: rule.Name, SweepEvery: h.SweepEvery, Alert: alertrule.Alert{
+	in := workflows.AlertInput{Namespace: rule.Namespace, Rule: rule.Name, Alert: alertrule.Alert{
 		Labels: a.Labels, Annotations: a.Annotations, Fingerprint: a.Fingerprint, StartsAt: a.StartsAt, GeneratorURL: a.GeneratorURL}}
 	_, err := h.Temporal.SignalWithStartWorkflow(ctx, id, workflows.SignalAlert, note, client.StartWorkflowOptions{
 		ID: id, TaskQueue: workflows.TaskQueue,

@@ -53,9 +53,6 @@ type AlertInput struct {
 	Namespace string          `json:"namespace"`
 	Rule      string          `json:"rule"`
 	Alert     alertrule.Alert `json:"alert"`
-	// SweepEvery is how often a run waiting for its resolve asks
-	// Alertmanager whether the alert still fires (default 1m).
-	SweepEvery time.Duration `json:"sweepEvery,omitempty"`
 }
 
 // AlertSignal is one notification of the alert.
@@ -77,8 +74,6 @@ var (
 	alerts *activities.Alerts
 	guards *activities.Guards
 )
-
-const defaultSweepEvery = time.Minute
 
 var awaitRequestOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 24 * time.Hour,
@@ -105,7 +100,7 @@ type alertRun struct {
 // RemediationRequest in the author's name (or, in shadow mode, only its
 // server-side dry-run). It then stays open until the alert resolves, so
 // repeats and duplicates fold into it; a resolve it never receives is
-// found by asking Alertmanager every SweepEvery.
+// signalled by the receiver's sweep.
 func AlertWorkflow(ctx workflow.Context, in AlertInput) (AlertResult, error) {
 	r := &alertRun{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (AlertResult, error) { return r.result, nil }); err != nil {
@@ -306,26 +301,11 @@ func (r *alertRun) remediate(ctx workflow.Context) {
 	r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertDone, st.Reason, string(st.Phase)+": "+st.Message)
 }
 
-// awaitResolve keeps the run open until the alert resolves, asking
-// Alertmanager every SweepEvery in case the resolve was lost. An
-// unreachable Alertmanager only delays the answer.
+// awaitResolve keeps the run open until the alert resolves, so repeats
+// and duplicates fold into it. A resolve Alertmanager never delivered is
+// signalled by the receiver's sweep (alerts.Sweep).
 func (r *alertRun) awaitResolve(ctx workflow.Context) {
-	every := r.in.SweepEvery
-	if every <= 0 {
-		every = defaultSweepEvery
-	}
-	quick := workflow.WithActivityOptions(ctx, quickOptions)
-	subject := activities.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}
-	for !r.resolved {
-		if ok, _ := workflow.AwaitWithTimeout(ctx, every, func() bool { return r.resolved }); ok {
-			break
-		}
-		var firing bool
-		if err := workflow.ExecuteActivity(quick, alerts.AlertFiring, subject).Get(ctx, &firing); err == nil && !firing {
-			workflow.GetLogger(ctx).Info("alert no longer fires in Alertmanager: resolve found by the sweep", "alert", r.in.Alert.Fingerprint)
-			r.resolved = true
-		}
-	}
+	_ = workflow.Await(ctx, func() bool { return r.resolved })
 }
 
 func (r *alertRun) refuse(ctx workflow.Context, reason, msg, guard string) {

@@ -82,7 +82,7 @@ func runWorker(ctx context.Context, args []string) error {
 	fs.StringVar(&ao.ClientCAFile, "alerts-client-ca", "", "CA whose client certificates the receiver admits (with TLS)")
 	fs.Int64Var(&ao.MaxBodyBytes, "alerts-max-body-bytes", alerts.DefaultMaxBodyBytes, "largest notification body accepted (413 above)")
 	fs.DurationVar(&ao.MaxAge, "alerts-max-age", alerts.DefaultMaxAge, "a firing alert whose startsAt is older is refused as stale")
-	fs.DurationVar(&ao.SweepEvery, "alerts-sweep-every", time.Minute, "how often an alert run asks Alertmanager whether its alert still fires (finds lost resolves)")
+	fs.DurationVar(&ao.SweepEvery, "alerts-sweep-every", time.Minute, "how often the receiver lists Alertmanager's active alerts and resolves open alert runs whose alert it no longer holds (lost resolves)")
 	amURL := fs.String("alertmanager-url", "", "Alertmanager that alert runs verify their alert against and sweep (empty: no check)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,7 +107,8 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	if ao.Addr != "0" {
-		url, err := compose.ServeAlerts(ctx, cfg, tc, ao)
+		ao.AlertmanagerURL = *amURL
+		url, err := compose.ServeAlerts(ctx, cfg, tc, tc, ao)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/alerts"
 	"github.com/remedy-dev/remedy/operator"
 )
@@ -28,10 +29,12 @@ type AlertsOptions struct {
 	// CertFile and KeyFile serve TLS; ClientCAFile, when set, also admits
 	// client certificates it verifies (with or without a token).
 	CertFile, KeyFile, ClientCAFile string
-	// MaxBodyBytes, MaxAge, SweepEvery: see alerts.Receiver (0: defaults).
+	// MaxBodyBytes, MaxAge: see alerts.Receiver (0: defaults).
 	MaxBodyBytes int64
 	MaxAge       time.Duration
-	SweepEvery   time.Duration
+	// AlertmanagerURL, when set, is swept every SweepEvery (default 1m) for lost resolves.
+	AlertmanagerURL string
+	SweepEvery      time.Duration
 	// TemporalTimeout bounds handing one notification to Temporal (0: the receiver's default).
 	TemporalTimeout time.Duration
 	// Temporal overrides the client the receiver hands alerts to (tests).
@@ -39,8 +42,9 @@ type AlertsOptions struct {
 }
 
 // ServeAlerts serves the receiver at alerts.Path until ctx ends, reading
-// rules as cfg (the worker's identity). It returns the receiver's URL.
-func ServeAlerts(ctx context.Context, cfg *rest.Config, tc alerts.Temporal, o AlertsOptions) (string, error) {
+// rules as cfg (the worker's identity), and the sweep for lost resolves. It
+// returns the receiver's URL.
+func ServeAlerts(ctx context.Context, cfg *rest.Config, tc alerts.Temporal, lister alerts.Lister, o AlertsOptions) (string, error) {
 	kc, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: operator.Scheme()})
 	if err != nil {
 		return "", fmt.Errorf("build alerts client: %w", err)
@@ -49,7 +53,7 @@ func ServeAlerts(ctx context.Context, cfg *rest.Config, tc alerts.Temporal, o Al
 		tc = o.Temporal
 	}
 	h := &alerts.Receiver{Temporal: tc, Rules: kc, TokenFile: o.TokenFile, ClientCerts: o.ClientCAFile != "",
-		MaxBodyBytes: o.MaxBodyBytes, MaxAge: o.MaxAge, SweepEvery: o.SweepEvery, TemporalTimeout: o.TemporalTimeout, Log: ctrl.Log.WithName("alerts")}
+		MaxBodyBytes: o.MaxBodyBytes, MaxAge: o.MaxAge, TemporalTimeout: o.TemporalTimeout, Log: ctrl.Log.WithName("alerts")}
 	mux := http.NewServeMux()
 	mux.Handle(alerts.Path, h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
@@ -84,6 +88,15 @@ func ServeAlerts(ctx context.Context, cfg *rest.Config, tc alerts.Temporal, o Al
 			ctrl.Log.Error(err, "serve alerts", "addr", o.Addr)
 		}
 	}()
+	if o.AlertmanagerURL != "" {
+		every := o.SweepEvery
+		if every <= 0 {
+			every = time.Minute
+		}
+		sw := &alerts.Sweep{Temporal: lister, Every: every, Log: ctrl.Log.WithName("alerts-sweep"),
+			Alertmanager: &activities.Alertmanager{URL: o.AlertmanagerURL, Client: &http.Client{Timeout: 10 * time.Second}}}
+		go sw.Run(ctx)
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

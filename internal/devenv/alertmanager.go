@@ -172,6 +172,16 @@ func (a *Alertmanager) Stop() error {
 	return os.RemoveAll(a.Dir)
 }
 
+// FreeLoopbackAddress is a loopback host:port nothing listens on now, to
+// give a part its address before it starts.
+func FreeLoopbackAddress() (string, error) {
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return "", err
+	}
+	return "127.0.0.1:" + strconv.Itoa(port), nil
+}
+
 func freeLoopbackPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -60,8 +60,12 @@ func startAlerts(ctx context.Context, o AlertsOptions, logs io.Writer) (string, 
 		return "", err
 	}
 	alertsTC.def = env.Temporal
-	if alertsURL, err = compose.ServeAlerts(ctx, wCfg, alertsTC, compose.AlertsOptions{Addr: "127.0.0.1:0", TokenFile: tokenFile,
-		MaxBodyBytes: o.MaxBodyBytes, SweepEvery: sweepEvery, TemporalTimeout: 3 * time.Second}); err != nil {
+	amAddr, err := devenv.FreeLoopbackAddress()
+	if err != nil {
+		return "", err
+	}
+	if alertsURL, err = compose.ServeAlerts(ctx, wCfg, alertsTC, env.Temporal, compose.AlertsOptions{Addr: "127.0.0.1:0", TokenFile: tokenFile,
+		MaxBodyBytes: o.MaxBodyBytes, AlertmanagerURL: "http://" + amAddr, SweepEvery: sweepEvery}); err != nil {
 		return "", err
 	}
 	bin, err := devenv.AlertmanagerBinary(Root)
@@ -90,14 +94,14 @@ receivers:
             type: Bearer
             credentials_file: %s
 `, or(o.GroupWait, "1s"), or(o.GroupInterval, "1s"), or(o.RepeatInterval, "1h"), alertsURL, tokenFile)
-	alertmanager, err = devenv.StartAlertmanager(ctx, devenv.AlertmanagerOptions{Binary: bin, Config: cfg, Log: logs, DieWithParent: true})
+	alertmanager, err = devenv.StartAlertmanager(ctx, devenv.AlertmanagerOptions{Binary: bin, Config: cfg, ListenAddress: amAddr, Log: logs, DieWithParent: true})
 	if err != nil {
 		return "", err
 	}
 	return alertmanager.URL, nil
 }
 
-// sweepEvery is how often the tests' alert runs ask Alertmanager whether their alert still fires.
+// sweepEvery is how often the tests' receiver sweeps Alertmanager for lost resolves.
 const sweepEvery = 2 * time.Second
 
 // swappableTemporal is the receiver's Temporal client, replaceable by a test.
