@@ -55,6 +55,9 @@ func (s *Sweep) Run(ctx context.Context) {
 
 // Once sweeps one round and returns how many workflows it resolved.
 func (s *Sweep) Once(ctx context.Context) (int, error) {
+	// Only runs started before the list was read can be judged by it: a run
+	// started since may be for a firing the list does not show yet.
+	listed := time.Now()
 	active, err := s.Alertmanager.Active(ctx, "")
 	if err != nil {
 		return 0, err
@@ -74,7 +77,7 @@ func (s *Sweep) Once(ctx context.Context) (int, error) {
 		for _, e := range resp.Executions {
 			id := e.GetExecution().GetWorkflowId()
 			fp := id[strings.LastIndex(id, "/")+1:]
-			if !strings.HasPrefix(id, "alert/") || firing[fp] {
+			if !strings.HasPrefix(id, "alert/") || firing[fp] || !e.GetStartTime().AsTime().Before(listed) {
 				continue
 			}
 			err := s.Temporal.SignalWorkflow(ctx, id, e.GetExecution().GetRunId(), workflows.SignalAlert, workflows.AlertSignal{Status: workflows.AlertResolved})

@@ -53,6 +53,10 @@ var reasonHistories = map[string][]string{
 	"CallbackNotAcknowledged": {"drift-approval-expired.json"},
 	ReasonProtectedNamespace:  {"reload-protected-namespace.json"},
 	"WorkloadGone":            {"reload-workload-gone.json"},
+	ReasonGitOpsManaged:       {"alert-gitops-refused.json"},
+	ReasonResolved:            {"alert-resolved-approval.json"},
+	ReasonRejected:            {"alert-rejected.json"},
+	"Suspended":               {"alert-suspended.json"},
 }
 
 // phaseHistories maps each v1alpha1.Phase to histories whose status reaches it.

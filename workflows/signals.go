@@ -22,6 +22,8 @@ var knownSignals = map[string][]string{
 	"RemediationWorkflow": {SignalStepReady},
 	"ReloadWorkflow":      {SignalConfigChanged, SignalApprove, SignalReject},
 	"DriftWorkflow":       {SignalDrift, SignalApprove, SignalReject},
+	"AlertWorkflow":       {SignalAlert, SignalPermit, SignalApprove, SignalReject},
+	"AlertGuardWorkflow":  {SignalAcquire, SignalRelease},
 }
 
 // UnknownSignals is a worker interceptor that logs a Warning and counts

@@ -130,6 +130,9 @@ func TestForgedAlertStartsWriteNothing(t *testing.T) {
 			assert.Equal(t, v1alpha1.AlertRefused, res.Phase)
 			assert.Equal(t, activities.ReasonSubjectMismatch, res.Reason)
 			assert.Contains(t, res.Message, tc.want)
+			if tc.name == "under another ID" {
+				harness.ReplayHistory(t, tc.id, "alert-subject-mismatch.json")
+			}
 		})
 	}
 	assert.Empty(t, requestsOf(t, ns, rule.Name))
@@ -166,4 +169,29 @@ func TestTemporalDownAnswers503AndAlertmanagerRetries(t *testing.T) {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == v1alpha1.AlertDone
 	})
+}
+
+// A suspended rule starts nothing: the receiver skips it, and a run
+// started for it anyway (by hand) ends Suspended.
+func TestSuspendedRuleStartsNothing(t *testing.T) {
+	ns := tenant(t, "web")
+	r := restartRule(ns, "suspended", "Suspended")
+	r.Spec.Suspend = true
+	rule := createRule(t, r)
+	l := labels(ns, "Suspended", "deployment", "web")
+	fp := activities.Fingerprint(l)
+	fire(t, l)
+	time.Sleep(3 * time.Second)
+	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	_, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
+	require.Error(t, err, "the receiver started no run for a suspended rule")
+
+	run, err := harness.Temporal().ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.AlertWorkflow,
+		workflows.AlertInput{Namespace: ns, Rule: rule.Name, Alert: alertrule.Alert{Labels: l, Fingerprint: fp, StartsAt: time.Now()}})
+	require.NoError(t, err)
+	var res workflows.AlertResult
+	require.NoError(t, run.Get(context.Background(), &res))
+	assert.Equal(t, activities.ReasonAlertSuspended, res.Reason)
+	assert.Empty(t, requestsOf(t, ns, rule.Name))
+	harness.ReplayHistory(t, id, "alert-suspended.json")
 }

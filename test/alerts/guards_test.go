@@ -29,6 +29,11 @@ func TestFlappingAlertTripsTheCircuitBreaker(t *testing.T) {
 	l := labels(ns, "Flapping", "deployment", "web")
 	fp := activities.Fingerprint(l)
 	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	defer func() {
+		if t.Failed() {
+			explain(t, ns, rule.Name, fp)
+		}
+	}()
 	for i := 1; i <= 2; i++ {
 		fire(t, l)
 		ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
@@ -51,6 +56,9 @@ func TestFlappingAlertTripsTheCircuitBreaker(t *testing.T) {
 	assert.Equal(t, workflows.ReasonCircuitOpen, got.Status.LastRefusal.Reason)
 	time.Sleep(3 * time.Second)
 	assert.Len(t, requestsOf(t, ns, rule.Name), 2, "nothing ran after the breaker tripped")
+	resolve(t, l)
+	harness.WaitClosed(t, id, 30*time.Second)
+	harness.ReplayHistory(t, id, "alert-circuit-open.json")
 }
 
 // A storm of 50 alerts across 50 workloads runs no more than the rule's
@@ -90,6 +98,12 @@ func TestAlertStormRespectsTheBudget(t *testing.T) {
 		}
 	}
 	assert.LessOrEqual(t, restarted, budget)
+
+	refused := record(got, got.Status.LastRefusal.Fingerprint)
+	require.NotNil(t, refused)
+	resolve(t, refused.Labels)
+	harness.WaitClosed(t, refused.WorkflowID, 30*time.Second)
+	harness.ReplayHistory(t, refused.WorkflowID, "alert-storm.json")
 }
 
 // A target Argo CD tracks is refused with the reason, and left alone.
@@ -113,6 +127,9 @@ func TestGitOpsManagedTargetIsRefused(t *testing.T) {
 	assert.Empty(t, requestsOf(t, ns, rule.Name))
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(d), d))
 	assert.Empty(t, d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"])
+	resolve(t, l)
+	harness.WaitClosed(t, rec.WorkflowID, 30*time.Second)
+	harness.ReplayHistory(t, rec.WorkflowID, "alert-gitops-refused.json")
 }
 
 // A dry-run rule records the server-side dry-run diff and writes nothing.
@@ -122,6 +139,8 @@ func TestShadowModeWritesNothingAndRecordsTheDiff(t *testing.T) {
 	r := &v1alpha1.RemediationRule{}
 	r.Name, r.Namespace = "shadow", ns
 	r.Spec = v1alpha1.RemediationRuleSpec{Matchers: []string{`alertname="Shadow"`}, DryRun: true,
+		// A guard that holds nothing for long ends soon after the run.
+		Cooldown: v1alpha1.DurationOf(0), CircuitBreaker: &v1alpha1.CircuitBreakerSpec{MaxRuns: 3, Window: v1alpha1.DurationOf(time.Second)},
 		Template: v1alpha1.RemediationTemplate{Steps: []v1alpha1.RemediationStep{{Name: "scale", Execution: v1alpha1.KubernetesExecutionSpec{
 			Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "{{ .Labels.deployment }}"},
 			Parameters: &v1alpha1.ActionParameters{Replicas: &three}}}}}}
@@ -145,4 +164,9 @@ func TestShadowModeWritesNothingAndRecordsTheDiff(t *testing.T) {
 	var dep appsv1.Deployment
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &dep))
 	assert.Equal(t, int32(1), *dep.Spec.Replicas, "nothing was written")
+	resolve(t, l)
+	harness.WaitClosed(t, rec.WorkflowID, 30*time.Second)
+	harness.ReplayHistory(t, rec.WorkflowID, "alert-shadow.json")
+	harness.WaitClosed(t, workflows.AlertGuardWorkflowID(ns), 30*time.Second)
+	harness.ReplayHistory(t, workflows.AlertGuardWorkflowID(ns), "alert-guard-idle.json")
 }

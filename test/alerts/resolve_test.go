@@ -47,6 +47,35 @@ func TestResolveCancelsAPendingApproval(t *testing.T) {
 	harness.WaitClosed(t, workflows.AlertWorkflowID(ns, rule.Name, fp), 30*time.Second)
 	assert.Empty(t, requestsOf(t, ns, rule.Name), "nothing ran")
 	assert.Equal(t, int64(0), got.Status.RunsStarted)
+	harness.ReplayHistory(t, workflows.AlertWorkflowID(ns, rule.Name, fp), "alert-resolved-approval.json")
+}
+
+// A rejected approval runs nothing and records the refusal.
+func TestRejectedApprovalRunsNothing(t *testing.T) {
+	ns := tenant(t, "web")
+	r := restartRule(ns, "reject", "Rejected")
+	r.Spec.Approval = &v1alpha1.ApprovalSpec{Required: true}
+	rule := createRule(t, r)
+	l := labels(ns, "Rejected", "deployment", "web")
+	fp := activities.Fingerprint(l)
+	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	fire(t, l)
+	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
+		rec := record(r, fp)
+		return rec != nil && rec.Phase == v1alpha1.AlertWaiting
+	})
+	require.NoError(t, harness.Temporal().SignalWorkflow(context.Background(), id, "", workflows.SignalReject,
+		workflows.ApprovalSignal{Approver: "oncall-bob", Reason: "not now"}))
+	got := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
+		rec := record(r, fp)
+		return rec != nil && rec.Phase == v1alpha1.AlertRefused
+	})
+	assert.Equal(t, workflows.ReasonRejected, record(got, fp).Reason)
+	assert.Contains(t, record(got, fp).Message, "oncall-bob")
+	assert.Empty(t, requestsOf(t, ns, rule.Name))
+	resolve(t, l)
+	harness.WaitClosed(t, id, 30*time.Second)
+	harness.ReplayHistory(t, id, "alert-rejected.json")
 }
 
 // lostResolves drops every resolve the receiver would signal, as a lost

@@ -13,6 +13,7 @@ import (
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
+	"github.com/remedy-dev/remedy/workflows"
 )
 
 // An alert posted to Alertmanager reaches the rule, which restarts the
@@ -40,4 +41,9 @@ func TestAlertRestartsTheDeploymentInTheAuthorsName(t *testing.T) {
 	var d appsv1.Deployment
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &d))
 	assert.NotEmpty(t, d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"], "restarted")
+
+	resolve(t, l)
+	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	harness.WaitClosed(t, id, 30*time.Second)
+	harness.ReplayHistory(t, id, "alert-done.json")
 }
