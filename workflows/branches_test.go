@@ -72,8 +72,9 @@ var phaseHistories = map[string][]string{
 
 // continuedHistories maps each workflow that continues as new to a run that did.
 var continuedHistories = map[string]string{
-	"DriftWorkflow":  "drift-continued-as-new-1.json",
-	"ReloadWorkflow": "reload-continued-as-new.json",
+	"DriftWorkflow":      "drift-continued-as-new-1.json",
+	"ReloadWorkflow":     "reload-continued-as-new.json",
+	"AlertGuardWorkflow": "alert-guard-continued-1.json",
 }
 
 // otherBranches are branches no reason, phase or marker tells apart.
