@@ -218,18 +218,20 @@ func setApprovalCondition(s *v1alpha1.RemediationApprovalRequestStatus, status m
 		Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now)})
 }
 
-// requestedNote gives approvers the three ready-to-paste ways to decide; the
-// Temporal ones name the request, so they cannot decide a later one by mistake.
+// requestedNote gives approvers the three ready-to-paste ways to decide, the
+// decide update first: it answers, where a malformed signal is only a
+// Warning Event afterwards. The Temporal ones name the request, so they
+// cannot decide a later one by mistake.
 func requestedNote(rar *v1alpha1.RemediationApprovalRequest) string {
 	id := rar.Spec.WorkflowID
 	who := ""
 	if c := rar.Spec.ApprovalContext; c.RequireDistinctApprover && c.Requester != "" {
 		who = "; an approver other than the requester " + c.Requester + " must approve"
 	}
-	return fmt.Sprintf("%s on %s before %s%s. Approve: temporal workflow signal --workflow-id %s --name approve --input '{\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
-		" | or: temporal workflow update execute --workflow-id %s --name decide --input '{\"approved\":true,\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
-		" | or: kubectl patch rar %s -n %s --subresource=status --type=merge -p '{\"status\":{\"decision\":\"Approved\",\"decisionMessage\":\"...\"}}'"+
-		" (reject: --name reject, \"approved\":false, or \"Rejected\")",
+	return fmt.Sprintf("%s on %s before %s%s. Approve: temporal workflow update execute --workflow-id %s --name decide --input '{\"approved\":true,\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
+		" (answers at once, and refuses a mistake) | or: kubectl patch rar %s -n %s --subresource=status --type=merge -p '{\"status\":{\"decision\":\"Approved\",\"decisionMessage\":\"...\"}}'"+
+		" | or the signal: temporal workflow signal --workflow-id %s --name approve --input '{\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
+		" (reject: \"approved\":false, \"Rejected\", or --name reject)",
 		rar.Spec.ApprovalContext.Action, rar.Spec.ApprovalContext.Target.String(), rar.Spec.RequiredBy.UTC().Format(time.RFC3339), who,
-		id, rar.Name, id, rar.Name, rar.Name, rar.Namespace)
+		id, rar.Name, rar.Name, rar.Namespace, id, rar.Name)
 }

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func TestPlanApproval(t *testing.T) {
 		assert.Contains(t, p.events[0].note, "temporal workflow update execute --workflow-id kexec/shop/scale-web/u1 --name decide")
 		assert.Contains(t, p.events[0].note, "kubectl patch rar scale-web-approval -n shop --subresource=status")
 		assert.Contains(t, p.events[0].note, `"request":"scale-web-approval"`)
+		assert.Less(t, strings.Index(p.events[0].note, "--name decide"), strings.Index(p.events[0].note, "--name approve"), "the decide update comes first")
 		assert.NotContains(t, p.events[0].note, "other than")
 		assert.Empty(t, p.signal)
 	})

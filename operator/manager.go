@@ -122,6 +122,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	reload := &ReloadReconciler{
 		Client:   mgr.GetClient(),
+		Live:     mgr.GetAPIReader(),
 		Temporal: o.Temporal,
 		Recorder: mgr.GetEventRecorder("remedy-operator"),
 		Clock:    clock.RealClock{},

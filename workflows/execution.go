@@ -24,6 +24,9 @@ const (
 	ReasonCanceled            = "Canceled"
 	ReasonPostConditionFailed = "PostConditionFailed"
 	ReasonPreconditionFailed  = "PreconditionFailed"
+	// ReasonNoChange ends a run whose target was already in the desired state:
+	// nothing was written, so nothing waits for approval or offers a rollback.
+	ReasonNoChange = "NoChange"
 )
 
 // ExecutionInput identifies the KubernetesExecution and carries its spec.
@@ -131,6 +134,11 @@ func (r *executionRun) run(ctx workflow.Context) {
 		r.fail(ctx, err, activities.ReasonExecutionFailed)
 		return
 	}
+	if before.NoOp {
+		// Someone else made the change while the run waited for approval.
+		r.noChange(ctx, before.Change)
+		return
+	}
 
 	r.status.RollbackInformation = &before.Rollback
 	postFailed := false
@@ -148,8 +156,10 @@ func (r *executionRun) run(ctx workflow.Context) {
 		}
 	}
 
-	if workflow.GetInfo(ctx).ParentWorkflowExecution != nil {
-		r.awaitParent(ctx, req, before.Rollback)
+	// A step whose change can be undone waits for its RemediationRequest to
+	// roll it back or finalize it; one with no inverse has nothing to wait for.
+	if workflow.GetInfo(ctx).ParentWorkflowExecution != nil && before.Rollback.Available {
+		r.awaitParent(ctx, req)
 		return
 	}
 	window := spec.RollbackWindow.Or(defaultRollbackWindow)
@@ -176,6 +186,17 @@ func (r *executionRun) finish(ctx workflow.Context, message string) {
 		message += "; warnings: " + w
 	}
 	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonSucceeded, message)
+}
+
+// noChange ends a run that found its target already in the desired state:
+// nothing was written, so there is nothing to approve, verify or roll back.
+func (r *executionRun) noChange(ctx workflow.Context, c v1alpha1.ResourceChange) {
+	c.Action = "unchanged"
+	if r.status.ExecutionResults == nil {
+		r.status.ExecutionResults = &v1alpha1.ExecutionResults{ResourcesAffected: []v1alpha1.ResourceChange{c}}
+	}
+	r.status.RollbackInformation = &v1alpha1.RollbackInformation{Reason: "nothing was changed, so there is nothing to roll back"}
+	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonNoChange, actions.Impact(c)+": the target is already in the desired state; nothing was written")
 }
 
 // execute runs the action with the executor the spec names.

@@ -68,6 +68,12 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
 		return actions.Plan{}, false
 	}
+	// The before-image already shows the desired state: nothing will be
+	// written, so nothing needs a dry-run, preconditions or an approval.
+	if before.NoOp {
+		r.noChange(ctx, before.Change)
+		return actions.Plan{}, false
+	}
 	var approval *activities.PolicyResult
 	if pol.Validation.RequiredApproval || (spec.Approval != nil && spec.Approval.Required) {
 		approval = &pol

@@ -72,6 +72,8 @@ type RemediationApprovalRequestSpec struct {
 // record sets status.decision: the request shows the decision the workflow
 // took, whichever path reached it first.
 type RequestedDecision struct {
+	// Decision is what a person may request: the timer alone expires a request.
+	// +kubebuilder:validation:Enum=Approved;Rejected
 	Decision Decision `json:"decision"`
 	// RequestedBy is the authenticated user who patched the decision.
 	RequestedBy string      `json:"requestedBy"`

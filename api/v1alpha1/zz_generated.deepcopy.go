@@ -345,6 +345,11 @@ func (in *ConfigReloadPolicySpec) DeepCopyInto(out *ConfigReloadPolicySpec) {
 		*out = new(Duration)
 		**out = **in
 	}
+	if in.MaxWait != nil {
+		in, out := &in.MaxWait, &out.MaxWait
+		*out = new(Duration)
+		**out = **in
+	}
 	if in.Retry != nil {
 		in, out := &in.Retry, &out.Retry
 		*out = new(RetrySpec)
