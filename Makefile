@@ -31,7 +31,7 @@ FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1al
 
 .PHONY: dev
 dev: build ## Run the whole platform locally (API server, controllers, Temporal + Web UI, operator, worker)
-	@hack/tools/install.sh kubernetes temporal
+	@hack/tools/install.sh kubernetes temporal alertmanager
 	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(DEV_FLAGS)
 
 .PHONY: test

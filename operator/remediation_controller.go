@@ -41,6 +41,8 @@ type RemediationReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests,verbs=get;list;watch
+// The requester webhook reads the rule an alert's RemediationRequest names.
+// +kubebuilder:rbac:groups=remedy.dev,resources=remediationrules,verbs=get
 // +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests/status,verbs=update
 
 // Reconcile observes the request and its workflow, plans, then starts or writes status.

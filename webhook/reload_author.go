@@ -86,12 +86,22 @@ func (h *Requester) reloadPolicy(ctx context.Context, req admission.Request) adm
 // none (a policy stored before authors: the write gate refuses its
 // restarts until its spec is applied again), whatever the body says.
 func ReloadAuthor(u authenticationv1.UserInfo, old, cur *v1alpha1.ConfigReloadPolicy) (*v1alpha1.Requester, bool) {
-	if old != nil {
-		a, b := old.Spec, cur.Spec
-		a.Author, b.Author = nil, nil
-		if equality.Semantic.DeepEqual(a, b) {
-			return old.Spec.Author, false
-		}
+	b := cur.Spec
+	b.Author = nil
+	if old == nil {
+		return specAuthor(u, (*v1alpha1.ConfigReloadPolicySpec)(nil), &b, nil)
+	}
+	a := old.Spec
+	a.Author = nil
+	return specAuthor(u, &a, &b, old.Spec.Author)
+}
+
+// specAuthor is the author a written object gets: the writing user, to be
+// authorized afresh, on create (old nil) and on any change of the spec
+// without its author; otherwise the stored author, unauthorized.
+func specAuthor[S any](u authenticationv1.UserInfo, old, cur *S, stored *v1alpha1.Requester) (*v1alpha1.Requester, bool) {
+	if old != nil && equality.Semantic.DeepEqual(*old, *cur) {
+		return stored, false
 	}
 	who := fromUser(u)
 	return &who, true

@@ -67,6 +67,8 @@ func (h *Requester) Handle(ctx context.Context, req admission.Request) admission
 		stamp, err = h.updateExecution(ctx, req)
 	case req.Kind.Kind == "ConfigReloadPolicy" && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update):
 		return h.reloadPolicy(ctx, req)
+	case req.Kind.Kind == "RemediationRule" && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update):
+		return h.remediationRule(ctx, req)
 	default:
 		return admission.Allowed("")
 	}
@@ -157,6 +159,12 @@ func (h *Requester) createRemediation(ctx context.Context, req admission.Request
 		return nil, err
 	}
 	who := fromUser(req.UserInfo)
+	if rr.Spec.Alert != nil {
+		var err error
+		if who, err = h.alertRequester(ctx, req.UserInfo.Username, req.Namespace, &rr); err != nil {
+			return nil, err
+		}
+	}
 	var errs field.ErrorList
 	var denials []string
 	for i, s := range rr.Spec.Steps {

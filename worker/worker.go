@@ -58,6 +58,9 @@ type Options struct {
 	// reporting says for the parent's namespace.
 	DriftCallbackURLs []string
 	DriftApproval     bool
+	// AlertmanagerURL is the Alertmanager alert runs verify their alert
+	// against and sweep for lost resolves (empty: no check, no sweep).
+	AlertmanagerURL string
 }
 
 // DefaultExecImage is the released image of this binary.
@@ -112,7 +115,14 @@ func New(o Options) (sdkworker.Worker, error) {
 	}
 	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL, Gate: gate})
 	w.RegisterActivity(&activities.Remediation{Client: kc})
-	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
+	statuses := &activities.Statuses{Client: kc, Kube: cs}
+	w.RegisterActivity(statuses)
+	alerting := &activities.Alerts{Client: kc, Events: statuses}
+	if o.AlertmanagerURL != "" {
+		alerting.Alertmanager = &activities.Alertmanager{URL: o.AlertmanagerURL, Client: &http.Client{Timeout: 10 * time.Second}}
+	}
+	w.RegisterActivity(alerting)
+	w.RegisterActivity(&activities.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue})
 	w.RegisterActivity(&activities.Subjects{Client: kc})
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})

@@ -55,6 +55,10 @@ var reasonHistories = map[string][]string{
 	"CallbackNotAcknowledged": {"drift-approval-expired.json"},
 	ReasonProtectedNamespace:  {"reload-protected-namespace.json"},
 	"WorkloadGone":            {"reload-workload-gone.json"},
+	ReasonGitOpsManaged:       {"alert-gitops-refused.json"},
+	ReasonResolved:            {"alert-resolved-approval.json"},
+	ReasonRejected:            {"alert-rejected.json"},
+	"Suspended":               {"alert-suspended.json"},
 }
 
 // phaseHistories maps each v1alpha1.Phase to histories whose status reaches it.
@@ -70,8 +74,9 @@ var phaseHistories = map[string][]string{
 
 // continuedHistories maps each workflow that continues as new to a run that did.
 var continuedHistories = map[string]string{
-	"DriftWorkflow":  "drift-continued-as-new-1.json",
-	"ReloadWorkflow": "reload-continued-as-new.json",
+	"DriftWorkflow":      "drift-continued-as-new-1.json",
+	"ReloadWorkflow":     "reload-continued-as-new.json",
+	"AlertGuardWorkflow": "alert-guard-continued-1.json",
 }
 
 // otherBranches are branches no reason, phase or marker tells apart.

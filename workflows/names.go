@@ -38,7 +38,7 @@ var (
 )
 
 // SearchAttributeNames lists the Keyword attributes a server must have registered.
-var SearchAttributeNames = []string{"RemedyKind", "RemedyTarget", "RemedyPhase", "ApprovalStatus"}
+var SearchAttributeNames = []string{"RemedyKind", "RemedyTarget", "RemedyPhase", "ApprovalStatus", "RemedyRule", "RemedyAlert"}
 
 // ExecutionWorkflowID is the deterministic ID of a KubernetesExecution's workflow.
 func ExecutionWorkflowID(namespace, name, uid string) string {

@@ -13,4 +13,6 @@ func RegisterAll(r Registry) {
 	r.RegisterWorkflowWithOptions(RemediationWorkflow, workflow.RegisterOptions{Name: "RemediationWorkflow"})
 	r.RegisterWorkflowWithOptions(ReloadWorkflow, workflow.RegisterOptions{Name: "ReloadWorkflow"})
 	r.RegisterWorkflowWithOptions(DriftWorkflow, workflow.RegisterOptions{Name: "DriftWorkflow"})
+	r.RegisterWorkflowWithOptions(AlertWorkflow, workflow.RegisterOptions{Name: "AlertWorkflow"})
+	r.RegisterWorkflowWithOptions(AlertGuardWorkflow, workflow.RegisterOptions{Name: "AlertGuardWorkflow"})
 }

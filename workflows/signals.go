@@ -28,6 +28,8 @@ var knownSignals = map[string][]string{
 	"RemediationWorkflow": {SignalStepReady},
 	"ReloadWorkflow":      {SignalConfigChanged, SignalApprove, SignalReject},
 	"DriftWorkflow":       {SignalDrift, SignalApprove, SignalReject},
+	"AlertWorkflow":       {SignalAlert, SignalPermit, SignalApprove, SignalReject},
+	"AlertGuardWorkflow":  {SignalAcquire, SignalRelease},
 }
 
 // SignalWarner records, outside the history, a signal a workflow cannot

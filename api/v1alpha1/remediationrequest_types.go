@@ -73,6 +73,22 @@ type RemediationRequestSpec struct {
 	// on create (the body's value is overwritten); every step runs for it.
 	// +optional
 	Requester *Requester `json:"requester,omitempty"`
+	// Alert, set only by Remedy's worker, is the alert and RemediationRule
+	// that started the request; the requester is then the rule's author.
+	// +optional
+	Alert *AlertOrigin `json:"alert,omitempty"`
+}
+
+// AlertOrigin is the Alertmanager alert a RemediationRule acted on.
+type AlertOrigin struct {
+	// Rule is the RemediationRule's name, in the request's namespace.
+	// +kubebuilder:validation:MinLength=1
+	Rule        string `json:"rule"`
+	Fingerprint string `json:"fingerprint"`
+	// +optional
+	GeneratorURL string `json:"generatorURL,omitempty"`
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // StepStatus mirrors one child execution.

@@ -34,6 +34,8 @@ func runDev(ctx context.Context, args []string) error {
 	driftMode := fs.String("drift-mode", "enforce", "default mode of the drift webhook: log or enforce")
 	callbacks, driftApproval, checkCallbacks := callbackFlags(fs)
 	stateDirFlag := fs.String("state-dir", "", "keep etcd's data, the API server's certificates and Temporal's database here, so the next start with it resumes every object and run (default: thrown away on exit)")
+	amAddr := fs.String("alertmanager-addr", "127.0.0.1:9093", "address of Alertmanager's API and UI")
+	alertsAddr := fs.String("alerts-addr", "127.0.0.1:9095", "address of the worker's Alertmanager receiver")
 	workerStop := fs.Duration("worker-stop-timeout", worker.DefaultStopTimeout, "on Ctrl-C, how long the worker's in-flight activities may finish before they are cancelled")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), devUsage)
@@ -164,8 +166,15 @@ func runDev(ctx context.Context, args []string) error {
 	binDir := filepath.Join(devDir, "bin")
 	kubectl := filepath.Join(opts.Assets, "kubectl")
 	webUI := "http://127.0.0.1:" + *uiPort
+	done = step("starting Alertmanager on " + *amAddr + ", routed to the worker's receiver on " + *alertsAddr)
+	am, receiver, err := startDevAlerts(ctx, env, root, devDir, *amAddr, *alertsAddr, logFile)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = am.Stop() }()
+	done()
 	if err := writeAccess(env, kubeconfig, envFile, devenv.ShellEnv{
-		Kubeconfig: kubeconfig, TemporalAddress: env.TemporalAddress, WebUI: webUI, BinDir: binDir,
+		Kubeconfig: kubeconfig, TemporalAddress: env.TemporalAddress, WebUI: webUI, BinDir: binDir, AlertmanagerURL: am.URL,
 	}); err != nil {
 		return err
 	}
@@ -174,7 +183,11 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer unlink()
-	unlinkTools, err := linkTools(binDir, map[string]string{"kubectl": kubectl, "temporal": opts.TemporalCLI})
+	amBin, err := devenv.AlertmanagerBinary(root)
+	if err != nil {
+		return err
+	}
+	unlinkTools, err := linkTools(binDir, map[string]string{"kubectl": kubectl, "temporal": opts.TemporalCLI, "amtool": filepath.Join(filepath.Dir(amBin), "amtool")})
 	if err != nil {
 		return err
 	}
@@ -182,11 +195,19 @@ func runDev(ctx context.Context, args []string) error {
 
 	done = step("starting the operator and the worker")
 	stopped, err := compose.RunRemedy(ctx, env, compose.RemedyOptions{WorkerStopTimeout: *workerStop,
-		DriftCallbackURLs: *callbacks, DriftApproval: *driftApproval})
+		DriftCallbackURLs: *callbacks, DriftApproval: *driftApproval, AlertmanagerURL: am.URL})
 	if err != nil {
 		return err
 	}
 	done()
+	if !env.Resumed {
+		// The operator's admission webhook stamps the rule's author: it must be serving.
+		done = step("installing the sample RemediationRule demo/demo-latency")
+		if err := installWhenAdmitted(ctx, env, filepath.Join(root, "deploy", "samples", "rrule-demo-latency.yaml")); err != nil {
+			return err
+		}
+		done()
+	}
 
 	fmt.Printf(`
   kubeconfig:      %s
@@ -205,8 +226,12 @@ func runDev(ctx context.Context, args []string) error {
   Drift (docs/drift.md): scale demo/drift-demo's ReplicaSet by hand, watch the
   Deployment controller's revert be judged, and find RemedyKind='Drift' in the Web UI.
 
+  Alerts (docs/alerts.md): Alertmanager UI %s, receiver %s;
+    amtool alert add DemoHighLatency namespace=demo deployment=web
+    kubectl get rrule -n demo
+
 `, kubeconfig, env.TemporalAddress, webUI, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
-		envFile, binDir, envFile, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"))
+		envFile, binDir, envFile, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), am.URL, receiver)
 	fmt.Println("remedy dev: ready")
 
 	select {

@@ -16,6 +16,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/alerts"
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/webhook"
@@ -76,6 +77,16 @@ func runWorker(ctx context.Context, args []string) error {
 	stopTimeout := fs.Duration("stop-timeout", worker.DefaultStopTimeout, "on SIGTERM, how long in-flight activities may finish before they are cancelled and retried elsewhere; keep it below the pod's terminationGracePeriodSeconds")
 	jobTTL := fs.Duration("job-ttl", activities.DefaultJobTTL, "ttlSecondsAfterFinished of the job executor's Jobs: how long a finished Job stays for a worker to read its result")
 	callbacks, approval, checkCallbacks := callbackFlags(fs)
+	var ao compose.AlertsOptions
+	fs.StringVar(&ao.Addr, "alerts-addr", "0", "address of the Alertmanager webhook receiver, path "+alerts.Path+" (0 disables)")
+	fs.StringVar(&ao.TokenFile, "alerts-token-file", "", "file holding the bearer token Alertmanager sends (http_config.authorization); read on each request")
+	fs.StringVar(&ao.CertFile, "alerts-tls-cert", "", "serving certificate of the receiver (empty: plain HTTP)")
+	fs.StringVar(&ao.KeyFile, "alerts-tls-key", "", "serving key of the receiver")
+	fs.StringVar(&ao.ClientCAFile, "alerts-client-ca", "", "CA whose client certificates the receiver admits (with TLS)")
+	fs.Int64Var(&ao.MaxBodyBytes, "alerts-max-body-bytes", alerts.DefaultMaxBodyBytes, "largest notification body accepted (413 above)")
+	fs.DurationVar(&ao.MaxAge, "alerts-max-age", alerts.DefaultMaxAge, "a firing alert whose startsAt is older is refused as stale")
+	fs.DurationVar(&ao.SweepEvery, "alerts-sweep-every", time.Minute, "how often the receiver lists Alertmanager's active alerts and resolves open alert runs whose alert it no longer holds (lost resolves)")
+	amURL := fs.String("alertmanager-url", "", "Alertmanager that alert runs verify their alert against and sweep (empty: no check)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,9 +105,17 @@ func runWorker(ctx context.Context, args []string) error {
 	defer tc.Close()
 	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage,
 		MaxConcurrentActivities: *maxActivities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
-		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval})
+		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval, AlertmanagerURL: *amURL})
 	if err != nil {
 		return err
+	}
+	if ao.Addr != "0" {
+		ao.AlertmanagerURL = *amURL
+		url, err := compose.ServeAlerts(ctx, cfg, tc, tc, ao)
+		if err != nil {
+			return err
+		}
+		ctrl.Log.Info("serving the Alertmanager receiver", "url", url)
 	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)

@@ -61,4 +61,8 @@ if sel promtool; then
 	build "promtool $PROMTOOL_VERSION" "$cache/promtool-$PROMTOOL_VERSION" promtool -- \
 		sh -c 'cd / && GOBIN="$OUT" go install -trimpath -ldflags=-s github.com/prometheus/prometheus/cmd/promtool@'"$PROMTOOL_VERSION"
 fi
+if sel alertmanager; then
+	build "alertmanager, amtool $ALERTMANAGER_VERSION" "$cache/alertmanager-$ALERTMANAGER_VERSION" alertmanager amtool -- \
+		sh -c 'cd / && GOBIN="$OUT" go install -trimpath -ldflags=-s github.com/prometheus/alertmanager/cmd/alertmanager@'"$ALERTMANAGER_VERSION"' github.com/prometheus/alertmanager/cmd/amtool@'"$ALERTMANAGER_VERSION"
+fi
 log "done"

@@ -55,6 +55,8 @@ type RemedyOptions struct {
 	// DriftCallbackURLs and DriftApproval are the worker's.
 	DriftCallbackURLs []string
 	DriftApproval     bool
+	// AlertmanagerURL is the worker's (alert runs verify against it and sweep it).
+	AlertmanagerURL string
 	// WrapTransport, when set, wraps the API clients of both processes
 	// (the benchmarks count their requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -80,7 +82,7 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 		return nil, err
 	}
 	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
-		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval})
+		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL})
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,10 @@ type ShellEnv struct {
 	TemporalAddress string
 	// WebUI is the Temporal Web UI's base URL, for `kubectl remedy` links.
 	WebUI string
-	// BinDir holds kubectl, temporal and kubectl-remedy.
+	// BinDir holds kubectl, temporal and kubectl-remedy (and amtool).
 	BinDir string
+	// AlertmanagerURL, when set, is exported as ALERTMANAGER_URL (amtool's --alertmanager.url).
+	AlertmanagerURL string
 }
 
 // Render is the file's text: bash/sh export lines with quoted values.
@@ -25,6 +27,9 @@ func (e ShellEnv) Render() []byte {
 		{"REMEDY_WEB_UI", e.WebUI},
 	} {
 		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	if e.AlertmanagerURL != "" {
+		fmt.Fprintf(&b, "export ALERTMANAGER_URL=%s\n", shellQuote(e.AlertmanagerURL))
 	}
 	fmt.Fprintf(&b, "export PATH=%s:\"$PATH\"\n", shellQuote(e.BinDir))
 	return []byte(b.String())

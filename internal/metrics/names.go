@@ -13,7 +13,7 @@ var collectors []prometheus.Collector
 
 // sdkCounted are Remedy's metrics that workflows count through the Temporal
 // SDK's replay-safe handler, so they are registered on first use.
-var sdkCounted = []string{MetricReloadDroppedRestarts, MetricWorkflowUnknownSignals}
+var sdkCounted = []string{MetricReloadDroppedRestarts, MetricWorkflowUnknownSignals, MetricAlertsDeduplicated}
 
 // AfterFirstEvent lists the metrics that have no series until an event
 // outside a plain execution, approval and drift decision: those registered
@@ -26,7 +26,8 @@ func AfterFirstEvent() []string {
 		"remedy_configmap_reload_restarts_total", "remedy_configmap_reload_errors_total",
 		"remedy_configmap_reload_debounced_total", "remedy_configmap_reload_retry_total",
 		"remedy_configmap_reload_declined_total", "remedy_split_ownership_detected_total",
-		"remedy_open_runs_limited_total",
+		"remedy_open_runs_limited_total", "remedy_alerts_matched_total", "remedy_alerts_refused_total",
+		"remedy_alert_runs_started_total",
 	}, sdkCounted...)
 }
 

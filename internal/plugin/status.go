@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,6 +45,12 @@ func (s *session) status(ctx context.Context, ref Ref) error {
 	}
 	st := rr.Status
 	fmt.Fprintf(w, "RemediationRequest\t%s/%s\n", rr.Namespace, rr.Name)
+	if a := rr.Spec.Alert; a != nil {
+		fmt.Fprintf(w, "Alert:\t%s (rule %s, fingerprint %s)\n", alertLabels(a.Labels), a.Rule, a.Fingerprint)
+		if a.GeneratorURL != "" {
+			fmt.Fprintf(w, "Generator:\t%s\n", a.GeneratorURL)
+		}
+	}
 	fmt.Fprintf(w, "Phase:\t%s\n", phaseText(st.Phase, st.Reason))
 	s.writeRun(w, st.Message, st.WorkflowID)
 	fmt.Fprintf(w, "Steps:\n  STEP\tEXECUTION\tPHASE\tROLLBACK\n")
@@ -212,3 +219,17 @@ func After(d time.Duration) time.Duration {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// alertLabels renders an alert's labels as Alertmanager shows them: {a="b", c="d"}, sorted.
+func alertLabels(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%q", k, l[k]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}

@@ -47,6 +47,8 @@ type Options struct {
 	// WorkflowCheckInterval shortens how long a quiet run waits before the
 	// operator checks that its workflow exists (0: the operator's default).
 	WorkflowCheckInterval time.Duration
+	// Alerts runs a real Alertmanager routed to Remedy's receiver.
+	Alerts *AlertsOptions
 	// LogPath receives the parts' logs; empty picks a file in the temp dir,
 	// removed when every test passed.
 	LogPath string
@@ -134,6 +136,15 @@ func Main(m *testing.M, o Options) int {
 	if err := devenv.Install(ctx, env.Config, o.Manifests...); err != nil {
 		fmt.Fprintln(os.Stderr, "harness: install manifests:", err)
 		return 1
+	}
+	if o.Alerts != nil {
+		url, err := startAlerts(ctx, *o.Alerts, logFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "harness: alerts:", err)
+			return 1
+		}
+		defer func() { _ = alertmanager.Stop() }()
+		remedyOpts.AlertmanagerURL = url
 	}
 	var stopped <-chan error
 	if o.Remedy {

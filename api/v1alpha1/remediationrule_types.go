@@ -1,0 +1,239 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ResolvePolicy says what a resolved alert does to the work it started.
+// +kubebuilder:validation:Enum=Cancel;Finish
+type ResolvePolicy string
+
+const (
+	// ResolveCancel ends approval waits, queued permits and steps that have not started.
+	ResolveCancel ResolvePolicy = "Cancel"
+	// ResolveFinish lets what was started run to its end.
+	ResolveFinish ResolvePolicy = "Finish"
+)
+
+// GitOpsPolicy says what a rule does with a target that Argo CD or Flux manages.
+// +kubebuilder:validation:Enum=Refuse;Approve;Act
+type GitOpsPolicy string
+
+const (
+	GitOpsRefuse  GitOpsPolicy = "Refuse"
+	GitOpsApprove GitOpsPolicy = "Approve"
+	GitOpsAct     GitOpsPolicy = "Act"
+)
+
+// CircuitBreakerSpec stops a rule from remediating one target again and
+// again: after MaxRuns runs on the same workload within Window, a new alert
+// for it is refused and escalated instead of run.
+type CircuitBreakerSpec struct {
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxRuns int32 `json:"maxRuns,omitempty"`
+	// +optional
+	// +kubebuilder:default="1h"
+	Window *Duration `json:"window,omitempty"`
+}
+
+// BudgetSpec bounds a rule's blast radius in its namespace.
+type BudgetSpec struct {
+	// MaxPercent of the namespace's workloads (Deployments, StatefulSets,
+	// DaemonSets) that may be in remediation by alert rules at once; at
+	// least one is always allowed.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxPercent int32 `json:"maxPercent,omitempty"`
+}
+
+// RemediationTemplate is the RemediationRequest a matching alert starts.
+// Every string in it is a Go text/template over {.Labels, .Annotations,
+// .Fingerprint, .StartsAt} of the alert, with the functions lower, upper,
+// trim, trimPrefix, trimSuffix, replace and default only.
+type RemediationTemplate struct {
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=map
+	// +listMapKey=name
+	Steps []RemediationStep `json:"steps"`
+	// +optional
+	// +kubebuilder:default=OnRequiredPostConditionFailure
+	RollbackPolicy RollbackPolicy `json:"rollbackPolicy,omitempty"`
+}
+
+// RemediationRuleSpec maps alerts to remediations.
+type RemediationRuleSpec struct {
+	// Matchers in Alertmanager's syntax, all of which an alert's labels must
+	// satisfy, e.g. `alertname="DemoHighLatency"` or `severity=~"critical|page"`.
+	// Only alerts whose namespace label is this rule's namespace are ever
+	// matched, whatever the matchers say.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=1024
+	Matchers []string `json:"matchers"`
+	// Template is the RemediationRequest to run, filled from the alert.
+	Template RemediationTemplate `json:"template"`
+	// Approval asks a person before each run; unset leaves it to the safety policy.
+	// +optional
+	Approval *ApprovalSpec `json:"approval,omitempty"`
+	// Cooldown after a run ends before the same workload is remediated again.
+	// +optional
+	// +kubebuilder:default="5m"
+	Cooldown *Duration `json:"cooldown,omitempty"`
+	// MaxConcurrent remediations of this rule at once. An alert beyond it
+	// puts the rule into storm mode: it is refused, and so is every new
+	// alert of the rule, until Cooldown passes.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxConcurrent int32 `json:"maxConcurrent,omitempty"`
+	// +optional
+	// +kubebuilder:default={maxRuns:3,window:"1h"}
+	CircuitBreaker *CircuitBreakerSpec `json:"circuitBreaker,omitempty"`
+	// +optional
+	// +kubebuilder:default={maxPercent:100}
+	Budget *BudgetSpec `json:"budget,omitempty"`
+	// DryRun (shadow mode) records what the rule would do, the server-side
+	// dry-run of every step, and writes nothing.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// ResolvePolicy: Cancel ends pending work when the alert resolves; Finish lets it run.
+	// +optional
+	// +kubebuilder:default=Cancel
+	ResolvePolicy ResolvePolicy `json:"resolvePolicy,omitempty"`
+	// GitOps: what to do with a target carrying Argo CD's or Flux's tracking
+	// labels or annotations. Refuse (default) never fights the GitOps controller.
+	// +optional
+	// +kubebuilder:default=Refuse
+	GitOps GitOpsPolicy `json:"gitOps,omitempty"`
+	// Suspend stops new alerts from starting anything.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+	// Author is who created or last changed the rule's spec: its
+	// remediations run in their name. Set by Remedy's admission webhook from
+	// the authenticated user; a value in the body is ignored. The author must
+	// hold "execute" on every action of the template in the namespace.
+	// +optional
+	Author *Requester `json:"author,omitempty"`
+}
+
+// Alert phases recorded in RemediationRuleStatus.Alerts.
+const (
+	AlertQueued   = "Queued"
+	AlertWaiting  = "WaitingApproval"
+	AlertRunning  = "Running"
+	AlertDone     = "Done"
+	AlertRefused  = "Refused"
+	AlertCanceled = "Canceled"
+	AlertShadow   = "Shadow"
+)
+
+// AlertRecord is what the rule did with one alert.
+type AlertRecord struct {
+	Fingerprint string `json:"fingerprint"`
+	// +optional
+	AlertName string `json:"alertName,omitempty"`
+	// Phase is Queued, WaitingApproval, Running, Done, Refused, Canceled or Shadow:
+	// a blocked alert is either Queued (it runs when its target is free) or Refused (dropped).
+	Phase string `json:"phase"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	Target string `json:"target,omitempty"`
+	// +optional
+	Request string `json:"request,omitempty"`
+	// +optional
+	WorkflowID string `json:"workflowID,omitempty"`
+	// +optional
+	GeneratorURL string `json:"generatorURL,omitempty"`
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// DryRun holds, in shadow mode, each step's server-side dry-run diff.
+	// +optional
+	DryRun []string `json:"dryRun,omitempty"`
+	// +optional
+	At *metav1.Time `json:"at,omitempty"`
+}
+
+// Refusal is the last alert the rule did not act on, and why.
+type Refusal struct {
+	Reason string `json:"reason"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// +optional
+	At *metav1.Time `json:"at,omitempty"`
+}
+
+// RemediationRuleStatus counts and records what the rule did.
+type RemediationRuleStatus struct {
+	// Matches counts alerts (distinct firings) that matched.
+	// +optional
+	Matches int64 `json:"matches,omitempty"`
+	// RunsStarted counts RemediationRequests (or shadow runs) started.
+	// +optional
+	RunsStarted int64 `json:"runsStarted,omitempty"`
+	// +optional
+	LastRun *metav1.Time `json:"lastRun,omitempty"`
+	// +optional
+	LastRefusal *Refusal `json:"lastRefusal,omitempty"`
+	// StormUntil is set while the rule is in storm mode.
+	// +optional
+	StormUntil *metav1.Time `json:"stormUntil,omitempty"`
+	// Alerts are the most recent alerts, newest first (at most 20).
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	Alerts []AlertRecord `json:"alerts,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Conditions of a RemediationRule besides Ready.
+const (
+	ConditionCircuitOpen = "CircuitOpen"
+	ConditionStorm       = "Storm"
+)
+
+// RemediationRule starts a RemediationRequest for each matching Alertmanager alert.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rrule,categories=remedy
+// +kubebuilder:printcolumn:name="Matches",type=integer,JSONPath=`.status.matches`
+// +kubebuilder:printcolumn:name="Runs",type=integer,JSONPath=`.status.runsStarted`
+// +kubebuilder:printcolumn:name="LastRun",type=date,JSONPath=`.status.lastRun`
+// +kubebuilder:printcolumn:name="LastRefusal",type=string,JSONPath=`.status.lastRefusal.reason`
+// +kubebuilder:printcolumn:name="DryRun",type=boolean,JSONPath=`.spec.dryRun`,priority=1
+// +kubebuilder:printcolumn:name="Author",type=string,JSONPath=`.spec.author.username`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RemediationRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RemediationRuleSpec   `json:"spec"`
+	Status RemediationRuleStatus `json:"status,omitempty"`
+}
+
+// RemediationRuleList is a list of RemediationRule.
+// +kubebuilder:object:root=true
+type RemediationRuleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RemediationRule `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RemediationRule{}, &RemediationRuleList{})
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/remedy-dev/remedy/internal/compose"
+	"github.com/remedy-dev/remedy/internal/devenv"
+)
+
+// startDevAlerts serves the worker's Alertmanager receiver on alertsAddr
+// with a fresh bearer token (in devDir), and starts the pinned Alertmanager
+// on amAddr routed to it: group_by alertname and namespace, send_resolved,
+// the token as http_config.authorization's credentials_file.
+func startDevAlerts(ctx context.Context, env *devenv.Env, root, devDir, amAddr, alertsAddr string, log io.Writer) (*devenv.Alertmanager, string, error) {
+	bin, err := devenv.AlertmanagerBinary(root)
+	if err != nil {
+		return nil, "", err
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	tokenFile := filepath.Join(devDir, "alerts-token")
+	if err := os.WriteFile(tokenFile, []byte(hex.EncodeToString(b)), 0o600); err != nil {
+		return nil, "", fmt.Errorf("write alerts token: %w", err)
+	}
+	wCfg, err := devenv.ServiceAccountConfig(ctx, env.Config, devenv.Namespace, "remedy-worker")
+	if err != nil {
+		return nil, "", err
+	}
+	receiver, err := compose.ServeAlerts(ctx, wCfg, env.Temporal, env.Temporal, compose.AlertsOptions{Addr: alertsAddr, TokenFile: tokenFile,
+		AlertmanagerURL: "http://" + amAddr})
+	if err != nil {
+		return nil, "", err
+	}
+	cfg := fmt.Sprintf(`route:
+  receiver: remedy
+  group_by: [alertname, namespace]
+  group_wait: 5s
+  group_interval: 10s
+  repeat_interval: 1h
+receivers:
+  - name: remedy
+    webhook_configs:
+      - url: %s
+        send_resolved: true
+        http_config:
+          authorization:
+            type: Bearer
+            credentials_file: %s
+`, receiver, tokenFile)
+	am, err := devenv.StartAlertmanager(ctx, devenv.AlertmanagerOptions{Binary: bin, Config: cfg, ListenAddress: amAddr, Log: log, DieWithParent: true})
+	if err != nil {
+		return nil, "", err
+	}
+	return am, receiver, nil
+}
+
+// installWhenAdmitted applies path, retrying while the operator's admission
+// webhook is not serving yet (up to 30s).
+func installWhenAdmitted(ctx context.Context, env *devenv.Env, path string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := devenv.Install(ctx, env.Config, path)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// AlertmanagerOptions say how to run a real Alertmanager.
+type AlertmanagerOptions struct {
+	// Binary is the alertmanager executable (AlertmanagerBinary finds the pinned one).
+	Binary string
+	// Config is the whole alertmanager.yml.
+	Config string
+	// ListenAddress binds the API and UI; empty picks a free loopback port.
+	ListenAddress string
+	// Log receives its output; nil discards it.
+	Log io.Writer
+	// DieWithParent kills it with this process (Linux).
+	DieWithParent bool
+}
+
+// Alertmanager is a running Alertmanager.
+type Alertmanager struct {
+	// URL of its API and UI, e.g. http://127.0.0.1:9093.
+	URL string
+	// Dir holds its configuration and data; files written there (a token
+	// for http_config's credentials_file) live as long as it does.
+	Dir    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	opts   AlertmanagerOptions
+}
+
+// AlertmanagerBinary is the pinned alertmanager (and amtool beside it) in
+// the tools cache, or $ALERTMANAGER when set.
+func AlertmanagerBinary(repoRoot string) (string, error) {
+	if p := os.Getenv("ALERTMANAGER"); p != "" {
+		return p, nil
+	}
+	cache, err := ToolsCache()
+	if err != nil {
+		return "", err
+	}
+	v, err := PinnedVersions(repoRoot)
+	if err != nil {
+		return "", err
+	}
+	if v["ALERTMANAGER_VERSION"] == "" {
+		return "", fmt.Errorf("%s lacks ALERTMANAGER_VERSION", VersionsFile)
+	}
+	p := filepath.Join(cache, "alertmanager-"+v["ALERTMANAGER_VERSION"], "alertmanager")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("missing %s: build it with `make tools` (or hack/tools/install.sh alertmanager): %w", p, err)
+	}
+	return p, nil
+}
+
+// StartAlertmanager runs Alertmanager with o.Config, without clustering
+// (no gossip port), and waits until it is ready.
+func StartAlertmanager(ctx context.Context, o AlertmanagerOptions) (*Alertmanager, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	dir, err := os.MkdirTemp("", "remedy-alertmanager-")
+	if err != nil {
+		return nil, fmt.Errorf("create alertmanager dir: %w", err)
+	}
+	am := &Alertmanager{Dir: dir, opts: o}
+	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(o.Config), 0o600); err != nil {
+		return nil, fmt.Errorf("write alertmanager config: %w", err)
+	}
+	if o.ListenAddress == "" {
+		port, err := freeLoopbackPort()
+		if err != nil {
+			return nil, err
+		}
+		o.ListenAddress = "127.0.0.1:" + strconv.Itoa(port)
+		am.opts.ListenAddress = o.ListenAddress
+	}
+	am.URL = "http://" + o.ListenAddress
+	if err := am.start(ctx); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return am, nil
+}
+
+// WriteFile writes a file into the Alertmanager's directory (a token for
+// credentials_file) and returns its path.
+func (a *Alertmanager) WriteFile(name, content string) (string, error) {
+	p := filepath.Join(a.Dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", p, err)
+	}
+	return p, nil
+}
+
+func (a *Alertmanager) start(ctx context.Context) error {
+	a.cmd = exec.Command(a.opts.Binary,
+		"--config.file="+filepath.Join(a.Dir, "alertmanager.yml"),
+		"--storage.path="+filepath.Join(a.Dir, "data"),
+		"--web.listen-address="+a.opts.ListenAddress,
+		"--cluster.listen-address=",
+		"--log.level=debug",
+	)
+	a.cmd.Stdout, a.cmd.Stderr = a.opts.Log, a.opts.Log
+	if a.opts.DieWithParent {
+		a.cmd.SysProcAttr = childSysProcAttr()
+	}
+	if err := a.cmd.Start(); err != nil {
+		return fmt.Errorf("start alertmanager: %w", err)
+	}
+	a.exited = make(chan struct{})
+	go func() { _ = a.cmd.Wait(); close(a.exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(a.URL + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-a.exited:
+			return errors.New("alertmanager exited before it was ready (see its log)")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	a.kill()
+	return errors.New("alertmanager not ready within 30s")
+}
+
+// Restart stops Alertmanager and starts it again with the same
+// configuration, address and data (its alerts survive in storage.path's
+// snapshot only when it shut down cleanly).
+func (a *Alertmanager) Restart(ctx context.Context) error {
+	a.kill()
+	return a.start(ctx)
+}
+
+// Kill stops Alertmanager (SIGTERM, then SIGKILL after 5s) and keeps its files.
+func (a *Alertmanager) Kill() { a.kill() }
+
+func (a *Alertmanager) kill() {
+	if a.cmd == nil || a.cmd.Process == nil {
+		return
+	}
+	_ = a.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-a.exited:
+	case <-time.After(5 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.exited
+	}
+}
+
+// Stop ends Alertmanager and removes its files.
+func (a *Alertmanager) Stop() error {
+	a.kill()
+	return os.RemoveAll(a.Dir)
+}
+
+// FreeLoopbackAddress is a loopback host:port nothing listens on now, to
+// give a part its address before it starts.
+func FreeLoopbackAddress() (string, error) {
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return "", err
+	}
+	return "127.0.0.1:" + strconv.Itoa(port), nil
+}
+
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,55 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Alert-driven remediation metrics (DESIGN §7).
+var (
+	// AlertsReceived counts alerts the receiver read, by result: accepted
+	// (handed to Temporal), unmatched, stale, malformed, unauthorized, too_large, temporal_unavailable.
+	AlertsReceived = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alerts_received_total",
+		Help: "Alerts (or whole payloads, for refusals before decoding) received by the Alertmanager receiver, by result.",
+	}, []string{"result"})
+	// AlertsMatched counts alerts that started a rule's workflow.
+	AlertsMatched = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alerts_matched_total",
+		Help: "Alert firings matched by a RemediationRule (one per alert workflow), by namespace.",
+	}, []string{"namespace"})
+	// AlertsRefused counts alerts a rule did not act on, by reason.
+	AlertsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alerts_refused_total",
+		Help: "Alerts a RemediationRule refused to act on, by reason.",
+	}, []string{"reason"})
+	// AlertRunsStarted counts remediations (or shadow runs) started for alerts.
+	AlertRunsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alert_runs_started_total",
+		Help: "Remediations started for alerts, by namespace.",
+	}, []string{"namespace"})
+	// AlertGuardTrips counts guard trips: CircuitOpen, Storm.
+	AlertGuardTrips = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alert_guard_trips_total",
+		Help: "Alert guards tripped (circuit breaker, storm mode), by guard.",
+	}, []string{"guard"})
+)
+
+// Results of AlertsReceived and guards of AlertGuardTrips, exposed at 0 from the start.
+var (
+	AlertResults = []string{"accepted", "unmatched", "stale", "malformed", "unauthorized", "too_large", "temporal_unavailable"}
+	AlertGuards  = []string{"CircuitOpen", "Storm"}
+)
+
+func init() {
+	register(AlertsReceived, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips)
+	for _, r := range AlertResults {
+		AlertsReceived.WithLabelValues(r)
+	}
+	for _, g := range AlertGuards {
+		AlertGuardTrips.WithLabelValues(g)
+	}
+}
+
+// MetricAlertsDeduplicated counts repeated notifications of an alert folded
+// into its open workflow; counted by the workflow (replay-safe).
+const MetricAlertsDeduplicated = "remedy_alerts_deduplicated_total"

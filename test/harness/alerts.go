@@ -1,0 +1,135 @@
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/remedy-dev/remedy/alerts"
+	"github.com/remedy-dev/remedy/internal/compose"
+	"github.com/remedy-dev/remedy/internal/devenv"
+)
+
+// AlertsOptions run a real Alertmanager wired to Remedy's receiver
+// (served as the worker's identity) through a webhook_config with bearer
+// authentication, group_by and send_resolved.
+type AlertsOptions struct {
+	// GroupWait, GroupInterval and RepeatInterval of the route (defaults 1s, 1s, 1h).
+	GroupWait, GroupInterval, RepeatInterval string
+	// MaxBodyBytes of the receiver (0: its default).
+	MaxBodyBytes int64
+}
+
+var (
+	alertmanager *devenv.Alertmanager
+	alertsURL    string
+	alertsToken  string
+	alertsTC     = &swappableTemporal{}
+)
+
+// Alertmanager is the running Alertmanager (Options.Alerts).
+func Alertmanager() *devenv.Alertmanager { return alertmanager }
+
+// AlertsURL is the receiver's URL, and AlertsToken the bearer token Alertmanager sends it.
+func AlertsURL() string   { return alertsURL }
+func AlertsToken() string { return alertsToken }
+
+// SetAlertsTemporal makes the receiver hand alerts to tc (nil: the dev
+// server's client again), as if Temporal were unreachable.
+func SetAlertsTemporal(tc alerts.Temporal) { alertsTC.set(tc) }
+
+// startAlerts serves the receiver, then starts Alertmanager routed to it.
+func startAlerts(ctx context.Context, o AlertsOptions, logs io.Writer) (string, error) {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	alertsToken = hex.EncodeToString(b)
+	tokenFile := filepath.Join(env.TempDir(), "alerts-token")
+	if err := os.WriteFile(tokenFile, []byte(alertsToken), 0o600); err != nil {
+		return "", fmt.Errorf("write alerts token: %w", err)
+	}
+	wCfg, err := devenv.ServiceAccountConfig(ctx, env.Config, devenv.Namespace, "remedy-worker")
+	if err != nil {
+		return "", err
+	}
+	alertsTC.def = env.Temporal
+	amAddr, err := devenv.FreeLoopbackAddress()
+	if err != nil {
+		return "", err
+	}
+	if alertsURL, err = compose.ServeAlerts(ctx, wCfg, alertsTC, env.Temporal, compose.AlertsOptions{Addr: "127.0.0.1:0", TokenFile: tokenFile,
+		MaxBodyBytes: o.MaxBodyBytes, AlertmanagerURL: "http://" + amAddr, SweepEvery: sweepEvery}); err != nil {
+		return "", err
+	}
+	bin, err := devenv.AlertmanagerBinary(Root)
+	if err != nil {
+		return "", err
+	}
+	or := func(v, d string) string {
+		if v == "" {
+			return d
+		}
+		return v
+	}
+	cfg := fmt.Sprintf(`route:
+  receiver: remedy
+  group_by: [alertname, namespace]
+  group_wait: %s
+  group_interval: %s
+  repeat_interval: %s
+receivers:
+  - name: remedy
+    webhook_configs:
+      - url: %s
+        send_resolved: true
+        http_config:
+          authorization:
+            type: Bearer
+            credentials_file: %s
+`, or(o.GroupWait, "1s"), or(o.GroupInterval, "1s"), or(o.RepeatInterval, "1h"), alertsURL, tokenFile)
+	alertmanager, err = devenv.StartAlertmanager(ctx, devenv.AlertmanagerOptions{Binary: bin, Config: cfg, ListenAddress: amAddr, Log: logs, DieWithParent: true})
+	if err != nil {
+		return "", err
+	}
+	return alertmanager.URL, nil
+}
+
+// sweepEvery is how often the tests' receiver sweeps Alertmanager for lost resolves.
+const sweepEvery = 2 * time.Second
+
+// swappableTemporal is the receiver's Temporal client, replaceable by a test.
+type swappableTemporal struct {
+	mu  sync.Mutex
+	def alerts.Temporal
+	cur alerts.Temporal
+}
+
+func (s *swappableTemporal) set(tc alerts.Temporal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur = tc
+}
+
+func (s *swappableTemporal) get() alerts.Temporal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != nil {
+		return s.cur
+	}
+	return s.def
+}
+
+func (s *swappableTemporal) SignalWithStartWorkflow(ctx context.Context, id, signal string, arg any, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	return s.get().SignalWithStartWorkflow(ctx, id, signal, arg, o, wf, args...)
+}
+
+func (s *swappableTemporal) SignalWorkflow(ctx context.Context, id, runID, signal string, arg any) error {
+	return s.get().SignalWorkflow(ctx, id, runID, signal, arg)
+}

@@ -1,0 +1,348 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertrule"
+	"github.com/remedy-dev/remedy/internal/metrics"
+)
+
+// SignalAlert carries each notification of the alert (AlertSignal): the
+// receiver signal-with-starts the workflow with it, so repeats, HA
+// duplicates and retries are signals to one run.
+const SignalAlert = "alert"
+
+// Alert statuses in AlertSignal, as Alertmanager writes them.
+const (
+	AlertFiring   = "firing"
+	AlertResolved = "resolved"
+)
+
+// Reasons an alert's run ends with, besides the guards' and activities'.
+const (
+	ReasonGitOpsManaged = "GitOpsManaged"
+	ReasonResolved      = "Resolved"
+	ReasonRejected      = "Rejected"
+)
+
+// AlertWorkflowID is the deterministic ID of one alert's workflow for one rule.
+func AlertWorkflowID(namespace, rule, fingerprint string) string {
+	return activities.AlertWorkflowID(namespace, rule, fingerprint)
+}
+
+// AlertGuardWorkflowID is the ID of a namespace's guard workflow.
+func AlertGuardWorkflowID(namespace string) string { return activities.AlertGuardWorkflowID(namespace) }
+
+// Search attributes of alert workflows.
+var (
+	AttrRule  = temporal.NewSearchAttributeKeyKeyword("RemedyRule")
+	AttrAlert = temporal.NewSearchAttributeKeyKeyword("RemedyAlert")
+)
+
+// AlertInput is the alert and rule a run is for. Nothing in it is trusted:
+// the run verifies it against the API server and Alertmanager.
+type AlertInput struct {
+	Namespace string          `json:"namespace"`
+	Rule      string          `json:"rule"`
+	Alert     alertrule.Alert `json:"alert"`
+}
+
+// AlertSignal is one notification of the alert.
+type AlertSignal struct {
+	Status string    `json:"status"`
+	EndsAt time.Time `json:"endsAt,omitempty"`
+}
+
+// AlertResult is what the run did.
+type AlertResult struct {
+	Phase   string   `json:"phase"`
+	Reason  string   `json:"reason,omitempty"`
+	Message string   `json:"message,omitempty"`
+	Request string   `json:"request,omitempty"`
+	DryRun  []string `json:"dryRun,omitempty"`
+}
+
+var (
+	alerts *activities.Alerts
+	guards *activities.Guards
+)
+
+var awaitRequestOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 24 * time.Hour,
+	HeartbeatTimeout:    30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+		NonRetryableErrorTypes: activities.NonRetryable,
+	},
+}
+
+// alertRun is one run's state.
+type alertRun struct {
+	in       AlertInput
+	id       string
+	resolved bool
+	permit   *Permit
+	plan     activities.AlertPlan
+	result   AlertResult
+}
+
+// AlertWorkflow acts once on one alert for one rule, through every guard:
+// verify the rule and the alert, refuse a GitOps-managed target (per rule),
+// ask for approval, get a permit from the namespace's guard, then run the
+// RemediationRequest in the author's name (or, in shadow mode, only its
+// server-side dry-run). It then stays open until the alert resolves, so
+// repeats and duplicates fold into it; a resolve it never receives is
+// signalled by the receiver's sweep.
+func AlertWorkflow(ctx workflow.Context, in AlertInput) (AlertResult, error) {
+	r := &alertRun{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (AlertResult, error) { return r.result, nil }); err != nil {
+		return AlertResult{}, err
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrKind.ValueSet("Alert"), AttrRule.ValueSet(in.Namespace+"/"+in.Rule), AttrAlert.ValueSet(in.Alert.Fingerprint))
+	notes := workflow.GetSignalChannel(ctx, SignalAlert)
+	workflow.Go(ctx, func(c workflow.Context) {
+		for {
+			var s AlertSignal
+			notes.Receive(c, &s)
+			if s.Status == AlertResolved {
+				r.resolved = true
+			} else {
+				workflow.GetMetricsHandler(c).Counter(metrics.MetricAlertsDeduplicated).Inc(1)
+			}
+		}
+	})
+	workflow.Go(ctx, func(c workflow.Context) {
+		ch := workflow.GetSignalChannel(c, SignalPermit)
+		var p Permit
+		ch.Receive(c, &p)
+		r.permit = &p
+	})
+	quick := workflow.WithActivityOptions(ctx, quickOptions)
+	r.setPhase(ctx, "Verifying", "", "")
+	subject := activities.AlertSubject{Namespace: in.Namespace, Rule: in.Rule, Alert: in.Alert}
+	if err := workflow.ExecuteActivity(quick, alerts.VerifyAlert, subject).Get(ctx, &r.plan); err != nil {
+		r.setPhase(ctx, v1alpha1.AlertRefused, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err))
+		return r.result, nil
+	}
+	r.record(ctx, activities.AlertRecordInput{Matched: true}, v1alpha1.AlertQueued, "Matched", "")
+	r.act(ctx)
+	r.awaitResolve(ctx)
+	return r.result, nil
+}
+
+// act runs the guards and the remediation; it records every outcome.
+func (r *alertRun) act(ctx workflow.Context) {
+	spec := r.plan.Spec
+	approve := spec.Approval != nil && spec.Approval.Required
+	if r.plan.GitOps != "" {
+		switch spec.GitOps {
+		case v1alpha1.GitOpsAct:
+		case v1alpha1.GitOpsApprove:
+			approve = true
+		default:
+			r.refuse(ctx, ReasonGitOpsManaged, fmt.Sprintf("%s is managed by %s: a change would be reverted by the GitOps controller; fix it in Git, or set the rule's gitOps to Approve or Act", r.plan.Target, r.plan.GitOps), "")
+			return
+		}
+	}
+	if approve && !r.approved(ctx) {
+		return
+	}
+	if !r.acquire(ctx) {
+		return
+	}
+	defer r.release(ctx)
+	if spec.DryRun {
+		r.shadow(ctx)
+		return
+	}
+	r.remediate(ctx)
+}
+
+// approved asks a person; a resolve under resolvePolicy Cancel withdraws the question.
+func (r *alertRun) approved(ctx workflow.Context) bool {
+	spec := r.plan.Spec
+	var timeout time.Duration
+	if spec.Approval != nil {
+		timeout = spec.Approval.Timeout.Or(0)
+	}
+	step := r.plan.Steps[0].Execution
+	ask := ApprovalAsk{
+		Namespace: r.in.Namespace, Name: r.requestName(ctx, "approval"),
+		Subject:    v1alpha1.ObjectRef{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RemediationRule", Namespace: r.in.Namespace, Name: r.in.Rule},
+		SubjectUID: r.plan.RuleUID,
+		Context: v1alpha1.ApprovalContext{Reason: fmt.Sprintf("alert %s (%s) matched RemediationRule %s", r.in.Alert.Labels["alertname"], r.in.Alert.Fingerprint, r.in.Rule),
+			Action: step.Action, Target: step.Target, Requester: r.plan.Author.Username},
+		Timeout: timeout,
+		Opened: func(ctx workflow.Context, _ time.Time) {
+			r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertWaiting, "ApprovalRequested", "")
+		},
+		Superseded: func() string {
+			if r.resolved && spec.ResolvePolicy != v1alpha1.ResolveFinish {
+				return "the alert resolved"
+			}
+			return ""
+		},
+	}
+	var g approvalGate
+	d, err := g.awaitDecision(ctx, ask)
+	switch {
+	case errors.Is(err, errApprovalSuperseded):
+		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonResolved, "the alert resolved before a decision: approval request withdrawn")
+		return false
+	case err != nil:
+		r.refuse(ctx, "ApprovalFailed", err.Error(), "")
+		return false
+	case d.Decision != v1alpha1.DecisionApproved:
+		r.refuse(ctx, ReasonRejected, fmt.Sprintf("%s by %s: %s", d.Decision, d.DecidedBy, d.Message), "")
+		return false
+	}
+	return true
+}
+
+// acquire asks the namespace's guard for a permit and waits for it; a
+// resolve under resolvePolicy Cancel withdraws the request.
+func (r *alertRun) acquire(ctx workflow.Context) bool {
+	spec := r.plan.Spec
+	req := activities.GuardAcquire{AlertID: r.id, Rule: r.in.Rule, Target: r.plan.Target, MaxConcurrent: int(spec.MaxConcurrent),
+		Cooldown: r.plan.Cooldown, BreakerWindow: r.plan.BreakerWindow, Slots: r.plan.Workloads}
+	if spec.CircuitBreaker != nil {
+		req.BreakerRuns = int(spec.CircuitBreaker.MaxRuns)
+	}
+	if spec.Budget != nil && spec.Budget.MaxPercent > 0 {
+		req.Slots = max(1, r.plan.Workloads*int(spec.Budget.MaxPercent)/100)
+	}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), guards.Acquire, r.in.Namespace, req).Get(ctx, nil); err != nil {
+		r.refuse(ctx, "GuardUnavailable", messageOf(err), "")
+		return false
+	}
+	r.setPhase(ctx, v1alpha1.AlertQueued, "AwaitingPermit", "waiting for the namespace's guard: target busy or cooling down, or the namespace budget is spent")
+	cancelOnResolve := r.plan.Spec.ResolvePolicy != v1alpha1.ResolveFinish
+	_ = workflow.Await(ctx, func() bool { return r.permit != nil || (cancelOnResolve && r.resolved) })
+	if r.permit == nil {
+		r.release(ctx)
+		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonResolved, "the alert resolved while queued")
+		return false
+	}
+	if !r.permit.Granted {
+		r.refuse(ctx, r.permit.Reason, r.permit.Message, r.permit.Reason)
+		return false
+	}
+	return true
+}
+
+func (r *alertRun) release(ctx workflow.Context) {
+	err := workflow.SignalExternalWorkflow(ctx, AlertGuardWorkflowID(r.in.Namespace), "", SignalRelease, ReleaseRequest{AlertID: r.id}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("permit not released", "error", err)
+	}
+}
+
+// shadow records each step's server-side dry-run diff and writes nothing.
+func (r *alertRun) shadow(ctx workflow.Context) {
+	quick := workflow.WithActivityOptions(ctx, quickOptions)
+	var diffs []string
+	for _, s := range r.plan.Steps {
+		req := actions.Request{Action: s.Execution.Action, Target: s.Execution.Target, Requester: &r.plan.Author}
+		if s.Execution.Parameters != nil {
+			req.Params = *s.Execution.Parameters
+		}
+		var res v1alpha1.DryRunResults
+		err := workflow.ExecuteActivity(quick, execution.DryRun, req).Get(ctx, &res)
+		line := s.Name + ": " + res.EstimatedImpact
+		if err != nil {
+			line = s.Name + ": dry-run failed: " + messageOf(err)
+		}
+		diffs = append(diffs, line)
+	}
+	r.result.DryRun = diffs
+	r.record(ctx, activities.AlertRecordInput{Started: true}, v1alpha1.AlertShadow, "DryRun", "shadow mode: nothing was written")
+}
+
+// remediate runs the RemediationRequest and waits for it; a resolve under
+// resolvePolicy Cancel cancels the request's workflow (steps not started never run).
+func (r *alertRun) remediate(ctx workflow.Context) {
+	var ref activities.RequestRef
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepCreateOptions), alerts.CreateAlertRequest,
+		activities.AlertRequestInput{Subject: activities.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}, Plan: r.plan}).Get(ctx, &ref)
+	if err != nil {
+		r.refuse(ctx, reasonOf(err, activities.ReasonInvalidParameters), messageOf(err), "")
+		return
+	}
+	r.result.Request = ref.Name
+	r.record(ctx, activities.AlertRecordInput{Started: true}, v1alpha1.AlertRunning, "Started", "RemediationRequest "+ref.Name)
+	actx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, awaitRequestOptions), alerts.AwaitRequest, r.in.Namespace, ref)
+	var st v1alpha1.RemediationRequestStatus
+	done := false
+	cancelOnResolve := r.plan.Spec.ResolvePolicy != v1alpha1.ResolveFinish
+	_ = workflow.Await(ctx, func() bool { return fut.IsReady() || (cancelOnResolve && r.resolved) })
+	if fut.IsReady() {
+		done = true
+		err = fut.Get(ctx, &st)
+	}
+	if !done {
+		_ = workflow.RequestCancelExternalWorkflow(ctx, ref.WorkflowID, "").Get(ctx, nil)
+		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonResolved, "the alert resolved: RemediationRequest "+ref.Name+" canceled")
+		return
+	}
+	if err != nil {
+		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertDone, reasonOf(err, "Failed"), messageOf(err))
+		return
+	}
+	r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertDone, st.Reason, string(st.Phase)+": "+st.Message)
+}
+
+// awaitResolve keeps the run open until the alert resolves, so repeats
+// and duplicates fold into it. A resolve Alertmanager never delivered is
+// signalled by the receiver's sweep (alerts.Sweep).
+func (r *alertRun) awaitResolve(ctx workflow.Context) {
+	_ = workflow.Await(ctx, func() bool { return r.resolved })
+}
+
+func (r *alertRun) refuse(ctx workflow.Context, reason, msg, guard string) {
+	in := activities.AlertRecordInput{Guard: guard}
+	if r.permit != nil && r.permit.StormUntil != nil {
+		in.StormUntil = r.permit.StormUntil
+	}
+	r.record(ctx, in, v1alpha1.AlertRefused, reason, msg)
+}
+
+// record sets the run's phase and writes it into the rule's status.
+func (r *alertRun) record(ctx workflow.Context, in activities.AlertRecordInput, phase, reason, msg string) {
+	r.setPhase(ctx, phase, reason, msg)
+	in.Namespace, in.Rule, in.RuleUID = r.in.Namespace, r.in.Rule, r.plan.RuleUID
+	in.Record = v1alpha1.AlertRecord{Fingerprint: r.in.Alert.Fingerprint, AlertName: r.in.Alert.Labels["alertname"], Phase: phase, Reason: reason,
+		Message: capMessage(msg), Target: r.plan.Target, Request: r.result.Request, WorkflowID: r.id, GeneratorURL: r.in.Alert.GeneratorURL,
+		Labels: r.in.Alert.Labels, DryRun: r.result.DryRun}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alerts.RecordAlert, in).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("alert not recorded on the rule", "error", err)
+	}
+}
+
+func (r *alertRun) setPhase(ctx workflow.Context, phase, reason, msg string) {
+	r.result.Phase, r.result.Reason, r.result.Message = phase, reason, capMessage(msg)
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrPhase.ValueSet(phase))
+}
+
+// requestName names an object this run creates: unique per run, stable across its retries.
+func (r *alertRun) requestName(ctx workflow.Context, suffix string) string {
+	run := workflow.GetInfo(ctx).WorkflowExecution.RunID
+	fp := r.in.Alert.Fingerprint
+	return fmt.Sprintf("%s-%s-%s-%s", truncateName(r.in.Rule, 30), fp[:min(8, len(fp))], run[:min(8, len(run))], suffix)
+}
+
+func truncateName(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
