@@ -7,7 +7,7 @@ export GOTOOLCHAIN := local
 TOOLS_CACHE ?= $(or $(REMEDY_TOOLS_CACHE),$(HOME)/.cache/remedy/tools)
 # install.sh and `remedy dev` find the cache by this name.
 export REMEDY_TOOLS_CACHE := $(TOOLS_CACHE)
-KUBEBUILDER_ASSETS ?= $(TOOLS_CACHE)/kubernetes-$(KUBERNETES_VERSION)
+KUBEBUILDER_ASSETS ?= $(TOOLS_CACHE)/kubernetes-$(KUBERNETES_VERSION)-$(KUBERNETES_BUILD)
 TEMPORAL_CLI ?= $(TOOLS_CACHE)/temporal-$(TEMPORAL_CLI_VERSION)/temporal
 CONTROLLER_GEN ?= $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 WORKFLOWCHECK ?= $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck

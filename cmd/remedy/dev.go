@@ -262,7 +262,7 @@ kubectl-remedy into <dev-dir>/bin.
 The pinned binaries: the directory $KUBEBUILDER_ASSETS (etcd, kube-apiserver,
 kube-controller-manager, kubectl) and the file $TEMPORAL_CLI; where either is
 unset, the tools cache ($REMEDY_TOOLS_CACHE, default ~/.cache/remedy/tools) at
-the versions of <repo>/hack/tools/versions.env: kubernetes-<KUBERNETES_VERSION>/
+the versions of <repo>/hack/tools/versions.env: kubernetes-<KUBERNETES_VERSION>-<KUBERNETES_BUILD>/
 and temporal-<TEMPORAL_CLI_VERSION>/temporal. ` + "`make tools`" + ` (or
 hack/tools/install.sh kubernetes temporal) builds them there; ` + "`make dev`" + `
 does both and passes DEV_FLAGS on.
