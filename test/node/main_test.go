@@ -10,5 +10,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Main(m, harness.Options{Node: true}))
+	os.Exit(harness.Main(m, harness.Options{Node: true, Remedy: true}))
 }
