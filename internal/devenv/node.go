@@ -47,7 +47,9 @@ const (
 	filterChain  = "REMEDY-NODE-EGRESS"
 	natChain     = "REMEDY-NODE-SERVICES"
 	nodeLockFile = "/run/remedy-node.lock"
-	cniNetwork   = "remedy-node"
+	// nodeRunDir holds containerd's sockets; teardown removes it.
+	nodeRunDir = "/run/remedy-node"
+	cniNetwork = "remedy-node"
 )
 
 // NodeOptionsFromEnv finds containerd in the tools cache at the pinned

@@ -20,7 +20,7 @@ import (
 // chains, links and sysctls, then its directory. It can run twice.
 func teardown(st nodeState) error {
 	var errs []error
-	killNodeProcesses(st.Dir)
+	killNodeProcesses(st.Dir, nodeRunDir+"/")
 	errs = append(errs, unmountUnder(st.Dir+"/"), removeNetns(st))
 	errs = append(errs, removePodCgroups())
 	for key, before := range st.Chains {
@@ -51,7 +51,7 @@ func teardown(st nodeState) error {
 	for _, r := range added(st.CNIResults, entries(cniResultDir)) {
 		_ = os.Remove(filepath.Join(cniResultDir, r))
 	}
-	for _, d := range append(st.MissingDirs, st.Dir) {
+	for _, d := range append(st.MissingDirs, st.Dir, nodeRunDir) {
 		// A mount left in place would have its files removed through it.
 		if left, err := MountsUnder(d + "/"); err != nil || len(left) > 0 {
 			errs = append(errs, fmt.Errorf("keep %s: mounts remain below it: %v", d, left), err)
@@ -65,11 +65,11 @@ func teardown(st nodeState) error {
 }
 
 // killNodeProcesses kills every process of the node: those that name its
-// directory (containerd, its shims, the kubelet) and every container's (in
+// directory or its sockets' (containerd, its shims, the kubelet) and every container's (in
 // the kubepods cgroups), until none is left.
-func killNodeProcesses(dir string) {
+func killNodeProcesses(dir, runDir string) {
 	for range 50 {
-		pids := append(podPIDs(), pidsNaming(dir)...)
+		pids := append(append(podPIDs(), pidsNaming(dir)...), pidsNaming(runDir)...)
 		if len(pids) == 0 {
 			return
 		}

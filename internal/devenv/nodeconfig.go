@@ -111,12 +111,15 @@ type nodePaths struct{ dir string }
 func (p nodePaths) at(parts ...string) string {
 	return filepath.Join(append([]string{p.dir}, parts...)...)
 }
-func (p nodePaths) socket() string { return p.at("containerd", "containerd.sock") }
+
+// socket is containerd's, outside the node directory: a unix socket's path
+// has at most 107 bytes, and a checkout's .dev/tmp can be deep.
+func (p nodePaths) socket() string { return filepath.Join(nodeRunDir, "containerd.sock") }
 func (p nodePaths) state() string  { return p.at("state.json") }
 
 // writeConfigs writes containerd's, the CNI's and the kubelet's configuration.
 func (p nodePaths) writeConfigs(sandboxImage, kubeletClientCA string) error {
-	for _, d := range []string{p.at("containerd"), p.at("certs.d", "_default"), p.at("net.d"), p.at("kubelet"), p.at("pod-logs")} {
+	for _, d := range []string{nodeRunDir, p.at("containerd"), p.at("certs.d", "_default"), p.at("net.d"), p.at("kubelet"), p.at("pod-logs")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
