@@ -71,6 +71,8 @@ type ApprovalRequestInput struct {
 	WorkflowID         string                   `json:"workflowID"`
 	Context            v1alpha1.ApprovalContext `json:"context"`
 	RequiredBy         time.Time                `json:"requiredBy"`
+	// TTLSecondsAfterFinished is the request's spec field (nil: unset).
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
 
 // CreateApprovalRequest creates the RAR owned by its RemediationRequest, or by
@@ -106,7 +108,8 @@ func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalReques
 		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace, OwnerReferences: []metav1.OwnerReference{owner}},
 		Spec: v1alpha1.RemediationApprovalRequestSpec{
 			SubjectRef: in.Subject, WorkflowID: in.WorkflowID, ApprovalContext: in.Context,
-			RequiredBy: metav1.NewTime(in.RequiredBy),
+			RequiredBy:              metav1.NewTime(in.RequiredBy),
+			TTLSecondsAfterFinished: in.TTLSecondsAfterFinished,
 		},
 	}
 	err := a.Client.Create(ctx, rar)

@@ -114,7 +114,7 @@ func (d *Drift) CheckDrifts(ctx context.Context, in CheckDriftsInput) (CheckDrif
 		approvals = nil
 	}
 	for _, c := range in.Drifts {
-		reason, err := d.resolution(ctx, c, hash, approvals)
+		reason, err := d.resolution(ctx, c, hash, parent.GetGeneration(), approvals)
 		if err != nil {
 			return CheckDriftsResult{}, err
 		}
@@ -125,13 +125,15 @@ func (d *Drift) CheckDrifts(ctx context.Context, in CheckDriftsInput) (CheckDrif
 	return res, nil
 }
 
-func (d *Drift) resolution(ctx context.Context, c DriftCheck, parentHash string, approvals []kv1.Approval) (string, error) {
+// resolution says why check c is resolved, "" if it is not; the parent's
+// spec hash and metadata.generation are read once for every check.
+func (d *Drift) resolution(ctx context.Context, c DriftCheck, parentHash string, parentGeneration int64, approvals []kv1.Approval) (string, error) {
 	if parentHash != c.ParentSpecHash {
 		return DriftParentChanged, nil
 	}
 	ref := kv1.ChildRef{APIVersion: c.Child.APIVersion, Kind: c.Child.Kind, Name: c.Child.Name}
 	for _, a := range approvals {
-		if a.Matches(ref, c.ParentGeneration) {
+		if a.Matches(ref, kv1.Generations{Spec: c.ParentGeneration, Metadata: parentGeneration}) {
 			return DriftApproved, nil
 		}
 	}

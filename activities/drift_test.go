@@ -115,6 +115,13 @@ func TestCheckDrifts(t *testing.T) {
 	otherParent.SetUID("uid-other")
 	create := check
 	create.Operation, create.Child.UID = "CREATE", ""
+	// at7 carries an approval naming metadata.generation 7, which
+	// annotation edits since the spec change at 3 brought it to.
+	at7 := func(gen int64) *unstructured.Unstructured {
+		u := driftObject(webParent, 1, approval("web-1", gen))
+		u.SetGeneration(7)
+		return u
+	}
 	tests := []struct {
 		name  string
 		objs  []runtime.Object
@@ -127,6 +134,8 @@ func TestCheckDrifts(t *testing.T) {
 		{name: "approval for the child", objs: []runtime.Object{driftObject(webParent, 1, approval("web-1", 3)), driftObject(webChild, 1, nil)}, check: check, want: DriftApproved},
 		{name: "wildcard approval", objs: []runtime.Object{driftObject(webParent, 1, approval("*", 3)), driftObject(webChild, 1, nil)}, check: check, want: DriftApproved},
 		{name: "approval for another child", objs: []runtime.Object{driftObject(webParent, 1, approval("web-2", 3)), driftObject(webChild, 1, nil)}, check: check},
+		{name: "approval naming the parent's metadata.generation", objs: []runtime.Object{at7(7), driftObject(webChild, 1, nil)}, check: check, want: DriftApproved},
+		{name: "approval naming a generation ahead of metadata.generation", objs: []runtime.Object{at7(8), driftObject(webChild, 1, nil)}, check: check},
 		{name: "approval for another generation", objs: []runtime.Object{driftObject(webParent, 1, approval("web-1", 2)), driftObject(webChild, 1, nil)}, check: check},
 		{name: "unparseable approvals are ignored", objs: []runtime.Object{driftObject(webParent, 1, map[string]string{kv1.AnnotationApprovals: "yes"}), driftObject(webChild, 1, nil)}, check: check},
 		{name: "child deleted", objs: []runtime.Object{driftObject(webParent, 1, nil)}, check: check, want: DriftChildDeleted},

@@ -53,3 +53,18 @@ func (v *Validation) policyMaps(ctx context.Context) ([]*corev1.ConfigMap, error
 	}
 	return out, nil
 }
+
+// ObservePolicy checks the safety policy as the policy ConfigMaps are now,
+// for v.LastGood: the worker's watch calls it on every change. Not a method:
+// the worker registers Validation's exported methods as activities.
+func ObservePolicy(ctx context.Context, v *Validation) {
+	if v.LastGood == nil {
+		return
+	}
+	cms, err := v.policyMaps(ctx)
+	if err != nil {
+		v.LastGood.Log.Error(err, "read the policy ConfigMaps")
+		return
+	}
+	v.LastGood.Observe(ctx, v.Policy, cms)
+}

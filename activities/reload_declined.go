@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
@@ -139,8 +140,8 @@ func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
 
 // declinedEvent is named after the request, so a retry does not duplicate it.
 func (r *Reload) declinedEvent(ctx context.Context, obj *unstructured.Unstructured, in DeclineInput) error {
-	by := in.Decision.DecidedBy + " via " + string(in.Decision.Via)
+	decided := v1alpha1.DecisionText(in.Decision.Decision, in.Decision.DecidedBy, in.Decision.Via)
 	return r.workloadEvent(ctx, obj, in.Kind, "declined", in.Request, "Decline", "ReloadDeclined", corev1.EventTypeWarning,
-		fmt.Sprintf("restart not made: %s %s by %s (%s); ConfigMap data %s stays unrolled until it changes again",
-			in.Request, in.Decision.Decision, by, in.Decision.Message, DescribeChanges(in.Changes)))
+		fmt.Sprintf("restart not made: %s %s (%s); ConfigMap data %s stays unrolled until it changes again",
+			in.Request, decided, in.Decision.Message, DescribeChanges(in.Changes)))
 }

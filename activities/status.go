@@ -66,6 +66,7 @@ func (s *Statuses) PushExecutionStatus(ctx context.Context, in ExecutionStatusPu
 	obj, result, err := writeStatus(ctx, s.Client, "KubernetesExecution", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, in.UID,
 		func(k *v1alpha1.KubernetesExecution) bool {
 			next, e, ok := mergeExecutionStatus(k.Status, in.Status, k.Generation, time.Now())
+			next.Target = k.Spec.Target.KindName()
 			k.Status, entered = next, e
 			return ok
 		})
@@ -89,6 +90,7 @@ func (s *Statuses) PushRemediationStatus(ctx context.Context, in RemediationStat
 	obj, result, err := writeStatus(ctx, s.Client, "RemediationRequest", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, in.UID,
 		func(r *v1alpha1.RemediationRequest) bool {
 			next, c, ok := mergeRemediationStatus(r.Status, in.Status, r.Generation, time.Now())
+			next.Progress = v1alpha1.StepsProgress(next.Steps, len(r.Spec.Steps))
 			r.Status, changed = next, c
 			return ok
 		})

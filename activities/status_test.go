@@ -16,7 +16,7 @@ func pushedStatus(seq int64, phases ...v1alpha1.Phase) v1alpha1.KubernetesExecut
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := v1alpha1.KubernetesExecutionStatus{Sequence: seq, WorkflowID: "kexec/shop/x/u1"}
 	for i, p := range phases {
-		s.PhaseTransitions = append(s.PhaseTransitions, v1alpha1.PhaseTransition{Phase: p, Reason: string(p), Time: metav1.NewTime(t0.Add(time.Duration(i) * time.Second))})
+		s.PhaseTransitions = append(s.PhaseTransitions, v1alpha1.PhaseTransition{Phase: p, Reason: string(p), Time: metav1.NewMicroTime(t0.Add(time.Duration(i) * time.Second))})
 		s.Phase, s.Reason = p, string(p)
 	}
 	return s

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -21,6 +20,7 @@ import (
 	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/authz"
+	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
 // PolicyLabel marks ConfigMaps whose *.rego keys make up the safety policy.
@@ -40,6 +40,9 @@ type Validation struct {
 	Policy          *policy.Engine
 	// Reads serves namespaces and policy ConfigMaps from watches; nil reads them from the API server.
 	Reads *PolicyReads
+	// LastGood decides with the last good safety policy while the current
+	// one is broken; nil fails every evaluation of a broken policy.
+	LastGood *LastGoodPolicy
 }
 
 // CheckSpec validates the action's parameters and compiles every condition
@@ -197,35 +200,41 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 	if err != nil {
 		return PolicyResult{}, err
 	}
-	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
-	modules, names := map[string]string{}, []string{}
-	for _, cm := range cms {
-		names = append(names, cm.Name)
-		for k, src := range cm.Data {
-			if strings.HasSuffix(k, ".rego") {
-				modules[cm.Name+"/"+k] = src
-			}
-		}
-	}
-	if len(modules) == 0 {
+	set := policySetOf(cms)
+	if len(set.Modules) == 0 {
 		// Fail closed: a missing policy must not read as "everything is allowed".
 		return PolicyResult{}, permanent(ReasonPolicyMissing, fmt.Errorf(
 			"no safety policy is loaded: no ConfigMap in %s labelled %s=true has a *.rego key (install deploy/policies/safety.yaml)", v.ActionNamespace, PolicyLabel))
 	}
-	verdict, err := v.Policy.EvalSafety(ctx, modules, in)
+	name := set.name()
+	verdict, err := v.Policy.EvalSafety(ctx, set.Modules, in)
+	if policy.IsInvalid(err) && v.LastGood != nil {
+		good := v.LastGood.broken(ctx, v.Policy, set, err)
+		if good == nil {
+			metrics.SafetyPolicyFallbacks.WithLabelValues("none").Inc()
+		} else {
+			metrics.SafetyPolicyFallbacks.WithLabelValues("last_good").Inc()
+			activity.GetLogger(ctx).Warn("safety policy is broken; deciding with the last good policy", "policy", name, "error", err.Error(), "lastGood", good.Hash)
+			name = fmt.Sprintf("%s (last good: %s is broken)", good.name(), name)
+			set = *good
+			verdict, err = v.Policy.EvalSafety(ctx, set.Modules, in)
+		}
+	} else if err == nil && v.LastGood != nil {
+		v.LastGood.keep(set)
+	}
 	switch {
 	case policy.IsInvalid(err):
-		return PolicyResult{}, permanent(ReasonPolicyDenied, fmt.Errorf("safety policy %s is broken: %w", strings.Join(names, ","), err))
+		return PolicyResult{}, permanent(ReasonPolicyDenied, fmt.Errorf("safety policy %s is broken: %w", name, err))
 	case policy.IsTimeout(err):
 		// A policy that cannot decide in time denies; retrying would only
 		// burn the same time again.
-		return PolicyResult{}, permanent(ReasonPolicyDenied, fmt.Errorf("safety policy %s did not decide: %w", strings.Join(names, ","), err))
+		return PolicyResult{}, permanent(ReasonPolicyDenied, fmt.Errorf("safety policy %s did not decide: %w", name, err))
 	case err != nil:
 		return PolicyResult{}, err
 	}
 	res := PolicyResult{Validation: v1alpha1.PolicyValidation{
-		PolicyName:       strings.Join(names, ","),
-		PolicyHash:       policy.Hash(modules),
+		PolicyName:       name,
+		PolicyHash:       set.Hash,
 		Allowed:          len(verdict.Deny) == 0,
 		RequiredApproval: verdict.RequireApproval,
 		RequiredDryRun:   verdict.RequireDryRun,

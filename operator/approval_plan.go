@@ -15,9 +15,19 @@ import (
 	"github.com/remedy-dev/remedy/workflows"
 )
 
-// remainingStep is the granularity of status.timeRemaining: coarse, so the
-// operator writes it twice a minute rather than on every reconcile.
-const remainingStep = 30 * time.Second
+// remainingStep is the granularity of status.timeRemaining for d left:
+// coarse while much is left, so the operator writes it twice a minute rather
+// than on every reconcile, and to the second in the last minute, so 7s left
+// does not read 30s.
+func remainingStep(d time.Duration) time.Duration {
+	switch {
+	case d > 10*time.Minute:
+		return 30 * time.Second
+	case d > time.Minute:
+		return 10 * time.Second
+	}
+	return time.Second
+}
 
 // Reasons of the RAR's Ready condition besides the decisions.
 const (
@@ -69,6 +79,7 @@ func planApproval(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubj
 	ready := meta.FindStatusCondition(rar.Status.Conditions, v1alpha1.ConditionReady)
 	d, req := rar.Status.Decision, rar.Status.RequestedDecision
 	mismatch := workflowMismatch(rar, subject.uid)
+	next.Target = rar.Spec.ApprovalContext.Target.KindName()
 	switch {
 	case d != "":
 		next.TimeRemaining = ""
@@ -126,9 +137,10 @@ func planApproval(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubj
 		}
 		remaining := rar.Spec.RequiredBy.Sub(now)
 		next.TimeRemaining = ceilStep(remaining).String()
-		p.requeueAfter = remainingStep
-		if remaining > 0 && remaining%remainingStep != 0 {
-			p.requeueAfter = remaining % remainingStep
+		step := remainingStep(remaining)
+		p.requeueAfter = step
+		if remaining > 0 && remaining%step != 0 {
+			p.requeueAfter = remaining % step
 		}
 	}
 	next.ObservedGeneration = rar.Generation
@@ -143,7 +155,7 @@ func planApproval(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubj
 // decision that did not count.
 func decided(s *v1alpha1.RemediationApprovalRequestStatus, ready *metav1.Condition, generation int64, now time.Time) []event {
 	d, req := s.Decision, s.RequestedDecision
-	msg := fmt.Sprintf("%s by %s via %s", d, s.DecidedBy, s.DecidedVia)
+	msg := v1alpha1.DecisionText(d, s.DecidedBy, s.DecidedVia)
 	if s.DecisionMessage != "" {
 		msg += ": " + s.DecisionMessage
 	}
@@ -210,7 +222,8 @@ func ceilStep(d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
 	}
-	return (d + remainingStep - 1) / remainingStep * remainingStep
+	step := remainingStep(d)
+	return (d + step - 1) / step * step
 }
 
 func setApprovalCondition(s *v1alpha1.RemediationApprovalRequestStatus, status metav1.ConditionStatus, reason, msg string, generation int64, now time.Time) {
@@ -218,18 +231,20 @@ func setApprovalCondition(s *v1alpha1.RemediationApprovalRequestStatus, status m
 		Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now)})
 }
 
-// requestedNote gives approvers the three ready-to-paste ways to decide; the
-// Temporal ones name the request, so they cannot decide a later one by mistake.
+// requestedNote gives approvers the three ready-to-paste ways to decide, the
+// decide update first: it answers, where a malformed signal is only a
+// Warning Event afterwards. The Temporal ones name the request, so they
+// cannot decide a later one by mistake.
 func requestedNote(rar *v1alpha1.RemediationApprovalRequest) string {
 	id := rar.Spec.WorkflowID
 	who := ""
 	if c := rar.Spec.ApprovalContext; c.RequireDistinctApprover && c.Requester != "" {
 		who = "; an approver other than the requester " + c.Requester + " must approve"
 	}
-	return fmt.Sprintf("%s on %s before %s%s. Approve: temporal workflow signal --workflow-id %s --name approve --input '{\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
-		" | or: temporal workflow update execute --workflow-id %s --name decide --input '{\"approved\":true,\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
-		" | or: kubectl patch rar %s -n %s --subresource=status --type=merge -p '{\"status\":{\"decision\":\"Approved\",\"decisionMessage\":\"...\"}}'"+
-		" (reject: --name reject, \"approved\":false, or \"Rejected\")",
+	return fmt.Sprintf("%s on %s before %s%s. Approve: temporal workflow update execute --workflow-id %s --name decide --input '{\"approved\":true,\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
+		" (answers at once, and refuses a mistake) | or: kubectl patch rar %s -n %s --subresource=status --type=merge -p '{\"status\":{\"decision\":\"Approved\",\"decisionMessage\":\"...\"}}'"+
+		" | or the signal: temporal workflow signal --workflow-id %s --name approve --input '{\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
+		" (reject: \"approved\":false, \"Rejected\", or --name reject)",
 		rar.Spec.ApprovalContext.Action, rar.Spec.ApprovalContext.Target.String(), rar.Spec.RequiredBy.UTC().Format(time.RFC3339), who,
-		id, rar.Name, id, rar.Name, rar.Name, rar.Namespace)
+		id, rar.Name, rar.Name, rar.Namespace, id, rar.Name)
 }

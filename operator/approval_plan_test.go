@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func TestPlanApproval(t *testing.T) {
 		assert.Contains(t, p.events[0].note, "temporal workflow update execute --workflow-id kexec/shop/scale-web/u1 --name decide")
 		assert.Contains(t, p.events[0].note, "kubectl patch rar scale-web-approval -n shop --subresource=status")
 		assert.Contains(t, p.events[0].note, `"request":"scale-web-approval"`)
+		assert.Less(t, strings.Index(p.events[0].note, "--name decide"), strings.Index(p.events[0].note, "--name approve"), "the decide update comes first")
 		assert.NotContains(t, p.events[0].note, "other than")
 		assert.Empty(t, p.signal)
 	})
@@ -154,6 +156,38 @@ func TestExpectedWorkflowIDs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, expectedWorkflowIDs(tc.rar, tc.uid))
+		})
+	}
+}
+
+// REMAINING counts to the second in the last minute, by ten seconds in the
+// last ten minutes, by half minutes before; the target column reads kind/name.
+func TestPlanApprovalRemaining(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		left        time.Duration
+		want        string
+		wantRequeue time.Duration
+	}{
+		{7 * time.Second, "7s", time.Second},
+		{7*time.Second + 300*time.Millisecond, "8s", 300 * time.Millisecond},
+		{95 * time.Second, "1m40s", 5 * time.Second},
+		{14*time.Minute + 10*time.Second, "14m30s", 10 * time.Second},
+	} {
+		t.Run(tc.left.String(), func(t *testing.T) {
+			rar := &v1alpha1.RemediationApprovalRequest{
+				ObjectMeta: metav1.ObjectMeta{Name: "scale-web-approval", Namespace: "shop", Generation: 1},
+				Spec: v1alpha1.RemediationApprovalRequestSpec{
+					SubjectRef: v1alpha1.ObjectRef{Kind: "KubernetesExecution", Name: "scale-web"}, WorkflowID: "kexec/shop/scale-web/u1",
+					ApprovalContext: v1alpha1.ApprovalContext{Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}},
+					RequiredBy:      metav1.NewTime(now.Add(tc.left)),
+				},
+			}
+			p := planApproval(rar, approvalSubject{uid: "u1"}, runLook{}, now)
+			require.NotNil(t, p.status)
+			assert.Equal(t, tc.want, p.status.TimeRemaining)
+			assert.Equal(t, tc.wantRequeue, p.requeueAfter)
+			assert.Equal(t, "Deployment/web", p.status.Target)
 		})
 	}
 }

@@ -110,6 +110,7 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	if p.status != nil {
 		kexec.Status = *p.status
+		kexec.Status.Target = kexec.Spec.Target.KindName()
 		err := r.Status().Update(ctx, &kexec)
 		if p.start && apierrors.IsConflict(err) {
 			// The run just started may have written its first phase already;
@@ -122,6 +123,12 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 	for _, e := range p.events {
+		if e.reason == reasonStarted {
+			if err := recordStarted(ctx, r.Client, &kexec, "KubernetesExecution", e.note); err != nil {
+				logger.Info("Started event not recorded", "error", err.Error())
+			}
+			continue
+		}
 		r.Recorder.Eventf(&kexec, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
 	}
 	if p.limited {

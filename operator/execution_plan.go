@@ -91,7 +91,7 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 		return executionPlan{
 			start:        true,
 			status:       next,
-			events:       []event{{corev1.EventTypeNormal, "Started", "workflow " + workflowID + " started on task queue remedy"}},
+			events:       []event{{corev1.EventTypeNormal, reasonStarted, "workflow " + workflowID + " started on task queue remedy"}},
 			requeueAfter: firstPushWait,
 		}
 	}
@@ -186,7 +186,7 @@ func planLostExecution(kexec *v1alpha1.KubernetesExecution, observed *v1alpha1.K
 		e.prevPhase, e.prevDuration = string(prev.Phase), now.Sub(prev.Time.Time)
 	}
 	if len(next.PhaseTransitions) < maxPhaseTransitions {
-		next.PhaseTransitions = append(next.PhaseTransitions, v1alpha1.PhaseTransition{Phase: v1alpha1.PhaseFailed, Reason: v1alpha1.ReasonWorkflowLost, Message: msg, Time: metav1.NewTime(now)})
+		next.PhaseTransitions = append(next.PhaseTransitions, v1alpha1.PhaseTransition{Phase: v1alpha1.PhaseFailed, Reason: v1alpha1.ReasonWorkflowLost, Message: msg, Time: metav1.NewMicroTime(now)})
 	}
 	setReady(next, kexec.Generation, now)
 	return &executionPlan{status: next, entered: []phaseEntry{e},
@@ -204,7 +204,7 @@ func refuseExecution(kexec *v1alpha1.KubernetesExecution, invalid error, now tim
 	msg := invalidSpecMessage(invalid)
 	next := cur.DeepCopy()
 	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhaseFailed, ReasonInvalidSpec, msg, kexec.Generation
-	next.PhaseTransitions = append(next.PhaseTransitions, v1alpha1.PhaseTransition{Phase: v1alpha1.PhaseFailed, Reason: ReasonInvalidSpec, Message: msg, Time: metav1.NewTime(now)})
+	next.PhaseTransitions = append(next.PhaseTransitions, v1alpha1.PhaseTransition{Phase: v1alpha1.PhaseFailed, Reason: ReasonInvalidSpec, Message: msg, Time: metav1.NewMicroTime(now)})
 	setReady(next, kexec.Generation, now)
 	return executionPlan{status: next, events: []event{{corev1.EventTypeWarning, string(v1alpha1.PhaseFailed), joinReason(ReasonInvalidSpec, msg)}}}
 }

@@ -22,7 +22,7 @@ func TestPlanExecution(t *testing.T) {
 	}
 	observed := func(phase v1alpha1.Phase, reason string) *v1alpha1.KubernetesExecutionStatus {
 		return &v1alpha1.KubernetesExecutionStatus{Phase: phase, Reason: reason, Message: "m",
-			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: phase, Reason: reason, Message: "m", Time: metav1.NewTime(now.Add(-time.Second))}}}
+			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: phase, Reason: reason, Message: "m", Time: metav1.NewMicroTime(now.Add(-time.Second))}}}
 	}
 	for _, tc := range []struct {
 		name        string
@@ -76,7 +76,7 @@ func TestPlanExecutionIsQuietWhenNothingChanged(t *testing.T) {
 	first := planExecution(k, "id", nil, runLook{}, false, now)
 	k.Status = *first.status
 	obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseExecuting, Reason: "Executing",
-		PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseExecuting, Time: metav1.NewTime(now.Add(-time.Minute))}}}
+		PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseExecuting, Time: metav1.NewMicroTime(now.Add(-time.Minute))}}}
 	second := planExecution(k, "id", obs, runLook{}, false, now)
 	k.Status = *second.status
 	third := planExecution(k, "id", obs.DeepCopy(), runLook{}, false, now.Add(time.Second))

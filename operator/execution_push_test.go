@@ -45,14 +45,14 @@ func TestPlanExecutionLeavesPushingRunsAlone(t *testing.T) {
 		k := pushed(v1alpha1.PhasePending, nil)
 		k.Status.Sequence = 0
 		obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseValidating, Sequence: 1,
-			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseValidating, Time: metav1.NewTime(now)}}}
+			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseValidating, Time: metav1.NewMicroTime(now)}}}
 		assert.Equal(t, executionPlan{}, planExecution(k, "id", obs, runLook{}, false, now))
 	})
 	t.Run("a run started before the push is still mirrored", func(t *testing.T) {
 		k := pushed(v1alpha1.PhasePending, nil)
 		k.Status.Sequence = 0
 		obs := &v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseValidating,
-			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseValidating, Time: metav1.NewTime(now)}}}
+			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseValidating, Time: metav1.NewMicroTime(now)}}}
 		p := planExecution(k, "id", obs, runLook{}, false, now)
 		require.NotNil(t, p.status)
 		assert.Equal(t, v1alpha1.PhaseValidating, p.status.Phase)

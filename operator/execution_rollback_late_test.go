@@ -15,7 +15,7 @@ import (
 
 func TestPlanLateRollback(t *testing.T) {
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	at := func(s int) metav1.Time { return metav1.NewTime(now.Add(time.Duration(s) * time.Second)) }
+	at := func(s int) metav1.MicroTime { return metav1.NewMicroTime(now.Add(time.Duration(s) * time.Second)) }
 	windowClosed := []v1alpha1.PhaseTransition{
 		{Phase: v1alpha1.PhaseExecuting, Reason: "Executing", Time: at(-40)},
 		{Phase: v1alpha1.PhaseRollbackReady, Reason: "RollbackAvailable", Time: at(-39)},

@@ -46,6 +46,11 @@ type Options struct {
 	// RemediationRequests open at once in one namespace; more wait Pending
 	// with reason OpenRunsLimited (0: no cap).
 	MaxOpenRunsPerNamespace int
+	// FinishedTTL is how long a finished KubernetesExecution,
+	// RemediationRequest or decided RemediationApprovalRequest whose spec
+	// sets no ttlSecondsAfterFinished stays before the operator deletes it
+	// (0: keep them; --ttl-after-finished).
+	FinishedTTL time.Duration
 	// SkipNameValidation lets one process build the operator more than once,
 	// as tests that stop and start it do.
 	SkipNameValidation bool
@@ -122,12 +127,16 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	reload := &ReloadReconciler{
 		Client:   mgr.GetClient(),
+		Live:     mgr.GetAPIReader(),
 		Temporal: o.Temporal,
 		Recorder: mgr.GetEventRecorder("remedy-operator"),
 		Clock:    clock.RealClock{},
 	}
 	if err := reload.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up ConfigReloadPolicy reconciler: %w", err)
+	}
+	if err := setupCleanup(mgr, o.Temporal, o.FinishedTTL, o.WorkflowCheckInterval); err != nil {
+		return nil, err
 	}
 	sweep := &runSweep{client: mgr.GetClient(), temporal: o.Temporal, clock: clock.RealClock{},
 		every: checkInterval(o.WorkflowCheckInterval), kexec: kexec.swept, rr: rr.swept}

@@ -35,6 +35,10 @@ import (
 // workload metadata; every restart is the workflow's.
 type ReloadReconciler struct {
 	ctrlclient.Client
+	// Live reads a workload past the cache before a repair restart: the
+	// policy's status may already list it while the cache does not yet
+	// show the baseline just recorded on it. Nil: no such check.
+	Live     ctrlclient.Reader
 	Temporal client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
@@ -98,6 +102,17 @@ func (r *ReloadReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 	}
 	for _, s := range pl.signals {
+		if s.Repair {
+			behind, err := r.cacheBehind(ctx, objs[s.Kind+"/"+s.Name])
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			if behind {
+				// Its update event reconciles again once the cache has it.
+				logger.Info("repair restart not signalled: the workload has config hashes the cache does not show yet", "kind", s.Kind, "workload", s.Name)
+				continue
+			}
+		}
 		approval := workflows.ReloadApprovalOf(others.Items, objs[s.Kind+"/"+s.Name].GetLabels())
 		if err := r.signal(ctx, &p, s, approval); err != nil {
 			return reconcile.Result{}, err
@@ -234,7 +249,7 @@ func (r *ReloadReconciler) signal(ctx context.Context, p *v1alpha1.ConfigReloadP
 	id := workflows.ReloadWorkflowID(p.Namespace, s.Kind, s.Name)
 	in := workflows.ReloadInput{Namespace: p.Namespace, Kind: s.Kind, Name: s.Name, Scope: s.Scope, Policy: p.Name, Approval: approval}
 	// Reconcile refused the policy if any of these did not parse; 0 takes the workflow's default.
-	in.Debounce = p.Spec.Debounce.Or(0)
+	in.Debounce, in.MaxWait = p.Spec.Debounce.Or(0), p.Spec.MaxWait.Or(0)
 	if rt := p.Spec.Retry; rt != nil {
 		in.RetryInitial, in.RetryMax = rt.InitialInterval.Or(0), rt.MaxInterval.Or(0)
 	}
@@ -251,6 +266,32 @@ func (r *ReloadReconciler) signal(ctx context.Context, p *v1alpha1.ConfigReloadP
 	}, workflows.ReloadWorkflow, in)
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", id, err)
+	}
+	return nil
+}
+
+// cacheBehind reports whether the live workload carries a config hash its
+// cached copy obj (planned from) lacks.
+func (r *ReloadReconciler) cacheBehind(ctx context.Context, obj ctrlclient.Object) (bool, error) {
+	if r.Live == nil {
+		return false, nil
+	}
+	live := obj.DeepCopyObject().(ctrlclient.Object)
+	if err := r.Live.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), live); err != nil {
+		return false, ctrlclient.IgnoreNotFound(fmt.Errorf("read %s live: %w", obj.GetName(), err))
+	}
+	return anyConfigHash(live.GetAnnotations(), podTemplateAnnotations(live)), nil
+}
+
+// podTemplateAnnotations are the pod template's annotations of a workload.
+func podTemplateAnnotations(obj ctrlclient.Object) map[string]string {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return w.Spec.Template.Annotations
+	case *appsv1.StatefulSet:
+		return w.Spec.Template.Annotations
+	case *appsv1.DaemonSet:
+		return w.Spec.Template.Annotations
 	}
 	return nil
 }

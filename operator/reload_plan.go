@@ -48,7 +48,8 @@ type reloadWorkload struct {
 type reloadSignal struct {
 	Kind, Name, Scope string
 	Change            workflows.ConfigChange
-	// Repair marks the one-time restart of a workload restarted before hashes were recorded.
+	// Repair marks the one-time restart of a workload the policy had seen
+	// whose pod template was restarted but carries no hash.
 	Repair bool
 }
 
@@ -92,8 +93,12 @@ func scopeLabel(p *v1alpha1.ConfigReloadPolicy) string { return workflows.Reload
 // Data whose restart was declined (DeclinedAnnotation) is not signalled again
 // until it changes; the stale declined entries are then removed.
 // A workload uses every selected ConfigMap whose scope label value equals its
-// own; objects without the scope label match nothing. It takes no client, so
-// what it decides depends only on the state it is shown (level-triggered).
+// own; objects without the scope label match nothing. A workload whose pod
+// template was restarted but carries no hash gets the seed's repair restart
+// only if the policy's status already lists it: a policy just applied
+// records the baseline, so applying one to production rolls nothing.
+// It takes no client, so what it decides depends only on the state it is
+// shown (level-triggered).
 func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []reloadWorkload, now time.Time) reloadPlan {
 	gated := p.Spec.Approval != nil && p.Spec.Approval.Required
 	cur := p.Status
@@ -106,12 +111,16 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 		next.WatchedConfigMaps = append(next.WatchedConfigMaps, cm.Name)
 	}
 
+	seen := map[string]bool{}
+	for _, w := range cur.Workloads {
+		seen[w.Kind+"/"+w.Name] = true
+	}
 	var out reloadPlan
 	for _, w := range wls {
 		if w.Scope == "" {
 			continue
 		}
-		legacy := w.Template[workflows.RestartedAtAnnotation] != "" && !hasConfigHash(w)
+		legacy := seen[w.Kind+"/"+w.Name] && w.Template[workflows.RestartedAtAnnotation] != "" && !hasConfigHash(w)
 		raw := w.Meta[workflows.DeclinedAnnotation]
 		declined := workflows.ParseReloadDeclined(raw)
 		stale := false
@@ -253,8 +262,11 @@ func notReadyStatus(p *v1alpha1.ConfigReloadPolicy, reason, message string, now 
 	return next
 }
 
-func hasConfigHash(w reloadWorkload) bool {
-	for _, m := range []map[string]string{w.Meta, w.Template} {
+func hasConfigHash(w reloadWorkload) bool { return anyConfigHash(w.Meta, w.Template) }
+
+// anyConfigHash reports whether any of the annotation maps records a ConfigMap's hash.
+func anyConfigHash(annotations ...map[string]string) bool {
+	for _, m := range annotations {
 		for k := range m {
 			if strings.HasPrefix(k, workflows.ConfigHashAnnotationPrefix) {
 				return true

@@ -1,15 +1,18 @@
 package operator
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/workflows"
@@ -47,8 +50,10 @@ func TestPlanReload(t *testing.T) {
 	key := workflows.ConfigHashAnnotation
 	cms := []reloadConfigMap{{Name: "app", Scope: "prod", Hash: "new"}, {Name: "other", Scope: "test", Hash: "t1"}}
 	tests := []struct {
-		name          string
-		gated         bool
+		name  string
+		gated bool
+		// seen: the policy's status already lists the workload.
+		seen          bool
 		workload      reloadWorkload
 		wantSignals   []reloadSignal
 		wantBaselines []reloadBaseline
@@ -79,10 +84,22 @@ func TestPlanReload(t *testing.T) {
 			wantPending: 1,
 		},
 		{
-			name:        "legacy restart annotation without hashes: one repair restart",
+			name:        "seen workload restarted without hashes: one repair restart",
+			seen:        true,
 			workload:    reloadWorkload{Kind: "DaemonSet", Name: "agent", Scope: "prod", Template: map[string]string{workflows.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
 			wantSignals: []reloadSignal{{Kind: "DaemonSet", Name: "agent", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}, Repair: true}},
 			wantPending: 1,
+		},
+		{
+			name:          "first sight of a workload restarted without hashes: a baseline, no rollout",
+			workload:      reloadWorkload{Kind: "DaemonSet", Name: "agent", Scope: "prod", Template: map[string]string{workflows.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
+			wantBaselines: []reloadBaseline{{Kind: "DaemonSet", Name: "agent", Annotations: map[string]string{key("app"): "new"}}},
+		},
+		{
+			name:          "another workload seen does not make this one seen",
+			seen:          true,
+			workload:      reloadWorkload{Kind: "Deployment", Name: "agent", Scope: "prod", Template: map[string]string{workflows.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
+			wantBaselines: []reloadBaseline{{Kind: "Deployment", Name: "agent", Annotations: map[string]string{key("app"): "new"}}},
 		},
 		{
 			name:      "workload without the scope label matches nothing",
@@ -126,7 +143,11 @@ func TestPlanReload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := planReload(crp(tt.gated), append([]reloadConfigMap(nil), cms...), []reloadWorkload{tt.workload}, time.Unix(100, 0))
+			policy := crp(tt.gated)
+			if tt.seen {
+				policy.Status.Workloads = []v1alpha1.WorkloadRestart{{Kind: "DaemonSet", Name: "agent"}}
+			}
+			p := planReload(policy, append([]reloadConfigMap(nil), cms...), []reloadWorkload{tt.workload}, time.Unix(100, 0))
 			assert.Equal(t, tt.wantSignals, p.signals)
 			assert.Equal(t, tt.wantBaselines, p.baselines)
 			assert.Equal(t, tt.wantDeclined, p.declined)
@@ -237,4 +258,33 @@ func TestInvalidSpecStatusNamesTheField(t *testing.T) {
 
 	p.Status = *st
 	assert.Nil(t, invalidSpecStatus(p, invalid, now.Add(time.Minute)), "an unchanged refusal writes no status, so no second Event")
+}
+
+// A repair restart is signalled only if the live workload still has no
+// hash: the policy's status may list a workload whose baseline the cache
+// does not show yet.
+func TestRepairWaitsForACacheBehindTheBaseline(t *testing.T) {
+	key := workflows.ConfigHashAnnotation("app")
+	cached := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	tests := []struct {
+		name       string
+		live       *appsv1.Deployment
+		wantBehind bool
+	}{
+		{"baseline recorded since", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Annotations: map[string]string{key: "h"}}}, true},
+		{"pod template hash since", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{key: "h"}}}}}, true},
+		{"still no hash", cached.DeepCopy(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &ReloadReconciler{Live: ctrlfake.NewClientBuilder().WithScheme(Scheme()).WithObjects(tt.live).Build()}
+			behind, err := r.cacheBehind(context.Background(), cached.DeepCopy())
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantBehind, behind)
+		})
+	}
+	behind, err := (&ReloadReconciler{}).cacheBehind(context.Background(), cached)
+	require.NoError(t, err)
+	assert.False(t, behind, "no live reader: no check")
 }

@@ -97,6 +97,7 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if p.status != nil {
 		rr.Status = *p.status
+		rr.Status.Progress = v1alpha1.StepsProgress(rr.Status.Steps, len(rr.Spec.Steps))
 		err := r.Status().Update(ctx, &rr)
 		if p.start && apierrors.IsConflict(err) {
 			// The run just started may have written its first phase already.
@@ -107,6 +108,12 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	for _, e := range p.events {
+		if e.reason == reasonStarted {
+			if err := recordStarted(ctx, r.Client, &rr, "RemediationRequest", e.note); err != nil {
+				log.FromContext(ctx).Info("Started event not recorded", "error", err.Error())
+			}
+			continue
+		}
 		r.Recorder.Eventf(&rr, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
 	}
 	if p.limited {
@@ -129,7 +136,7 @@ func planRemediation(rr *v1alpha1.RemediationRequest, workflowID string, observe
 		next.Reason, next.Message = "", "" // no longer held back by the open-runs cap
 		setCondition(&next.Conditions, next.Phase, next.Reason, next.Message, rr.Generation, now)
 		return plan[v1alpha1.RemediationRequestStatus]{start: true, status: next, requeueAfter: freshPoll,
-			events: []event{{corev1.EventTypeNormal, "Started", "workflow " + workflowID + " started"}}}
+			events: []event{{corev1.EventTypeNormal, reasonStarted, "workflow " + workflowID + " started"}}}
 	}
 	if !cur.Phase.Terminal() {
 		if run.state == runMissing && cur.Sequence == 0 && now.Sub(rr.CreationTimestamp.Time) < missingGrace {

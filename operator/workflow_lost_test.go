@@ -21,12 +21,12 @@ func TestPlanExecutionWorkflowLost(t *testing.T) {
 		return &v1alpha1.KubernetesExecution{
 			ObjectMeta: metav1.ObjectMeta{Generation: 1, CreationTimestamp: metav1.NewTime(now.Add(-age))},
 			Status: v1alpha1.KubernetesExecutionStatus{Phase: phase, WorkflowID: "id", Sequence: seq,
-				PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: phase, Time: metav1.NewTime(entered)}}},
+				PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: phase, Time: metav1.NewMicroTime(entered)}}},
 		}
 	}
 	final := func(phase v1alpha1.Phase, reason string, seq int64) *v1alpha1.KubernetesExecutionStatus {
 		return &v1alpha1.KubernetesExecutionStatus{Phase: phase, Reason: reason, Sequence: seq,
-			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseWaitingApproval, Time: metav1.NewTime(entered)}, {Phase: phase, Reason: reason, Time: metav1.NewTime(now)}}}
+			PhaseTransitions: []v1alpha1.PhaseTransition{{Phase: v1alpha1.PhaseWaitingApproval, Time: metav1.NewMicroTime(entered)}, {Phase: phase, Reason: reason, Time: metav1.NewMicroTime(now)}}}
 	}
 	open := runLook{state: runOpen, recheck: 2 * time.Minute}
 	for _, tc := range []struct {

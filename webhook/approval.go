@@ -43,11 +43,8 @@ func NewApproval(c ctrlclient.Client, scheme *runtime.Scheme, trusted []string) 
 // when a decision is being set, and maps the verdict to a response.
 func (a *Approval) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var old, cur v1alpha1.RemediationApprovalRequest
-	if err := a.Decoder.DecodeRaw(req.OldObject, &old); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode old object: %w", err))
-	}
-	if err := a.Decoder.DecodeRaw(req.Object, &cur); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
+	if err := decodeUpdate(a.Decoder, req, &old, &cur); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
 	}
 	// The requester and the rule come from the stored request: its spec is
 	// the worker's, immutable, and the API server vouches for oldObject.

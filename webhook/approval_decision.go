@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -69,6 +70,14 @@ func NeedsAuthorization(old, new v1alpha1.RemediationApprovalRequestStatus, expi
 // for the operator to relay: the workflow takes the first decision that
 // reaches it, and the worker records that one.
 func DecideStatusChange(c StatusChange) Verdict {
+	if !c.Trusted && !c.Expirer && c.Old.Decision == "" && equality.Semantic.DeepEqual(c.Old, c.New) {
+		// The API server dropped what the patch said (a typo such as
+		// "decison") before admission: without this refusal kubectl exits 0
+		// with "patched (no change)".
+		return Verdict{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf(
+			"the update changes nothing in the status of RemediationApprovalRequest %s/%s: the API server drops fields the schema does not have (see its \"unknown field\" warning); %s",
+			c.Namespace, c.Name, howToDecide)}
+	}
 	if c.Old.RequestedDecision == nil || c.New.RequestedDecision != nil {
 		return decideStatusChange(c)
 	}
@@ -92,8 +101,8 @@ func decideStatusChange(c StatusChange) Verdict {
 	}
 	if old.Decision != "" {
 		if !sameDecision(old, next) {
-			return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s was already decided (%s by %s via %s): decision is final once set",
-				c.Name, old.Decision, old.DecidedBy, old.DecidedVia)}
+			return Verdict{Code: http.StatusConflict, Message: fmt.Sprintf("RemediationApprovalRequest %s was already decided (%s): decision is final once set",
+				c.Name, v1alpha1.DecisionText(old.Decision, old.DecidedBy, old.DecidedVia))}
 		}
 		return Verdict{Allowed: true}
 	}
@@ -123,6 +132,12 @@ func decideStatusChange(c StatusChange) Verdict {
 	if c.Trusted {
 		return Verdict{Allowed: true}
 	}
+	if next.Decision != v1alpha1.DecisionApproved && next.Decision != v1alpha1.DecisionRejected && next.Decision != v1alpha1.DecisionExpired {
+		// Checked before the decision moves to requestedDecision, whose
+		// schema would name a field the person never wrote.
+		return Verdict{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf(
+			"status.decision: Unsupported value %q: %s", next.Decision, howToDecide)}
+	}
 	if c.DistinctApprover && next.Decision == v1alpha1.DecisionApproved && c.Requester != "" && c.User == c.Requester {
 		return Verdict{Code: http.StatusForbidden, Message: fmt.Sprintf(
 			"user %q requested this change and may not approve it: RemediationApprovalRequest %s/%s needs an approver other than the requester (spec.approvalContext.requireDistinctApprover); ask another approver, or reject it to withdraw the request",
@@ -148,6 +163,10 @@ func decideStatusChange(c StatusChange) Verdict {
 	out.Decision, out.DecisionMessage, out.DecidedBy, out.DecidedVia, out.DecidedAt = "", "", "", "", nil
 	return Verdict{Allowed: true, Status: out}
 }
+
+// howToDecide ends every refusal of a malformed decision.
+const howToDecide = `a person decides with status.decision "Approved" or "Rejected" (and, optionally, status.decisionMessage) on the status subresource: ` +
+	`kubectl patch rar <name> --subresource=status --type=merge -p '{"status":{"decision":"Approved"}}', or kubectl remedy approve|reject rar <name>`
 
 // closedBy returns the Ready=False condition of a request the operator closed
 // without a decision (its subject ended, or it names another workflow);

@@ -74,7 +74,17 @@ func TestDecideStatusChange(t *testing.T) {
 		},
 		{
 			name:   "the operator may still write a closed request's status",
-			change: StatusChange{Old: canceled, New: canceled, User: "operator", RequiredBy: requiredBy, Now: now},
+			change: StatusChange{Old: canceled, New: canceled, User: "operator", Expirer: true, RequiredBy: requiredBy, Now: now},
+		},
+		{
+			name:     "a person's update that changes nothing (a typo the API server dropped) is refused",
+			change:   StatusChange{Old: canceled, New: canceled, User: "carol", Authorized: true, RequiredBy: requiredBy, Now: now},
+			wantCode: http.StatusUnprocessableEntity,
+		},
+		{
+			name:     "a person's decision that is not Approved or Rejected is refused before it becomes a request",
+			change:   StatusChange{New: v1alpha1.RemediationApprovalRequestStatus{Decision: "Approve"}, User: "carol", Authorized: true, RequiredBy: requiredBy, Now: now},
+			wantCode: http.StatusUnprocessableEntity,
 		},
 		{
 			name: "nor after it",
@@ -213,6 +223,14 @@ func TestDecideStatusChange(t *testing.T) {
 			assert.Equal(t, tc.wantStatus, v.Status)
 		})
 	}
+}
+
+func TestMainResourceStatusChange(t *testing.T) {
+	approved := v1alpha1.RemediationApprovalRequestStatus{Decision: v1alpha1.DecisionApproved}
+	msg := MainResourceStatusChange("", "shop", "web-approval", v1alpha1.RemediationApprovalRequestStatus{}, approved)
+	assert.Contains(t, msg, "add --subresource=status")
+	assert.Empty(t, MainResourceStatusChange("", "shop", "web-approval", approved, approved), "metadata updates pass")
+	assert.Empty(t, MainResourceStatusChange("status", "shop", "web-approval", v1alpha1.RemediationApprovalRequestStatus{}, approved), "the status subresource is DecideStatusChange's")
 }
 
 func TestNeedsAuthorization(t *testing.T) {

@@ -80,6 +80,7 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 	if in.DefaultMode, err = d.policyMode(ctx, req, child); err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("resolve policy mode: %w", err))
 	}
+	in.SpecGeneration = d.ownSpecGeneration(ctx, req.Namespace, obj, old)
 	ref := metav1.GetControllerOf(child)
 	var parent *unstructured.Unstructured
 	if ref != nil && req.SubResource == "" {
@@ -225,7 +226,8 @@ func fieldManager(req admission.Request) string {
 func (d *Drift) parent(u *unstructured.Unstructured) *kausality.Parent {
 	p := &kausality.Parent{
 		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()),
-		Generation: d.Parents.SpecGeneration(u), Annotations: u.GetAnnotations(), Deleting: u.GetDeletionTimestamp() != nil,
+		Generation: d.Parents.SpecGeneration(u), MetadataGeneration: u.GetGeneration(),
+		Annotations: u.GetAnnotations(), Deleting: u.GetDeletionTimestamp() != nil,
 		Init: d.Policies.Current().Initialization(u.GroupVersionKind().Group, u.GetKind()),
 	}
 	if og, ok := kausality.ObservedGeneration(u); ok {
@@ -242,6 +244,26 @@ func (d *Drift) parent(u *unstructured.Unstructured) *kausality.Parent {
 		}
 	}
 	return p
+}
+
+// ownSpecGeneration is the generation of the updated object's last spec
+// change, from the parent cache, when the update writes approvals on it (so
+// the decision can warn about ones that cannot apply); 0 otherwise or when
+// unknown. Objects carrying approvals are parents, whose kinds are cached.
+func (d *Drift) ownSpecGeneration(ctx context.Context, namespace string, obj, old *unstructured.Unstructured) int64 {
+	if obj == nil || old == nil || obj.GetAnnotations()[kv1.AnnotationApprovals] == old.GetAnnotations()[kv1.AnnotationApprovals] {
+		return 0
+	}
+	self := metav1.OwnerReference{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(), UID: obj.GetUID()}
+	cached, err := d.Parents.Parent(ctx, self, namespace)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("spec generation unknown; approvals not checked", "error", err.Error())
+		return 0
+	}
+	if cached == nil {
+		return 0
+	}
+	return d.Parents.SpecGeneration(cached)
 }
 
 // onceToConsume is the once approval the decision let a change through on.

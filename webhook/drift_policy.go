@@ -55,7 +55,10 @@ type Policies struct {
 	discovery discovery.DiscoveryInterface
 	// Configuration is the MutatingWebhookConfiguration to maintain; "" leaves rules alone.
 	Configuration string
-	log           logr.Logger
+	// DefaultMode is the webhook's --default-mode, reported as the mode of a
+	// policy that names none.
+	DefaultMode kv1.Mode
+	log         logr.Logger
 
 	inf      cache.SharedIndexInformer
 	current  atomic.Pointer[kausality.Policies]
@@ -232,10 +235,18 @@ func (p *Policies) report(ctx context.Context, k *kv1.Kausality, bad, webhookErr
 	}
 	apimeta.SetStatusCondition(&conds, ready)
 	apimeta.SetStatusCondition(&conds, configured)
-	if sameConditions(conds, k.Status.Conditions) {
+	mode := k.Spec.Mode
+	if mode == "" {
+		mode = p.DefaultMode
+	}
+	if sameConditions(conds, k.Status.Conditions) && mode == k.Status.Mode {
 		return nil
 	}
-	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": conds}})
+	status := map[string]any{"conditions": conds}
+	if mode != "" {
+		status["mode"] = mode
+	}
+	body, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return fmt.Errorf("encode status of policy %s: %w", k.Name, err)
 	}

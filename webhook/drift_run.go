@@ -104,6 +104,7 @@ func RunDrift(ctx context.Context, o DriftOptions) (done <-chan error, err error
 		return nil, fmt.Errorf("build clientset: %w", err)
 	}
 	policies := NewPolicies(dyn, cs, dc, o.WebhookConfiguration, ctrllog.Log.WithName("drift-policies"))
+	policies.DefaultMode = o.DefaultMode
 	if err := policies.Run(ctx); err != nil {
 		return nil, err
 	}

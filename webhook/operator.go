@@ -31,6 +31,9 @@ type OperatorOptions struct {
 	// worker, that may record Expired on a request past requiredBy whose
 	// workflow is gone.
 	OperatorUser string
+	// PolicyNamespace holds the safety policy's ConfigMaps (the worker's
+	// action namespace); their admission compiles the policy.
+	PolicyNamespace string
 }
 
 // NewOperatorServer is the TLS server the operator's manager runs the webhooks on.
@@ -52,15 +55,20 @@ func RegisterOperatorWebhooks(mgr manager.Manager, cfg *rest.Config, o OperatorO
 		approval.Expirers = []string{o.OperatorUser}
 	}
 	mgr.GetWebhookServer().Register(ApprovalPath, &ctrlwebhook.Admission{Handler: approval})
+	mgr.GetWebhookServer().Register(ApprovalMainPath, &ctrlwebhook.Admission{Handler: &ApprovalMain{Decoder: approval.Decoder}})
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("build clientset: %w", err)
 	}
+	engine := policy.NewEngine()
 	review, mapper := authz.SARReview(cs.AuthorizationV1().SubjectAccessReviews()), mgr.GetRESTMapper()
 	authorize := func(ctx context.Context, r authz.Request) error { return authz.Authorize(ctx, review, mapper, r) }
 	mgr.GetWebhookServer().Register(RequesterPath, &ctrlwebhook.Admission{Handler: &Requester{
 		Authorize: authorize, Client: mgr.GetAPIReader(), Namespaces: mgr.GetClient(),
-		CheckCondition: policy.NewEngine().CheckCondition, Worker: o.WorkerUser,
+		CheckCondition: engine.CheckCondition, Worker: o.WorkerUser,
+	}})
+	mgr.GetWebhookServer().Register(PolicyPath, &ctrlwebhook.Admission{Handler: &Policy{
+		Decoder: approval.Decoder, Reader: mgr.GetAPIReader(), Namespace: o.PolicyNamespace, CheckSafety: engine.CheckSafety,
 	}})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/remedy-dev/remedy/activities"
 )
@@ -18,13 +19,19 @@ import (
 type watchedWorker struct {
 	sdkworker.Worker
 	factories []informers.SharedInformerFactory
-	stop      chan struct{}
-	stopOnce  sync.Once
+	// policies is the policy ConfigMaps' informer; policyChanged runs on
+	// each of their changes once the watches have synced.
+	policies      cache.SharedIndexInformer
+	policyChanged func()
+	// background runs beside the worker until it stops.
+	background []func(stop <-chan struct{})
+	stop       chan struct{}
+	stopOnce   sync.Once
 }
 
 // policyWatches watches namespaces and the policy ConfigMaps of the action
 // namespace (the worker's role may list and watch both).
-func policyWatches(cs kubernetes.Interface, actionNamespace string) (*activities.PolicyReads, []informers.SharedInformerFactory) {
+func policyWatches(cs kubernetes.Interface, actionNamespace string) (*activities.PolicyReads, cache.SharedIndexInformer, []informers.SharedInformerFactory) {
 	all := informers.NewSharedInformerFactory(cs, 0)
 	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(actionNamespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = activities.PolicyLabel + "=true" }))
@@ -32,7 +39,7 @@ func policyWatches(cs kubernetes.Interface, actionNamespace string) (*activities
 		Namespaces: all.Core().V1().Namespaces().Lister(),
 		Policies:   own.Core().V1().ConfigMaps().Lister().ConfigMaps(actionNamespace),
 	}
-	return reads, []informers.SharedInformerFactory{all, own}
+	return reads, own.Core().V1().ConfigMaps().Informer(), []informers.SharedInformerFactory{all, own}
 }
 
 // syncTimeout bounds the wait for the watches' first list.
@@ -70,6 +77,19 @@ func (w *watchedWorker) startWatches() error {
 			if !ok {
 				return fmt.Errorf("sync the watch of %v within %s", typ, syncTimeout)
 			}
+		}
+	}
+	for _, run := range w.background {
+		go run(w.stop)
+	}
+	if w.policies != nil && w.policyChanged != nil {
+		// Registered once synced: every call then sees all the policy
+		// ConfigMaps, never a part of them that happens to compile.
+		changed := func(any) { w.policyChanged() }
+		if _, err := w.policies.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: changed, UpdateFunc: func(_, o any) { changed(o) }, DeleteFunc: changed,
+		}); err != nil {
+			return fmt.Errorf("watch policy changes: %w", err)
 		}
 	}
 	return nil

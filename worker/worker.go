@@ -3,6 +3,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/policy"
@@ -72,18 +74,20 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build discovery client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	cs, err := kubernetes.NewForConfig(o.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("build clientset: %w", err)
+	}
+	// Signals a workflow cannot use become Warning Events on its object.
+	signalEvents := activities.NewSignalEvents(cs, ctrllog.Log.WithName("signals"))
 	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
-		Interceptors:                            []interceptor.WorkerInterceptor{&workflows.UnknownSignals{}},
+		Interceptors:                            []interceptor.WorkerInterceptor{&workflows.UnknownSignals{Warner: signalEvents}},
 		MaxConcurrentActivityExecutionSize:      o.MaxConcurrentActivities,
 		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentLocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  o.MaxConcurrentWorkflowTasks,
 		WorkerStopTimeout:                       o.StopTimeout,
 	})
 	workflows.RegisterAll(w)
-	cs, err := kubernetes.NewForConfig(o.Kube)
-	if err != nil {
-		return nil, fmt.Errorf("build clientset: %w", err)
-	}
 	dyn, err := dynamic.NewForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build dynamic client: %w", err)
@@ -92,9 +96,10 @@ func New(o Options) (sdkworker.Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build client: %w", err)
 	}
-	reads, watches := policyWatches(cs, o.ActionNamespace)
+	reads, policies, watches := policyWatches(cs, o.ActionNamespace)
 	validation := &activities.Validation{
 		Kube: cs, Dynamic: dyn, Mapper: mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(), Reads: reads,
+		LastGood: &activities.LastGoodPolicy{Events: cs, Log: ctrllog.Log.WithName("policy")},
 	}
 	w.RegisterActivity(validation)
 	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
@@ -112,7 +117,9 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})
 	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
-	return &watchedWorker{Worker: w, factories: watches, stop: make(chan struct{})}, nil
+	return &watchedWorker{Worker: w, factories: watches, stop: make(chan struct{}),
+		policies: policies, policyChanged: func() { activities.ObservePolicy(context.Background(), validation) },
+		background: []func(stop <-chan struct{}){signalEvents.Run}}, nil
 }
 
 func scheme() *runtime.Scheme {

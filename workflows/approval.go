@@ -80,6 +80,9 @@ type ApprovalAsk struct {
 	// RequireDistinctApprover against its Requester, so the request shows
 	// exactly the rule that applies.
 	Context v1alpha1.ApprovalContext
+	// TTLSecondsAfterFinished goes into the RAR's spec: how long it stays
+	// once decided and its workflow closed (nil: the operator's default).
+	TTLSecondsAfterFinished *int32
 	// Timeout is the spec or policy level of the hierarchy; 0 asks the
 	// namespace's remedy-config, then 15m applies.
 	Timeout time.Duration
@@ -205,6 +208,7 @@ func (g *approvalGate) create(ctx workflow.Context, ask ApprovalAsk) (time.Time,
 	in := activities.ApprovalRequestInput{
 		Namespace: ask.Namespace, Name: ask.Name, Subject: ask.Subject, SubjectUID: ask.SubjectUID,
 		RemediationRequest: ask.RemediationRequest, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Context: ask.Context, RequiredBy: requiredBy,
+		TTLSecondsAfterFinished: ask.TTLSecondsAfterFinished,
 	}
 	if err := workflow.ExecuteActivity(quick, approvals.CreateApprovalRequest, in).Get(ctx, nil); err != nil {
 		return time.Time{}, fmt.Errorf("create approval request: %w", err)

@@ -51,7 +51,8 @@ func (r *executionRun) awaitApproval(ctx workflow.Context, pol activities.Policy
 	}
 	ask := ApprovalAsk{
 		Namespace: r.in.Namespace, Name: name, SubjectUID: r.in.UID, Timeout: approvalTimeout(spec, pol.ApprovalTimeout),
-		Subject: v1alpha1.ObjectRef{APIVersion: v1alpha1.GroupVersion.String(), Kind: "KubernetesExecution", Namespace: r.in.Namespace, Name: r.in.Name},
+		TTLSecondsAfterFinished: spec.TTLSecondsAfterFinished,
+		Subject:                 v1alpha1.ObjectRef{APIVersion: v1alpha1.GroupVersion.String(), Kind: "KubernetesExecution", Namespace: r.in.Namespace, Name: r.in.Name},
 		Context: v1alpha1.ApprovalContext{Reason: reason, Action: spec.Action, Target: spec.Target, PolicyEvaluation: &v1alpha1.PolicyEvaluation{
 			PolicyName: pol.Validation.PolicyName, Decision: policyDecision(pol.Validation), PolicyHash: pol.Validation.PolicyHash,
 		}, Requester: requester, RequireDistinctApprover: distinct},

@@ -32,7 +32,9 @@ var reasonHistories = map[string][]string{
 	ReasonRollbackAvailable:   {"execution-scale-window-closed.json"},
 	ReasonRollingBack:         {"execution-scale-rolled-back.json", "remediation-rolled-back.json"},
 	ReasonRolledBack:          {"execution-scale-rolled-back.json", "execution-step-rolled-back.json", "remediation-rolled-back.json"},
-	ReasonRollbackFailed:      {"execution-rollback-failed.json"},
+	ReasonRollbackFailed:      {"execution-rollback-failed.json", "remediation-rollback-failed.json"},
+	ReasonRollbackIncomplete:  {"remediation-rollback-incomplete.json"},
+	ReasonNoChange:            {"execution-no-change.json"},
 	ReasonCanceled:            {"execution-canceled.json"},
 	ReasonPostConditionFailed: {"execution-postcondition-failed.json", "remediation-rollback-never.json"},
 	ReasonPreconditionFailed:  {"execution-precondition-failed.json"},
@@ -81,6 +83,12 @@ var otherBranches = []struct {
 		func(h recorded) bool { return h.child && h.reasons[ReasonSucceeded] }},
 	{"a RemediationRequest step (awaitParent) rolled back by its request", "execution-step-rolled-back.json",
 		func(h recorded) bool { return h.child && h.reasons[ReasonRolledBack] }},
+	{"a RemediationRequest step with no inverse (a restart) completes without waiting for its request", "execution-step-no-inverse.json",
+		func(h recorded) bool { return h.child && h.reasons[ReasonSucceeded] && !h.phases["RollbackReady"] }},
+	{"a RemediationRequest refused by its up-front checks writes nothing", "remediation-checked-first.json",
+		func(h recorded) bool {
+			return strings.Contains(h.payloads, "every step is checked before the first write")
+		}},
 	{"rollbackPolicy Never keeps the steps", "remediation-rollback-never.json",
 		func(h recorded) bool { return strings.Contains(h.payloads, "rollbackPolicy Never") }},
 	{"a drift's approval request expires", "drift-approval-expired.json",
@@ -102,6 +110,12 @@ var otherBranches = []struct {
 // notRecorded are the branches with no history, and why. Keep it short.
 var notRecorded = map[string]string{
 	"phase " + "Pending": "a run's state before its first phase change: never written, pushed or returned",
+	"reason MalformedSignal": "the reason of a Warning Event the worker records outside the history for a signal a run " +
+		"cannot decode, never a run's reason (workflows/signals_test.go, test/integration/signal_warnings_test.go)",
+	"reason PolicyBroken": "the reason of a Warning Event the worker records on a policy ConfigMap that breaks the safety " +
+		"policy, never a run's reason (activities/policy_lastgood_test.go, test/integration/policy_broken_test.go)",
+	"reason UnknownSignal": "the reason of a Warning Event the worker records outside the history for a signal no handler " +
+		"reads, never a run's reason (workflows/signals_test.go, test/integration/signal_warnings_test.go)",
 	"reason WorkflowLost": "written by the operator when a run's workflow is gone, so no workflow history reaches it " +
 		"(test/integration/workflow_lost_test.go)",
 	"reason CallbackNotConfigured": "reached only when a URL leaves the configuration between a drift's detection and its report, " +

@@ -24,6 +24,9 @@ const (
 	ReasonCanceled            = "Canceled"
 	ReasonPostConditionFailed = "PostConditionFailed"
 	ReasonPreconditionFailed  = "PreconditionFailed"
+	// ReasonNoChange ends a run whose target was already in the desired state:
+	// nothing was written, so nothing waits for approval or offers a rollback.
+	ReasonNoChange = "NoChange"
 )
 
 // ExecutionInput identifies the KubernetesExecution and carries its spec.
@@ -47,8 +50,9 @@ type RollbackRequest struct {
 
 // ExecutionWorkflow takes one action through validation, execution and the
 // rollback window, keeping the phase object that the status query returns and
-// that the run writes into .status at each phase change. Domain failures end the workflow
-// successfully with phase Failed; only bugs fail the workflow itself.
+// that the run writes into .status at each phase change. A run that ends
+// Failed closes its workflow failed, with its reason as the error type
+// (closeRun), so the Web UI shows it.
 func ExecutionWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionResult, error) {
 	r := &executionRun{in: in, status: v1alpha1.KubernetesExecutionStatus{
 		Phase:             v1alpha1.PhasePending,
@@ -61,7 +65,7 @@ func ExecutionWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionResult
 		return ExecutionResult{}, err
 	}
 	r.run(ctx)
-	return ExecutionResult{Status: r.status}, nil
+	return closeRun(r.status.Phase, r.status.Reason, r.status.Message, ExecutionResult{Status: r.status})
 }
 
 type executionRun struct {
@@ -131,13 +135,17 @@ func (r *executionRun) run(ctx workflow.Context) {
 		r.fail(ctx, err, activities.ReasonExecutionFailed)
 		return
 	}
+	if before.NoOp {
+		// Someone else made the change while the run waited for approval.
+		r.noChange(ctx, before.Change)
+		return
+	}
 
 	r.status.RollbackInformation = &before.Rollback
 	postFailed := false
 	if len(spec.PostConditions) > 0 {
 		r.setPhase(ctx, v1alpha1.PhaseVerifying, "Verifying", "evaluating postconditions")
-		results, failed, err := r.conditions(ctx, spec.PostConditions)
-		r.status.ValidationResults.PostConditionResults = results
+		failed, err := r.conditions(ctx, spec.PostConditions, &r.status.ValidationResults.PostConditionResults)
 		if err != nil {
 			r.fail(ctx, err, activities.ReasonInvalidParameters)
 			return
@@ -148,8 +156,10 @@ func (r *executionRun) run(ctx workflow.Context) {
 		}
 	}
 
-	if workflow.GetInfo(ctx).ParentWorkflowExecution != nil {
-		r.awaitParent(ctx, req, before.Rollback)
+	// A step whose change can be undone waits for its RemediationRequest to
+	// roll it back or finalize it; one with no inverse has nothing to wait for.
+	if workflow.GetInfo(ctx).ParentWorkflowExecution != nil && before.Rollback.Available {
+		r.awaitParent(ctx, req)
 		return
 	}
 	window := spec.RollbackWindow.Or(defaultRollbackWindow)
@@ -176,6 +186,17 @@ func (r *executionRun) finish(ctx workflow.Context, message string) {
 		message += "; warnings: " + w
 	}
 	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonSucceeded, message)
+}
+
+// noChange ends a run that found its target already in the desired state:
+// nothing was written, so there is nothing to approve, verify or roll back.
+func (r *executionRun) noChange(ctx workflow.Context, c v1alpha1.ResourceChange) {
+	c.Action = "unchanged"
+	if r.status.ExecutionResults == nil {
+		r.status.ExecutionResults = &v1alpha1.ExecutionResults{ResourcesAffected: []v1alpha1.ResourceChange{c}}
+	}
+	r.status.RollbackInformation = &v1alpha1.RollbackInformation{Reason: "nothing was changed, so there is nothing to roll back"}
+	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonNoChange, actions.Impact(c)+": the target is already in the desired state; nothing was written")
 }
 
 // execute runs the action with the executor the spec names.
@@ -210,7 +231,7 @@ func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reas
 		return
 	}
 	r.status.PhaseTransitions = append(r.status.PhaseTransitions, v1alpha1.PhaseTransition{
-		Phase: phase, Reason: reason, Message: message, Time: metav1.NewTime(workflow.Now(ctx)),
+		Phase: phase, Reason: reason, Message: message, Time: metav1.NewMicroTime(workflow.Now(ctx)),
 	})
 	workflow.GetLogger(ctx).Info("phase", "phase", phase, "reason", reason, "message", message)
 	if err := workflow.UpsertTypedSearchAttributes(ctx, AttrPhase.ValueSet(string(phase))); err != nil {

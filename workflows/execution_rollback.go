@@ -41,9 +41,10 @@ func (r *executionRun) awaitRollback(ctx workflow.Context, req actions.Request, 
 
 // awaitParent hands the decision to the RemediationRequest's workflow: the
 // step reports where it stands and waits to be rolled back or finalized.
-func (r *executionRun) awaitParent(ctx workflow.Context, req actions.Request, rb v1alpha1.RollbackInformation) {
+func (r *executionRun) awaitParent(ctx workflow.Context, req actions.Request) {
 	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
-	reason, msg := ReasonRollbackAvailable, "waiting for the RemediationRequest to roll back or finalize"
+	reason, msg := ReasonRollbackAvailable, "rollback to "+r.status.ExecutionResults.ResourcesAffected[0].Before+
+		" kept available until the RemediationRequest ends; waiting for it to roll back or finalize"
 	if r.postFailure != "" {
 		reason, msg = ReasonPostConditionFailed, r.postFailure+"; "+msg
 	}
@@ -65,7 +66,7 @@ func (r *executionRun) awaitParent(ctx workflow.Context, req actions.Request, rb
 	switch {
 	case ctx.Err() != nil:
 		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonCanceled, "run canceled while waiting for the RemediationRequest")
-	case finalize || !rb.Available:
+	case finalize:
 		r.finish(ctx, "finalized by the RemediationRequest")
 	default:
 		r.rollback(ctx, req, req2)
@@ -86,7 +87,7 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 		return
 	}
 	var done activities.ExecuteResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(r.in.Spec)), execution.ExecuteInline, r.write(back)).Get(ctx, &done)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, rollbackOptions(r.in.Spec)), execution.ExecuteInline, r.write(back)).Get(ctx, &done)
 	if err != nil {
 		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, messageOf(err))
 		return
@@ -100,7 +101,7 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 // validateRollback puts the inverse action through the same parameter, RBAC
 // and policy checks as the original.
 func (r *executionRun) validateRollback(ctx workflow.Context, back actions.Request) error {
-	quick := workflow.WithActivityOptions(ctx, quickOptions)
+	quick := workflow.WithActivityOptions(ctx, rollbackCheckOptions())
 	spec := v1alpha1.KubernetesExecutionSpec{Action: back.Action, Target: back.Target, Parameters: &back.Params}
 	if err := workflow.ExecuteActivity(quick, validation.CheckSpec, spec, back).Get(ctx, nil); err != nil {
 		return err

@@ -53,9 +53,10 @@ func trustAll(env *testsuite.TestWorkflowEnvironment) {
 func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) v1alpha1.KubernetesExecutionStatus {
 	t.Helper()
 	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
 	var r ExecutionResult
-	require.NoError(t, env.GetWorkflowResult(&r))
+	err := env.GetWorkflowResult(&r)
+	require.NoError(t, FinalResult(err, &r))
+	assertClosedAs(t, r.Status.Phase, r.Status.Reason, err)
 	return r.Status
 }
 
@@ -224,4 +225,24 @@ func runPhaseCases(t *testing.T, cases []phaseCase) {
 			}
 		})
 	}
+}
+
+// assertClosedAs checks that a run's workflow closed as its final phase
+// says: canceled when Canceled, completed unless Failed, else failed with
+// the reason as the error type (what the Web UI shows).
+func assertClosedAs(t *testing.T, phase v1alpha1.Phase, reason string, err error) {
+	t.Helper()
+	if reason == ReasonCanceled {
+		var canceled *temporal.CanceledError
+		require.ErrorAs(t, err, &canceled, "a canceled run closes its workflow canceled")
+		return
+	}
+	if phase != v1alpha1.PhaseFailed {
+		require.NoError(t, err, "a run that did not fail completes its workflow")
+		return
+	}
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app, "a failed run closes its workflow failed")
+	assert.Equal(t, reason, app.Type(), "the error type is the reason")
+	assert.True(t, app.NonRetryable())
 }

@@ -68,6 +68,12 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
 		return actions.Plan{}, false
 	}
+	// The before-image already shows the desired state: nothing will be
+	// written, so nothing needs a dry-run, preconditions or an approval.
+	if before.NoOp {
+		r.noChange(ctx, before.Change)
+		return actions.Plan{}, false
+	}
 	var approval *activities.PolicyResult
 	if pol.Validation.RequiredApproval || (spec.Approval != nil && spec.Approval.Required) {
 		approval = &pol
@@ -87,8 +93,8 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 
 	if len(spec.PreConditions) > 0 {
 		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating preconditions")
-		results, failed, err := r.conditions(ctx, spec.PreConditions)
-		vr.PreConditionResults = results
+		failed, err := r.conditions(ctx, spec.PreConditions, &vr.PreConditionResults)
+		results := vr.PreConditionResults
 		if err != nil {
 			r.fail(ctx, err, activities.ReasonInvalidParameters)
 			return actions.Plan{}, false
@@ -104,23 +110,30 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	return before, true
 }
 
-// conditions evaluates each condition in order and names the first required one that failed.
-func (r *executionRun) conditions(ctx workflow.Context, conds []v1alpha1.Condition) ([]v1alpha1.ConditionResult, string, error) {
-	var results []v1alpha1.ConditionResult
+// conditions evaluates each condition in order into *results and names the
+// first required one that failed. Before each condition it writes the status
+// with the results so far and the condition as evaluating (no attempts, no
+// evaluatedAt), so a run that polls its conditions shows where it is.
+func (r *executionRun) conditions(ctx workflow.Context, conds []v1alpha1.Condition, results *[]v1alpha1.ConditionResult) (string, error) {
+	*results = nil
 	failed := ""
 	for _, c := range conds {
+		*results = append(*results, v1alpha1.ConditionResult{Name: c.Name, Required: c.Required,
+			Message: "evaluating, for up to " + c.Timeout.Or(defaultConditionTimeout).String()})
+		r.push(ctx)
 		var res v1alpha1.ConditionResult
 		opts := workflow.WithActivityOptions(ctx, conditionOptions(c))
 		err := workflow.ExecuteActivity(opts, validation.EvaluateCondition, activities.ConditionRequest{Condition: c, Target: r.in.Spec.Target, Requester: r.in.Spec.Requester}).Get(ctx, &res)
 		if err != nil {
-			return results, "", err
+			*results = (*results)[:len(*results)-1]
+			return "", err
 		}
-		results = append(results, res)
+		(*results)[len(*results)-1] = res
 		if !res.Passed && res.Required && failed == "" {
 			failed = c.Name
 		}
 	}
-	return results, failed, nil
+	return failed, nil
 }
 
 // warnings lists optional conditions that did not hold.

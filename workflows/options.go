@@ -100,6 +100,32 @@ func jobOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOptions 
 	}
 }
 
+// rollbackRetryWindow is how long a rollback keeps retrying through
+// transient failures before it fails.
+const rollbackRetryWindow = 10 * time.Minute
+
+// rollbackOptions keep retrying a rollback through transient failures (the
+// API server or a webhook down for a while) for rollbackRetryWindow, whatever
+// spec.maxRetries says: a rollback is what leaves nothing half-done, so only
+// a permanent refusal (Forbidden, NotFound, ...) or the window's end fails it.
+func rollbackOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOptions {
+	o := executeOptions(spec)
+	o.ScheduleToCloseTimeout = max(o.ScheduleToCloseTimeout, rollbackRetryWindow)
+	o.RetryPolicy.MaximumAttempts = 0
+	return o
+}
+
+// rollbackCheckOptions are quickOptions retried like rollbackOptions, for
+// the checks a rollback passes before its write.
+func rollbackCheckOptions() workflow.ActivityOptions {
+	o := quickOptions
+	o.ScheduleToCloseTimeout = rollbackRetryWindow
+	policy := *quickOptions.RetryPolicy
+	policy.MaximumAttempts = 0
+	o.RetryPolicy = &policy
+	return o
+}
+
 // conditionOptions give a condition its own timeout plus room for the last evaluation.
 func conditionOptions(c v1alpha1.Condition) workflow.ActivityOptions {
 	timeout := c.Timeout.Or(defaultConditionTimeout)

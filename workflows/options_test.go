@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
+	"k8s.io/utils/ptr"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -18,6 +19,21 @@ func TestExecuteOptionsRetryADeadWorkersWrite(t *testing.T) {
 	assert.Equal(t, inlineHeartbeatTimeout, o.HeartbeatTimeout)
 	assert.Greater(t, o.ScheduleToCloseTimeout, o.StartToCloseTimeout, "a timed-out attempt leaves room for its retry")
 	assert.Equal(t, int32(3), o.RetryPolicy.MaximumAttempts)
+}
+
+// A rollback is retried through an outage for rollbackRetryWindow, not spec.maxRetries times.
+func TestRollbackOptionsRideOutAnOutage(t *testing.T) {
+	spec := v1alpha1.KubernetesExecutionSpec{Timeout: v1alpha1.DurationOf(time.Minute), MaxRetries: ptr.To[int32](0)}
+	o := rollbackOptions(spec)
+	assert.Zero(t, o.RetryPolicy.MaximumAttempts, "retried until the window ends, not a count")
+	assert.Equal(t, rollbackRetryWindow, o.ScheduleToCloseTimeout)
+	assert.Equal(t, inlineHeartbeatTimeout, o.HeartbeatTimeout)
+	assert.Equal(t, activities.NonRetryable, o.RetryPolicy.NonRetryableErrorTypes, "a permanent refusal still fails at once")
+	assert.Equal(t, int32(1), executeOptions(spec).RetryPolicy.MaximumAttempts, "the forward write keeps spec.maxRetries")
+	c := rollbackCheckOptions()
+	assert.Zero(t, c.RetryPolicy.MaximumAttempts)
+	assert.Equal(t, rollbackRetryWindow, c.ScheduleToCloseTimeout)
+	assert.Equal(t, int32(5), quickOptions.RetryPolicy.MaximumAttempts, "quickOptions itself unchanged")
 }
 
 func TestRecordOptionsWaitUntilRequiredBy(t *testing.T) {

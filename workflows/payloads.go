@@ -88,6 +88,8 @@ func receiveSignal(ctx workflow.Context, ch workflow.ReceiveChannel, v any, stri
 	}
 	if strict() {
 		workflow.GetLogger(ctx).Warn("ignoring signal with a malformed payload", "signal", ch.Name(), "error", err.Error(), "payload", string(raw))
+		warnSignal(ctx, ch.Name(), fmt.Sprintf("signal %q was accepted by Temporal but ignored: its payload is malformed: %s (payload %s). %s",
+			ch.Name(), err, truncatePayload(raw), preferDecide(ctx)))
 		return false
 	}
 	workflow.GetLogger(ctx).Warn("signal payload is malformed; using the fields it names", "signal", ch.Name(), "error", err.Error(), "payload", string(raw))
@@ -96,10 +98,14 @@ func receiveSignal(ctx workflow.Context, ch workflow.ReceiveChannel, v any, stri
 		return true
 	}
 	//workflowcheck:ignore
-	if err := json.Unmarshal(raw, v); err != nil {
-		workflow.GetLogger(ctx).Warn("ignoring signal that does not decode", "signal", ch.Name(), "error", err.Error())
+	if uerr := json.Unmarshal(raw, v); uerr != nil {
+		workflow.GetLogger(ctx).Warn("ignoring signal that does not decode", "signal", ch.Name(), "error", uerr.Error())
+		warnSignal(ctx, ch.Name(), fmt.Sprintf("signal %q was accepted by Temporal but ignored: its payload does not decode: %s (payload %s)",
+			ch.Name(), err, truncatePayload(raw)))
 		return false
 	}
+	warnSignal(ctx, ch.Name(), fmt.Sprintf("signal %q has a malformed payload; it was used with the fields it names: %s (payload %s)",
+		ch.Name(), err, truncatePayload(raw)))
 	return true
 }
 
@@ -110,3 +116,12 @@ func strict() bool { return true }
 // lenient is receiveSignal's strict for signals that are used whatever their
 // payload says, such as rollback, whose fields only describe the request.
 func lenient() bool { return false }
+
+// truncatePayload keeps an Event's note short whatever a sender sent.
+func truncatePayload(raw json.RawMessage) string {
+	const max = 200
+	if len(raw) > max {
+		return string(raw[:max]) + "..."
+	}
+	return string(raw)
+}

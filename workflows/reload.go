@@ -70,6 +70,7 @@ type ConfigChange = activities.ConfigChange
 // Reload defaults, for inputs built without the CRD's defaulting.
 const (
 	defaultDebounce     = 5 * time.Second
+	defaultMaxWait      = 5 * time.Minute
 	defaultRetryInitial = time.Second
 	defaultRetryMax     = 30 * time.Second
 	// maxCyclesPerRun bounds the debounce-and-restart cycles of one run before it continues as new.
@@ -84,11 +85,13 @@ const (
 // operator starts the workflow with it; a continued run also carries the
 // changes still pending and the last restart.
 type ReloadInput struct {
-	Namespace     string         `json:"namespace"`
-	Kind          string         `json:"kind"`
-	Name          string         `json:"name"`
-	Scope         string         `json:"scope"`
-	Debounce      time.Duration  `json:"debounce"`
+	Namespace string        `json:"namespace"`
+	Kind      string        `json:"kind"`
+	Name      string        `json:"name"`
+	Scope     string        `json:"scope"`
+	Debounce  time.Duration `json:"debounce"`
+	// MaxWait bounds how far changes within the window push a pending restart.
+	MaxWait       time.Duration  `json:"maxWait,omitempty"`
 	RetryInitial  time.Duration  `json:"retryInitial"`
 	RetryMax      time.Duration  `json:"retryMax"`
 	Pending       []ConfigChange `json:"pending,omitempty"`
@@ -102,6 +105,11 @@ type ReloadInput struct {
 	LastAskAt time.Time `json:"lastAskAt,omitempty"`
 	// Applied are the hashes the last restart applied; repeats of them are not new.
 	Applied []ConfigChange `json:"applied,omitempty"`
+	// PendingSince is when the oldest pending change arrived: MaxWait runs from it.
+	PendingSince time.Time `json:"pendingSince,omitempty"`
+	// PushedAt is when the last change arrived while a restart was pending:
+	// the restart is due a window after it.
+	PushedAt time.Time `json:"pushedAt,omitempty"`
 	// Coalesced counts the changes folded into the pending restart beyond the first.
 	Coalesced int    `json:"coalesced,omitempty"`
 	LastError string `json:"lastError,omitempty"`
@@ -114,7 +122,8 @@ type ReloadInput struct {
 // ReloadStatus is what the status query returns.
 type ReloadStatus struct {
 	Pending []ConfigChange `json:"pending,omitempty"`
-	// DueAt is when the pending changes restart the workload (RFC3339), unless another change arrives.
+	// DueAt is when the pending changes restart the workload (RFC3339); a
+	// change arriving before then pushes it, up to maxWait after the first.
 	DueAt         string `json:"dueAt,omitempty"`
 	Restarting    bool   `json:"restarting,omitempty"`
 	LastRestart   string `json:"lastRestart,omitempty"`
@@ -152,28 +161,35 @@ func reloadOptions(in ReloadInput) workflow.ActivityOptions {
 	}
 }
 
-// ReloadWorkflow restarts one workload when the ConfigMaps it uses change.
-// A change restarts the workload at once when its last restart is older than
-// the debounce window; changes within the window coalesce into one restart
-// when it closes, across any of the workload's ConfigMaps. The run ends when
-// nothing is pending and the window since its last restart has passed; the
-// operator's signal-with-start begins the next one.
+// ReloadWorkflow restarts one workload when the ConfigMaps it uses change,
+// as the seed's pending restart queue does. A change restarts the workload
+// at once when its last restart is older than the debounce window (the
+// leading edge); a change within the window schedules one trailing restart
+// when the window closes, and each further change before then pushes it to
+// a window after that change, but never later than maxWait after the first
+// change it carries. Changes to any of the workload's ConfigMaps coalesce
+// alike. The run ends when nothing is pending and the window since its last
+// restart has passed; the operator's signal-with-start begins the next one.
 func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) {
 	r := &reloadRun{in: in, sig: workflow.GetSignalChannel(ctx, SignalConfigChanged), coalesced: in.Coalesced,
-		lastRestartAt: in.LastRestartAt, lastAskAt: in.LastAskAt, applied: in.Applied}
+		lastRestartAt: in.LastRestartAt, lastAskAt: in.LastAskAt, applied: in.Applied,
+		pendingSince: in.PendingSince, pushedAt: in.PushedAt}
 	r.status.Pending = append([]ConfigChange(nil), in.Pending...)
+	if len(r.status.Pending) > 0 && r.pendingSince.IsZero() {
+		r.pendingSince = workflow.Now(ctx)
+	}
 	r.status.LastRestart, r.status.TotalRestarts, r.status.LastError = in.LastRestart, in.TotalRestarts, in.LastError
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (ReloadStatus, error) { return r.status, nil }); err != nil {
 		return ReloadResult{}, err
 	}
-	debounce := in.Debounce
-	if debounce <= 0 {
-		debounce = defaultDebounce
-	}
+	t := reloadTimingOf(in)
 	logger := workflow.GetLogger(ctx)
 	for cycles := 0; ; cycles++ {
-		r.drain()
-		if cycles >= maxCyclesPerRun || r.overBudget(ctx) || !r.hold(ctx, debounce) {
+		r.drain(ctx)
+		if len(r.status.Pending) == 0 {
+			r.pendingSince, r.pushedAt = time.Time{}, time.Time{}
+		}
+		if cycles >= maxCyclesPerRun || r.overBudget(ctx) || !r.hold(ctx, t) {
 			return r.continueAsNew(ctx)
 		}
 		if len(r.status.Pending) == 0 {
@@ -202,13 +218,33 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 	}
 }
 
+// reloadTiming is the debounce window and the bound on pushing a restart.
+type reloadTiming struct {
+	window, maxWait time.Duration
+}
+
+// reloadTimingOf applies the defaults to inputs built without the CRD's
+// defaulting: maxWait is never shorter than the window.
+func reloadTimingOf(in ReloadInput) reloadTiming {
+	t := reloadTiming{window: in.Debounce, maxWait: in.MaxWait}
+	if t.window <= 0 {
+		t.window = defaultDebounce
+	}
+	if t.maxWait <= 0 {
+		t.maxWait = defaultMaxWait
+	}
+	t.maxWait = max(t.maxWait, t.window)
+	return t
+}
+
 // continueAsNew carries everything the next run needs to go on as this one would.
 func (r *reloadRun) continueAsNew(ctx workflow.Context) (ReloadResult, error) {
-	r.drain()
+	r.drain(ctx)
 	next := r.in
 	next.Pending, next.LastRestart, next.TotalRestarts = r.status.Pending, r.status.LastRestart, r.status.TotalRestarts
 	next.LastRestartAt, next.Coalesced, next.LastError = r.lastRestartAt, r.coalesced, r.status.LastError
 	next.LastAskAt, next.Applied = r.lastAskAt, r.applied
+	next.PendingSince, next.PushedAt = r.pendingSince, r.pushedAt
 	workflow.GetLogger(ctx).Info("continuing as new", "pending", len(next.Pending), "signals", r.signals)
 	return ReloadResult{Status: r.status}, workflow.NewContinueAsNewError(ctx, ReloadWorkflow, next)
 }
@@ -218,35 +254,80 @@ func (r *reloadRun) overBudget(ctx workflow.Context) bool {
 	return r.signals >= maxReloadSignalsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }
 
-// hold waits out the debounce window since the last restart, absorbing
-// changes; with no restart inside the window it returns at once (the leading
-// edge). It returns false when the run should continue as new first.
-func (r *reloadRun) hold(ctx workflow.Context, window time.Duration) bool {
+// hold waits until the pending restart is due (dueAt), absorbing changes;
+// with no restart inside the window it returns at once (the leading edge).
+// A change arriving while a restart is pending pushes the due time; pushes
+// only ever move it later, so the timer is left running and, when it
+// fires early, set again for the rest. It returns false when the run
+// should continue as new first.
+func (r *reloadRun) hold(ctx workflow.Context, t reloadTiming) bool {
+	defer func() { r.status.DueAt = "" }()
+	for {
+		due := r.dueAt(t)
+		if due.IsZero() || !due.After(workflow.Now(ctx)) {
+			return true
+		}
+		if !r.waitFor(ctx, t, due) {
+			return false
+		}
+	}
+}
+
+// waitFor runs a timer until due, absorbing changes meanwhile; it returns
+// false, with the timer cancelled, when the run should continue as new.
+func (r *reloadRun) waitFor(ctx workflow.Context, t reloadTiming, due time.Time) bool {
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(tctx, due.Sub(workflow.Now(ctx)))
+	for {
+		r.showDue(r.dueAt(t))
+		holding := len(r.status.Pending) > 0
+		fired, changed := r.timerOrChange(ctx, timer)
+		if fired {
+			return true
+		}
+		if changed && holding {
+			r.pushedAt = workflow.Now(ctx)
+		}
+		if r.overBudget(ctx) {
+			return false
+		}
+	}
+}
+
+// showDue puts the due time in the status while something is pending.
+func (r *reloadRun) showDue(due time.Time) {
+	r.status.DueAt = ""
+	if len(r.status.Pending) > 0 {
+		r.status.DueAt = due.UTC().Format(time.RFC3339Nano)
+	}
+}
+
+// dueAt is when the pending changes restart: a window after the last
+// restart (or superseded ask), or a window after the last change that
+// arrived while they were pending, whichever is later; a push never goes
+// past maxWait after the oldest pending change. Zero: nothing restarted
+// yet, so nothing holds (the leading edge).
+func (r *reloadRun) dueAt(t reloadTiming) time.Time {
 	edge := r.lastRestartAt
 	if r.lastAskAt.After(edge) {
 		edge = r.lastAskAt
 	}
-	due := edge.Add(window)
-	if edge.IsZero() || !due.After(workflow.Now(ctx)) {
-		return true
+	if edge.IsZero() {
+		return time.Time{}
 	}
-	if len(r.status.Pending) > 0 {
-		r.status.DueAt = due.UTC().Format(time.RFC3339Nano)
+	due := edge.Add(t.window)
+	if r.pushedAt.IsZero() {
+		return due
 	}
-	tctx, cancel := workflow.WithCancel(ctx)
-	defer cancel()
-	timer := workflow.NewTimer(tctx, due.Sub(workflow.Now(ctx)))
-	for fired := false; !fired; {
-		var changed bool
-		if fired, changed = r.timerOrChange(ctx, timer); changed {
-			r.status.DueAt = due.UTC().Format(time.RFC3339Nano)
-		}
-		if !fired && r.overBudget(ctx) {
-			return false
-		}
+	pushed := r.pushedAt.Add(t.window)
+	if bound := r.pendingSince.Add(t.maxWait); !r.pendingSince.IsZero() && bound.Before(pushed) {
+		pushed = bound
 	}
-	r.status.DueAt = ""
-	return true
+	if pushed.After(due) {
+		return pushed
+	}
+	return due
 }
 
 // end closes the run on err; a workload that is gone is not a failure: its
@@ -300,6 +381,9 @@ type reloadRun struct {
 	lastRestartAt time.Time
 	// lastAskAt is when the last approval request closed as superseded.
 	lastAskAt time.Time
+	// pendingSince is when the oldest pending change arrived; pushedAt when
+	// the last one arrived while a restart was pending (zero: none did).
+	pendingSince, pushedAt time.Time
 	// applied holds the hashes of the last restart.
 	applied []ConfigChange
 }
@@ -307,10 +391,13 @@ type reloadRun struct {
 // absorb merges a change into the pending set; it reports whether the change
 // is new, so repeated signals of a hash already pending (replays, several
 // operators) neither push the due time nor count as debounced.
-func (r *reloadRun) absorb(c ConfigChange) bool {
+func (r *reloadRun) absorb(ctx workflow.Context, c ConfigChange) bool {
 	r.signals++
 	if r.isApplied(c) {
 		return false
+	}
+	if len(r.status.Pending) == 0 {
+		r.pendingSince = workflow.Now(ctx)
 	}
 	for i, p := range r.status.Pending {
 		if p.ConfigMap == c.ConfigMap {
@@ -346,11 +433,11 @@ func (r *reloadRun) isApplied(c ConfigChange) bool {
 }
 
 // drain absorbs every signal already delivered.
-func (r *reloadRun) drain() bool {
+func (r *reloadRun) drain(ctx workflow.Context) bool {
 	changed := false
 	var c ConfigChange
 	for r.sig.ReceiveAsync(&c) {
-		changed = r.absorb(c) || changed
+		changed = r.absorb(ctx, c) || changed
 	}
 	return changed
 }
@@ -363,7 +450,7 @@ func (r *reloadRun) timerOrChange(ctx workflow.Context, timer workflow.Future) (
 	sel.AddReceive(r.sig, func(ch workflow.ReceiveChannel, _ bool) {
 		var c ConfigChange
 		ch.Receive(ctx, &c)
-		changed = r.absorb(c)
+		changed = r.absorb(ctx, c)
 	})
 	sel.Select(ctx)
 	return fired, changed
@@ -383,6 +470,7 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 	r.status.Restarting = true
 	defer func() { r.status.Restarting = false }()
 	var res activities.RestartResult
+	var newer time.Time // when the first change newer than the intent arrived
 	done := false
 	for !done {
 		sel := workflow.NewSelector(ctx)
@@ -390,8 +478,8 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 		sel.AddReceive(r.sig, func(ch workflow.ReceiveChannel, _ bool) {
 			var c ConfigChange
 			ch.Receive(ctx, &c)
-			if r.absorb(c) && !superseded {
-				superseded = true
+			if r.absorb(ctx, c) && !superseded {
+				superseded, newer = true, workflow.Now(ctx)
 				cancel()
 			}
 		})
@@ -418,6 +506,8 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 	}
 	r.coalesced, r.approved = 0, ""
 	r.status.Pending = pendingAfter(r.status.Pending, intent)
+	// What is left arrived during the restart: its own wait starts then.
+	r.pendingSince, r.pushedAt = newer, time.Time{}
 	return superseded, nil
 }
 

@@ -89,7 +89,7 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 		},
 		Opened: func(workflow.Context, time.Time) { r.status.ApprovalRequest = name },
 		Superseded: func() string {
-			if r.drain() {
+			if r.drain(ctx) {
 				return "newer ConfigMap data arrived: " + activities.DescribeChanges(r.status.Pending)
 			}
 			return ""

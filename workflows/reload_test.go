@@ -98,7 +98,7 @@ func TestReloadRestartsAtOnceThenCoalescesWithinTheWindow(t *testing.T) {
 	assert.Zero(t, first.in.Coalesced)
 	assert.Equal(t, []activities.ConfigChange{{ConfigMap: "app", Hash: "h19"}}, second.in.Changes)
 	assert.Equal(t, 18, second.in.Coalesced)
-	assert.Equal(t, start.Add(5*time.Second), second.at, "due one window after the last restart, not after the last edit")
+	assert.Equal(t, start.Add(3800*time.Millisecond+5*time.Second), second.at, "each edit within the window pushed it: due one window after the last edit")
 	assert.Equal(t, 2, st.TotalRestarts)
 	assert.Empty(t, st.Pending)
 	assert.Equal(t, second.in.RestartedAt, st.LastRestart)
@@ -128,7 +128,7 @@ func TestReloadLeadingEdgeTiming(t *testing.T) {
 			name: "two ConfigMaps edited within the window give one restart", lastRestart: time.Second,
 			signals: map[time.Duration]ConfigChange{time.Second: {ConfigMap: "flags", Hash: "f1"}},
 			want:    [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}, {ConfigMap: "flags", Hash: "f1"}}},
-			wantAt:  []time.Duration{4 * time.Second},
+			wantAt:  []time.Duration{6 * time.Second}, // flags, within the window, pushed it to a window after itself
 		},
 		{
 			name:    "a repeat of the applied hash restarts nothing",
@@ -240,14 +240,19 @@ func TestReloadEndsWhenWorkloadIsGone(t *testing.T) {
 	}
 }
 
-func TestReloadStatusQueryShowsPending(t *testing.T) {
-	env, _ := newReloadEnv(t, restarted)
-	var during ReloadStatus
+// queryStatusAt reads the status query into st at d.
+func queryStatusAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, d time.Duration, st any) {
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(QueryStatus)
 		require.NoError(t, err)
-		require.NoError(t, v.Get(&during))
-	}, 2*time.Second)
+		require.NoError(t, v.Get(st))
+	}, d)
+}
+
+func TestReloadStatusQueryShowsPending(t *testing.T) {
+	env, _ := newReloadEnv(t, restarted)
+	var during ReloadStatus
+	queryStatusAt(t, env, 2*time.Second, &during)
 	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"})
 	in.LastRestartAt = env.Now().Add(-time.Second)
 	env.ExecuteWorkflow(ReloadWorkflow, in)
@@ -315,11 +320,13 @@ func TestReloadContinuesAsNewInsideTheWindowAndStillRestarts(t *testing.T) {
 	assert.Equal(t, 3, next.TotalRestarts)
 	assert.Equal(t, in.Applied, next.Applied)
 	assert.Equal(t, time.Minute, next.Debounce)
+	assert.True(t, start.Equal(next.PendingSince), "h0 was pending from the start")
+	assert.True(t, start.Add(maxReloadSignalsPerRun*100*time.Millisecond).Equal(next.PushedAt), "the last edit absorbed pushed the restart")
 
 	// The next run restarts when the carried window closes, with the newest data.
 	env2, calls2 := newReloadEnv(t, restarted)
 	start2 := env2.Now()
-	next.LastRestartAt = start2.Add(-30 * time.Second)
+	next.LastRestartAt, next.PushedAt = start2.Add(-30*time.Second), start2.Add(-50*time.Second)
 	env2.ExecuteWorkflow(ReloadWorkflow, next)
 	st := reloadResult(t, env2)
 	require.Len(t, *calls2, 1)
@@ -327,4 +334,74 @@ func TestReloadContinuesAsNewInsideTheWindowAndStillRestarts(t *testing.T) {
 	assert.Equal(t, next.LastRestartAt.Add(time.Minute), (*calls2)[0].at)
 	assert.Equal(t, maxReloadSignalsPerRun, (*calls2)[0].in.Coalesced)
 	assert.Equal(t, 4, st.TotalRestarts)
+}
+
+// TestReloadSeedCoalescing is the seed's pending restart queue: 10 edits
+// 0.5 s apart with a 3 s window give one restart at once and one after the
+// burst, each edit inside the window pushing the second a window later.
+func TestReloadSeedCoalescing(t *testing.T) {
+	env, calls := newReloadEnv(t, restarted)
+	start := env.Now()
+	editEvery(env, 9, 500*time.Millisecond)
+	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"})
+	in.Debounce = 3 * time.Second
+	env.ExecuteWorkflow(ReloadWorkflow, in)
+
+	st := reloadResult(t, env)
+	require.Len(t, *calls, 2, "the leading edge, then one trailing restart")
+	assert.Equal(t, start, (*calls)[0].at)
+	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: "h0"}}, (*calls)[0].in.Changes)
+	assert.Equal(t, start.Add(4500*time.Millisecond+3*time.Second), (*calls)[1].at, "a window after the last edit")
+	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: "h9"}}, (*calls)[1].in.Changes)
+	assert.Equal(t, 8, (*calls)[1].in.Coalesced, "h1..h9 in one restart")
+	assert.Equal(t, 2, st.TotalRestarts)
+}
+
+// TestReloadMaxWaitBoundsThePush: edits that never pause would push the
+// trailing restart forever; maxWait after the first pending change it comes.
+func TestReloadMaxWaitBoundsThePush(t *testing.T) {
+	env, calls := newReloadEnv(t, restarted)
+	start := env.Now()
+	editEvery(env, 40, 500*time.Millisecond) // h1 at 0.5 s .. h40 at 20 s
+	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"})
+	in.Debounce, in.MaxWait = 3*time.Second, 8250*time.Millisecond
+	var dueDuring ReloadStatus
+	queryStatusAt(t, env, 7*time.Second, &dueDuring)
+	env.ExecuteWorkflow(ReloadWorkflow, in)
+
+	reloadResult(t, env)
+	ms := time.Millisecond
+	want := []struct {
+		at   time.Duration
+		hash string
+	}{
+		{0, "h0"},
+		{8750 * ms, "h17"},  // h1 at 0.5 s pending; capped at 0.5 s + maxWait
+		{17250 * ms, "h34"}, // h18 at 9 s pending; capped at 9 s + maxWait
+		{23000 * ms, "h40"}, // h35 at 17.5 s pending; the edits stop at 20 s: a window after the last
+	}
+	require.Len(t, *calls, len(want))
+	for i, w := range want {
+		assert.Equal(t, w.at, (*calls)[i].at.Sub(start), "restart %d", i)
+		assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: w.hash}}, (*calls)[i].in.Changes, "restart %d", i)
+	}
+	assert.Equal(t, start.Add(8750*ms).UTC().Format(time.RFC3339Nano), dueDuring.DueAt, "the status shows the bounded due time")
+}
+
+func TestReloadTimingDefaults(t *testing.T) {
+	tests := []struct {
+		name                string
+		debounce, maxWait   time.Duration
+		wantWindow, wantMax time.Duration
+	}{
+		{"unset", 0, 0, defaultDebounce, defaultMaxWait},
+		{"as given", 3 * time.Second, time.Minute, 3 * time.Second, time.Minute},
+		{"maxWait shorter than the window waits the window", 10 * time.Minute, time.Minute, 10 * time.Minute, 10 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := reloadTimingOf(ReloadInput{Debounce: tt.debounce, MaxWait: tt.maxWait})
+			assert.Equal(t, reloadTiming{window: tt.wantWindow, maxWait: tt.wantMax}, got)
+		})
+	}
 }

@@ -13,7 +13,12 @@ import (
 
 // Reasons of a RemediationRequest.
 const (
+	// ReasonStepFailed: a step failed and nothing was rolled back, because
+	// the rollback policy keeps the completed steps or none changed anything.
 	ReasonStepFailed = "StepFailed"
+	// ReasonRollbackIncomplete: a step failed and every rollback tried
+	// succeeded, but a completed step's action has no inverse, so its change stays.
+	ReasonRollbackIncomplete = "RollbackIncomplete"
 )
 
 // RemediationInput identifies the RemediationRequest and carries its spec.
@@ -39,129 +44,154 @@ type StepReport struct {
 
 var remediation *activities.Remediation
 
-type stepRun struct {
-	workflowID string
-	future     workflow.ChildWorkflowFuture
-	canRollBck bool
+// remediationRun is one RemediationRequest's saga: the phase object and the
+// steps started so far.
+type remediationRun struct {
+	in    RemediationInput
+	st    v1alpha1.RemediationRequestStatus
+	steps []*stepRun
 }
 
-// RemediationWorkflow runs the steps in order, each as a child
-// ExecutionWorkflow of a KubernetesExecution owned by the request. It stops at
-// the first failure; when a step's required postcondition fails and the
-// policy allows, it rolls back every step that changed something, newest first.
+// stepRun is one started step's child workflow.
+type stepRun struct {
+	index      int
+	workflowID string
+	future     workflow.ChildWorkflowFuture
+	// held: the step's change is done and its run waits, rollback available,
+	// for the request to roll it back or finalize it.
+	held bool
+	// final is the step's status once its run has ended.
+	final *v1alpha1.KubernetesExecutionStatus
+}
+
+// RemediationWorkflow runs a RemediationRequest as a saga. Every step is
+// checked before the first write; then the steps run in order, each as a
+// child ExecutionWorkflow of a KubernetesExecution owned by the request. A
+// step whose change can be undone keeps its run open, rollback available,
+// until the request ends. When a step fails, the rollback policy decides:
+// the completed steps are rolled back newest first, or finalized as they are.
 func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (RemediationResult, error) {
-	st := v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhasePending}
+	r := &remediationRun{in: in, st: v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhasePending}}
 	for _, s := range in.Spec.Steps {
-		st.Steps = append(st.Steps, v1alpha1.StepStatus{Name: s.Name})
+		r.st.Steps = append(r.st.Steps, v1alpha1.StepStatus{Name: s.Name})
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (v1alpha1.RemediationRequestStatus, error) { return st, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (v1alpha1.RemediationRequestStatus, error) { return r.st, nil }); err != nil {
 		return RemediationResult{}, err
 	}
-	// The run writes .status at each phase change and each step's progress.
-	st.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
-	push := func() {
-		st.Sequence++
-		pushStatus(ctx, statuses.PushRemediationStatus, activities.RemediationStatusPush{Namespace: in.Namespace, Name: in.Name, UID: in.UID, Status: st})
-	}
-	setPhase := func(p v1alpha1.Phase, reason, msg string) {
-		st.Phase, st.Reason, st.Message = p, reason, capMessage(msg)
-		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrPhase.ValueSet(string(p)))
-		push()
-	}
-	ready := workflow.GetSignalChannel(ctx, SignalStepReady)
-	quick := workflow.WithActivityOptions(ctx, quickOptions)
-	var runs []stepRun
+	r.st.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 
 	ref := activities.SubjectRef{Namespace: in.Namespace, Name: in.Name, UID: in.UID}
+	quick := workflow.WithActivityOptions(ctx, quickOptions)
 	if err := workflow.ExecuteActivity(quick, subjects.VerifyRemediation, ref, in.Spec).Get(ctx, nil); err != nil {
-		setPhase(v1alpha1.PhaseFailed, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err))
-		return RemediationResult{Status: st}, nil
+		r.setPhase(ctx, v1alpha1.PhaseFailed, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err))
+		return r.close()
 	}
-	setPhase(v1alpha1.PhaseExecuting, "Executing", fmt.Sprintf("running %d steps", len(in.Spec.Steps)))
-	failure, postFailed := "", false
-	for i, step := range in.Spec.Steps {
-		st.CurrentStep = int32(i + 1)
+	if !r.checkSteps(ctx) {
+		return r.close()
+	}
+	r.setPhase(ctx, v1alpha1.PhaseExecuting, "Executing", fmt.Sprintf("running %d steps", len(in.Spec.Steps)))
+	failure, postFailed := r.runSteps(ctx)
+	if err := r.settle(ctx, failure, postFailed); err != nil {
+		return RemediationResult{Status: r.st}, err
+	}
+	return r.close()
+}
+
+// close ends the workflow as the request's final phase says (closeRun).
+func (r *remediationRun) close() (RemediationResult, error) {
+	return closeRun(r.st.Phase, r.st.Reason, r.st.Message, RemediationResult{Status: r.st})
+}
+
+// push writes .status: the run does at each phase change and each step's progress.
+func (r *remediationRun) push(ctx workflow.Context) {
+	r.st.Sequence++
+	pushStatus(ctx, statuses.PushRemediationStatus, activities.RemediationStatusPush{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Status: r.st})
+}
+
+func (r *remediationRun) setPhase(ctx workflow.Context, p v1alpha1.Phase, reason, msg string) {
+	r.st.Phase, r.st.Reason, r.st.Message = p, reason, capMessage(msg)
+	workflow.GetLogger(ctx).Info("phase", "phase", p, "reason", reason, "message", r.st.Message)
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrPhase.ValueSet(string(p)))
+	r.push(ctx)
+}
+
+// record copies a step's phase, reason and message into the request's status.
+func (r *remediationRun) record(i int, s v1alpha1.KubernetesExecutionStatus) {
+	r.st.Steps[i].Phase, r.st.Steps[i].Reason, r.st.Steps[i].Message = s.Phase, s.Reason, capMessage(s.Message)
+}
+
+// runSteps runs the steps in order until one fails; it returns the failure
+// and whether it was a required postcondition.
+func (r *remediationRun) runSteps(ctx workflow.Context) (failure string, postFailed bool) {
+	ready := workflow.GetSignalChannel(ctx, SignalStepReady)
+	for i, step := range r.in.Spec.Steps {
+		r.st.CurrentStep = int32(i + 1)
 		var ref activities.StepRef
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepCreateOptions), remediation.CreateStepExecution, activities.StepInput{
-			Namespace: in.Namespace, Request: in.Name, RequestUID: in.UID, Step: step, Requester: in.Spec.Requester,
+			Namespace: r.in.Namespace, Request: r.in.Name, RequestUID: r.in.UID, Step: step, Requester: r.in.Spec.Requester,
 		}).Get(ctx, &ref)
 		if err != nil {
-			failure = "step " + step.Name + ": " + messageOf(err)
-			break
+			return "step " + step.Name + ": " + messageOf(err), false
 		}
-		st.Steps[i].ExecutionRef = &v1alpha1.LocalRef{Name: ref.Name}
-		push()
-		id := ExecutionWorkflowID(in.Namespace, ref.Name, ref.UID)
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID:            id,
-			TaskQueue:             TaskQueue,
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
-			TypedSearchAttributes: temporal.NewSearchAttributes(
-				AttrKind.ValueSet("KubernetesExecution"),
-				AttrTarget.ValueSet(step.Execution.Target.String()),
-				AttrPhase.ValueSet(string(v1alpha1.PhasePending)),
-			),
-		})
-		spec := step.Execution
-		spec.RemediationRequestRef = &v1alpha1.LocalRef{Name: in.Name}
-		spec.Requester = in.Spec.Requester
-		fut := workflow.ExecuteChildWorkflow(cctx, ExecutionWorkflow, ExecutionInput{Namespace: in.Namespace, Name: ref.Name, UID: ref.UID, Spec: spec})
-		runs = append(runs, stepRun{workflowID: id, future: fut})
+		r.st.Steps[i].ExecutionRef = &v1alpha1.LocalRef{Name: ref.Name}
+		r.push(ctx)
+		run := r.startStep(ctx, i, ref)
 
-		// The step either ends (it failed before changing anything) or
-		// reports that its action is done and waits for our decision.
+		// The step either ends (it failed, changed nothing, or has nothing
+		// to undo) or reports that its change is done and waits for our decision.
 		var report StepReport
-		var result ExecutionResult
-		ended := false
+		var endErr error
 		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(fut, func(f workflow.Future) { ended = true; _ = f.Get(ctx, &result) })
+		sel.AddFuture(run.future, func(f workflow.Future) {
+			var result ExecutionResult
+			if endErr = FinalResult(f.Get(ctx, &result), &result); endErr != nil {
+				result.Status.Phase, result.Status.Reason, result.Status.Message = v1alpha1.PhaseFailed, activities.ReasonExecutionFailed, messageOf(endErr)
+			}
+			run.final = &result.Status
+		})
 		sel.AddReceive(ready, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &report) })
 		sel.Select(ctx)
-		if ended {
-			st.Steps[i].Phase, st.Steps[i].Reason = result.Status.Phase, result.Status.Reason
-			failure = "step " + step.Name + " failed: " + result.Status.Reason + ": " + result.Status.Message
-			runs = runs[:len(runs)-1]
-			break
+		if s := run.final; s != nil {
+			r.record(i, *s)
+			r.push(ctx)
+			switch {
+			case endErr != nil:
+				return "step " + step.Name + " failed: " + messageOf(endErr), false
+			case s.Phase != v1alpha1.PhaseCompleted:
+				return "step " + step.Name + " failed: " + s.Reason + ": " + s.Message, s.Reason == ReasonPostConditionFailed
+			}
+			continue
 		}
-		st.Steps[i].Phase, st.Steps[i].Reason = report.Status.Phase, report.Status.Reason
-		runs[len(runs)-1].canRollBck = report.Status.RollbackInformation != nil && report.Status.RollbackInformation.Available
-		push()
+		run.held = true
+		r.record(i, report.Status)
+		r.push(ctx)
 		if report.Status.Reason == ReasonPostConditionFailed {
-			failure, postFailed = "step "+step.Name+": "+report.PostFailure, true
-			break
+			return "step " + step.Name + ": " + report.PostFailure, true
 		}
 	}
+	return "", false
+}
 
-	rollBack := postFailed && in.Spec.RollbackPolicy != v1alpha1.RollbackNever
-	signal := SignalFinalize
-	if rollBack {
-		signal = SignalRollback
-		setPhase(v1alpha1.PhaseExecuting, ReasonRollingBack, failure+"; rolling back completed steps in reverse order")
-	}
-	// Steps are released newest first, one at a time, so rollbacks apply in reverse order.
-	for i := len(runs) - 1; i >= 0; i-- {
-		if err := workflow.SignalExternalWorkflow(ctx, runs[i].workflowID, "", signal, RollbackRequest{Requester: "RemediationRequest/" + in.Name, Reason: failure}).Get(ctx, nil); err != nil {
-			return RemediationResult{Status: st}, fmt.Errorf("signal step %s: %w", runs[i].workflowID, err)
-		}
-		var result ExecutionResult
-		if err := runs[i].future.Get(ctx, &result); err != nil {
-			return RemediationResult{Status: st}, fmt.Errorf("await step %s: %w", runs[i].workflowID, err)
-		}
-		st.Steps[i].Phase, st.Steps[i].Reason = result.Status.Phase, result.Status.Reason
-		st.Steps[i].RolledBack = result.Status.Reason == ReasonRolledBack
-		push()
-	}
-
-	switch {
-	case failure == "":
-		setPhase(v1alpha1.PhaseCompleted, ReasonSucceeded, fmt.Sprintf("%d steps completed", len(in.Spec.Steps)))
-	case rollBack:
-		setPhase(v1alpha1.PhaseFailed, ReasonRolledBack, failure+"; completed steps rolled back")
-	case postFailed:
-		setPhase(v1alpha1.PhaseFailed, ReasonPostConditionFailed, failure+"; rollbackPolicy Never: nothing rolled back")
-	default:
-		setPhase(v1alpha1.PhaseFailed, ReasonStepFailed, failure)
-	}
-	return RemediationResult{Status: st}, nil
+// startStep starts the step's execution workflow as a child of this one.
+func (r *remediationRun) startStep(ctx workflow.Context, i int, ref activities.StepRef) *stepRun {
+	step := r.in.Spec.Steps[i]
+	id := ExecutionWorkflowID(r.in.Namespace, ref.Name, ref.UID)
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            id,
+		TaskQueue:             TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			AttrKind.ValueSet("KubernetesExecution"),
+			AttrTarget.ValueSet(step.Execution.Target.String()),
+			AttrPhase.ValueSet(string(v1alpha1.PhasePending)),
+		),
+	})
+	spec := step.Execution
+	spec.RemediationRequestRef = &v1alpha1.LocalRef{Name: r.in.Name}
+	spec.Requester = r.in.Spec.Requester
+	run := &stepRun{index: i, workflowID: id,
+		future: workflow.ExecuteChildWorkflow(cctx, ExecutionWorkflow, ExecutionInput{Namespace: r.in.Namespace, Name: ref.Name, UID: ref.UID, Spec: spec})}
+	r.steps = append(r.steps, run)
+	return run
 }

@@ -1,12 +1,18 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
@@ -24,24 +30,60 @@ var knownSignals = map[string][]string{
 	"DriftWorkflow":       {SignalDrift, SignalApprove, SignalReject},
 }
 
+// SignalWarner records, outside the history, a signal a workflow cannot
+// use (activities.SignalEvents: a Warning Event on the workflow's object).
+// It must not block.
+type SignalWarner interface {
+	WarnSignal(activities.SignalWarning)
+}
+
 // UnknownSignals is a worker interceptor that logs a Warning and counts
 // MetricUnknownSignals for a signal its workflow type never reads, such as
 // "approved" or "roll-back", when it arrives rather than when the run ends
-// (the SDK's own "Workflow has unhandled signals"). It issues no commands, so
-// it cannot change a history; the logger and metrics are quiet on replay.
+// (the SDK's own "Workflow has unhandled signals"), and hands it, and every
+// signal whose payload the workflow cannot decode (receiveSignal), to
+// Warner. It issues no commands, so it cannot change a history; the logger,
+// metrics and Warner are quiet on replay.
 type UnknownSignals struct {
 	interceptor.WorkerInterceptorBase
+	// Warner, when set, records each such signal on the workflow's object.
+	Warner SignalWarner
 }
 
 // InterceptWorkflow wraps each workflow's inbound calls.
-func (*UnknownSignals) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
-	i := &unknownSignalsInbound{}
+func (u *UnknownSignals) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	i := &unknownSignalsInbound{warner: u.Warner}
 	i.Next = next
 	return i
 }
 
+// unknownSignalsInbound is one run's interceptor.
 type unknownSignalsInbound struct {
 	interceptor.WorkflowInboundInterceptorBase
+	warner SignalWarner
+	// subject is the run's object, from its input; nil until the run starts.
+	subject *corev1.ObjectReference
+	// seq counts the run's signal warnings, replayed ones included, so each
+	// has the same number however often a workflow task runs.
+	seq int
+}
+
+// signalWarnings is the context key of the run's interceptor, for receiveSignal.
+type signalWarnings struct{}
+
+// subjectInput is a workflow input that names the workflow's object.
+type subjectInput interface {
+	signalSubject() corev1.ObjectReference
+}
+
+func (i *unknownSignalsInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
+	if len(in.Args) > 0 {
+		if s, ok := in.Args[0].(subjectInput); ok {
+			ref := s.signalSubject()
+			i.subject = &ref
+		}
+	}
+	return i.Next.ExecuteWorkflow(workflow.WithValue(ctx, signalWarnings{}, i), in)
 }
 
 func (i *unknownSignalsInbound) HandleSignal(ctx workflow.Context, in *interceptor.HandleSignalInput) error {
@@ -51,6 +93,56 @@ func (i *unknownSignalsInbound) HandleSignal(ctx workflow.Context, in *intercept
 			"signal", in.SignalName, "workflowType", typ, "knownSignals", strings.Join(known, ", "))
 		// Tagged here too, so the label does not depend on the SDK's own tags.
 		workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"workflow_type": typ}).Counter(MetricUnknownSignals).Inc(1)
+		i.warn(ctx, in.SignalName, activities.ReasonUnknownSignal, fmt.Sprintf(
+			"signal %q was accepted by Temporal but does nothing: %s reads only the signals %s. %s",
+			in.SignalName, typ, strings.Join(known, ", "), preferDecide(ctx)))
 	}
 	return i.Next.HandleSignal(ctx, in)
+}
+
+// warn hands a warning to the warner, unless replaying.
+func (i *unknownSignalsInbound) warn(ctx workflow.Context, signal, reason, note string) {
+	i.seq++
+	if i.warner == nil || workflow.IsReplaying(ctx) {
+		return
+	}
+	info := workflow.GetInfo(ctx)
+	subject := i.subject
+	if subject == nil {
+		// A signal handled before the run started (signal-with-start).
+		return
+	}
+	i.warner.WarnSignal(activities.SignalWarning{Regarding: *subject, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+		Seq: i.seq, Signal: signal, Reason: reason, Note: note})
+}
+
+// warnSignal reports, from workflow code, a signal whose payload the
+// workflow cannot use as sent.
+func warnSignal(ctx workflow.Context, signal, note string) {
+	if i, ok := ctx.Value(signalWarnings{}).(*unknownSignalsInbound); ok {
+		i.warn(ctx, signal, activities.ReasonMalformedSignal, note)
+	}
+}
+
+// preferDecide points a person at the decide update, which answers at once.
+func preferDecide(ctx workflow.Context) string {
+	return fmt.Sprintf(`To decide, prefer the decide update, which refuses a mistake at once: temporal workflow update execute --workflow-id '%s' --name decide --input '{"approved":true,"approver":"<you>","reason":"..."}'`,
+		workflow.GetInfo(ctx).WorkflowExecution.ID)
+}
+
+func (in ExecutionInput) signalSubject() corev1.ObjectReference {
+	return corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "KubernetesExecution", Namespace: in.Namespace, Name: in.Name, UID: types.UID(in.UID)}
+}
+
+func (in RemediationInput) signalSubject() corev1.ObjectReference {
+	return corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RemediationRequest", Namespace: in.Namespace, Name: in.Name, UID: types.UID(in.UID)}
+}
+
+func (in ReloadInput) signalSubject() corev1.ObjectReference {
+	return corev1.ObjectReference{APIVersion: "apps/v1", Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}
+}
+
+func (in DriftInput) signalSubject() corev1.ObjectReference {
+	p := in.Parent
+	return corev1.ObjectReference{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, UID: types.UID(p.UID)}
 }

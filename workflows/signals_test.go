@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
@@ -69,4 +70,37 @@ func TestEveryWorkflowTypeListsItsSignals(t *testing.T) {
 		assert.NotEmpty(t, knownSignals[name], "knownSignals has no entry for %s", name)
 	}
 	assert.Len(t, knownSignals, len(registered), "knownSignals lists a workflow type that is not registered")
+}
+
+// recordedWarnings is a SignalWarner that keeps what it is handed.
+type recordedWarnings []activities.SignalWarning
+
+func (r *recordedWarnings) WarnSignal(w activities.SignalWarning) { *r = append(*r, w) }
+
+// A malformed or misnamed signal reaches the workflow's object as a
+// warning, numbered in history order, and names the decide update.
+func TestSignalWarningsNameTheObject(t *testing.T) {
+	env, _, recorded := approvalEnv(t, allowed)
+	var warnings recordedWarnings
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&UnknownSignals{Warner: &warnings}}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow("approved", ApprovalSignal{Approver: "alice"}) }, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalApprove, map[string]string{"approvr": "alice"}) }, 2*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalApprove, ApprovalSignal{Approver: "alice"}) }, 3*time.Minute)
+	in := approvalInput(time.Hour)
+	env.ExecuteWorkflow(ExecutionWorkflow, in)
+	result(t, env)
+	assert.Equal(t, "alice", recorded.DecidedBy, "the well-formed approve decided")
+
+	require.Len(t, warnings, 2)
+	for i, w := range warnings {
+		assert.Equal(t, "KubernetesExecution", w.Regarding.Kind)
+		assert.Equal(t, in.Namespace, w.Regarding.Namespace)
+		assert.Equal(t, in.Name, w.Regarding.Name)
+		assert.Equal(t, i+1, w.Seq)
+		assert.Contains(t, w.Note, "prefer the decide update")
+	}
+	assert.Equal(t, activities.ReasonUnknownSignal, warnings[0].Reason)
+	assert.Contains(t, warnings[0].Note, `signal "approved" was accepted by Temporal but does nothing: ExecutionWorkflow reads only the signals approve, reject, rollback, finalize`)
+	assert.Equal(t, activities.ReasonMalformedSignal, warnings[1].Reason)
+	assert.Contains(t, warnings[1].Note, `signal "approve" was accepted by Temporal but ignored: its payload is malformed: unknown field "approvr"`)
 }

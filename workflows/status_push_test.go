@@ -24,6 +24,9 @@ func recordPushes(env *testsuite.TestWorkflowEnvironment) {
 	pushLog.Store(env, log)
 	env.OnActivity(statuses.PushExecutionStatus, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ExecutionStatusPush) error {
+			// The test environment passes the workflow's own status, whose
+			// pointers and slices change after the push: keep what was pushed.
+			in.Status = *in.Status.DeepCopy()
 			*log = append(*log, in)
 			return nil
 		}).Maybe()

@@ -120,3 +120,32 @@ func TestConcurrentMissesCompileOnce(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, 1, e.Compiles)
 }
+
+func TestCheckSafety(t *testing.T) {
+	e := NewEngine()
+	for _, tc := range []struct {
+		name    string
+		modules map[string]string
+		broken  bool
+	}{
+		{name: "a good policy", modules: map[string]string{"p.rego": safety}},
+		{name: "a syntax error", modules: map[string]string{"p.rego": "package remedy.safety\n\ndeny contains msg if {"}, broken: true},
+		{name: "a forbidden built-in", modules: map[string]string{"p.rego": "package remedy.safety\n\ndeny contains msg if { http.send({\"method\": \"GET\", \"url\": \"http://127.0.0.1\"}); msg := \"x\" }"}, broken: true},
+		{name: "deny that is not a set", modules: map[string]string{"p.rego": "package remedy.safety\n\ndeny := \"no\""}, broken: true},
+		{name: "a malformed approval_timeout", modules: map[string]string{"p.rego": "package remedy.safety\n\napproval_timeout := \"soon\""}, broken: true},
+		{name: "two modules that conflict", modules: map[string]string{
+			"a.rego": "package remedy.safety\n\nrequire_approval := true",
+			"b.rego": "package remedy.safety\n\nrequire_approval contains x if { x := 1 }",
+		}, broken: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := e.CheckSafety(context.Background(), tc.modules)
+			if !tc.broken {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.True(t, IsInvalid(err), "%v", err)
+		})
+	}
+}

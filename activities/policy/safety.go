@@ -73,3 +73,24 @@ func (e *Engine) EvalSafety(ctx context.Context, modules map[string]string, in S
 	}
 	return v, nil
 }
+
+// safetyProbe is a plausible input CheckSafety evaluates the policy on.
+var safetyProbe = SafetyInput{
+	Action:     "scale",
+	Target:     map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "probe"},
+	Parameters: map[string]any{"replicas": 1},
+	Namespace:  NamespaceInput{Name: "default", Labels: map[string]string{"kubernetes.io/metadata.name": "default"}},
+	Requester:  &RequesterInput{Username: "probe", Groups: []string{"system:authenticated"}},
+}
+
+// CheckSafety compiles the safety policy's modules in the sandbox and
+// evaluates them once on a plausible input, so that a module that does not
+// compile, uses a forbidden built-in, or gives a rule the wrong type is found
+// before a run needs the policy. It fails only with what IsInvalid reports:
+// a policy that is slow on the probe is not broken.
+func (e *Engine) CheckSafety(ctx context.Context, modules map[string]string) error {
+	if _, err := e.EvalSafety(ctx, modules, safetyProbe); IsInvalid(err) {
+		return err
+	}
+	return nil
+}

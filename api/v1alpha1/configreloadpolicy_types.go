@@ -37,6 +37,15 @@ type ConfigReloadPolicySpec struct {
 	// +optional
 	// +kubebuilder:default="5s"
 	Debounce *Duration `json:"debounce,omitempty"`
+	// MaxWait bounds how long a pending restart waits: each change within
+	// the debounce window pushes the restart a window later, but never
+	// later than maxWait after the first change it carries, so endless
+	// edits cannot starve it. At most 1h; a value below debounce acts as
+	// debounce (restarts stay at least a window apart).
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self) <= duration('1h')",message="must be at most 1h"
+	MaxWait *Duration `json:"maxWait,omitempty"`
 	// +optional
 	// +kubebuilder:default={initialInterval:"1s",maxInterval:"30s"}
 	Retry *RetrySpec `json:"retry,omitempty"`
@@ -84,6 +93,7 @@ type ConfigReloadPolicyStatus struct {
 // +kubebuilder:resource:shortName=crp,categories=remedy
 // +kubebuilder:printcolumn:name="ScopeLabel",type=string,JSONPath=`.spec.scopeLabel`
 // +kubebuilder:printcolumn:name="Debounce",type=string,JSONPath=`.spec.debounce`
+// +kubebuilder:printcolumn:name="MaxWait",type=string,JSONPath=`.spec.maxWait`,priority=1
 // +kubebuilder:printcolumn:name="Author",type=string,JSONPath=`.spec.author.username`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

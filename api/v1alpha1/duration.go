@@ -104,7 +104,7 @@ func (s *RemediationRequestSpec) ValidateDurations() error {
 
 // ValidateDurations parses every duration of the policy; the error names each bad field.
 func (s *ConfigReloadPolicySpec) ValidateDurations() error {
-	fields := []durationField{{"spec.debounce", s.Debounce}}
+	fields := []durationField{{"spec.debounce", s.Debounce}, {"spec.maxWait", s.MaxWait}}
 	if s.Retry != nil {
 		fields = append(fields, durationField{"spec.retry.initialInterval", s.Retry.InitialInterval},
 			durationField{"spec.retry.maxInterval", s.Retry.MaxInterval})

@@ -151,6 +151,15 @@ type KubernetesExecutionSpec struct {
 	// +optional
 	// +kubebuilder:default="1h"
 	RollbackWindow *Duration `json:"rollbackWindow,omitempty"`
+	// TTLSecondsAfterFinished is how long the execution stays once it is
+	// Completed or Failed; then the operator deletes it (0: at once). Unset:
+	// the operator's --ttl-after-finished. Ignored on a RemediationRequest's
+	// steps, which go with their request. Temporal keeps the run's history
+	// for its namespace's retention either way.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 	// RemediationRequestRef is set on steps of a RemediationRequest.
 	// +optional
 	RemediationRequestRef *LocalRef `json:"remediationRequestRef,omitempty"`
@@ -274,8 +283,10 @@ type PhaseTransition struct {
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// +optional
-	Message string      `json:"message,omitempty"`
-	Time    metav1.Time `json:"time"`
+	Message string `json:"message,omitempty"`
+	// Time the phase was entered, to the microsecond: most phases last
+	// less than a second.
+	Time metav1.MicroTime `json:"time"`
 }
 
 // KubernetesExecutionStatus is the phase object the workflow's status query returns, mirrored here.
@@ -292,6 +303,9 @@ type KubernetesExecutionStatus struct {
 	// Requester is the username the run acts for (spec.requester).
 	// +optional
 	Requester string `json:"requester,omitempty"`
+	// Target is spec.target as kind/name, for the printer column.
+	// +optional
+	Target string `json:"target,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Sequence counts the workflow's own writes of this status, one per phase
@@ -324,7 +338,7 @@ type KubernetesExecutionStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=kexec,categories=remedy
 // +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.action`
-// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.name`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.target`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

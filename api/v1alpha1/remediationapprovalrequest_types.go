@@ -64,6 +64,14 @@ type RemediationApprovalRequestSpec struct {
 	ApprovalContext ApprovalContext `json:"approvalContext"`
 	// RequiredBy is when the request expires.
 	RequiredBy metav1.Time `json:"requiredBy"`
+	// TTLSecondsAfterFinished is how long the request stays once it is
+	// decided and its workflow has closed; then the operator deletes it (0:
+	// at once). The worker copies it from the execution that asks; unset:
+	// the operator's --ttl-after-finished.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
 
 // RequestedDecision is a person's kubectl decision on its way to the
@@ -72,6 +80,8 @@ type RemediationApprovalRequestSpec struct {
 // record sets status.decision: the request shows the decision the workflow
 // took, whichever path reached it first.
 type RequestedDecision struct {
+	// Decision is what a person may request: the timer alone expires a request.
+	// +kubebuilder:validation:Enum=Approved;Rejected
 	Decision Decision `json:"decision"`
 	// RequestedBy is the authenticated user who patched the decision.
 	RequestedBy string      `json:"requestedBy"`
@@ -101,6 +111,9 @@ type RemediationApprovalRequestStatus struct {
 	// stays when another decision reached the workflow first.
 	// +optional
 	RequestedDecision *RequestedDecision `json:"requestedDecision,omitempty"`
+	// Target is spec.approvalContext.target as kind/name, for the printer column.
+	// +optional
+	Target string `json:"target,omitempty"`
 	// TimeRemaining until requiredBy, refreshed while undecided.
 	// +optional
 	TimeRemaining string `json:"timeRemaining,omitempty"`
@@ -117,9 +130,12 @@ type RemediationApprovalRequestStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=rar,categories=remedy
 // +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.status.decision`
-// +kubebuilder:printcolumn:name="Subject",type=string,JSONPath=`.spec.subjectRef.name`
-// +kubebuilder:printcolumn:name="RequiredBy",type=string,JSONPath=`.spec.requiredBy`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.approvalContext.action`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.target`
+// +kubebuilder:printcolumn:name="Requester",type=string,JSONPath=`.spec.approvalContext.requester`
 // +kubebuilder:printcolumn:name="Remaining",type=string,JSONPath=`.status.timeRemaining`
+// +kubebuilder:printcolumn:name="Subject",type=string,JSONPath=`.spec.subjectRef.name`,priority=1
+// +kubebuilder:printcolumn:name="RequiredBy",type=string,JSONPath=`.spec.requiredBy`,priority=1
 // +kubebuilder:printcolumn:name="DecidedBy",type=string,JSONPath=`.status.decidedBy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RemediationApprovalRequest struct {

@@ -5,12 +5,36 @@ import (
 )
 
 // RollbackPolicy says when a RemediationRequest undoes the steps it ran.
-// +kubebuilder:validation:Enum=OnRequiredPostConditionFailure;Never
+// +kubebuilder:validation:Enum=OnFailure;OnRequiredPostConditionFailure;Never
 type RollbackPolicy string
 
 const (
+	// RollbackOnFailure rolls back the completed steps, newest first, when any
+	// later step fails or a required postcondition does not hold.
+	RollbackOnFailure RollbackPolicy = "OnFailure"
+	// RollbackOnRequiredPostConditionFailure rolls back only when a step's
+	// required postcondition does not hold; a step that fails otherwise leaves
+	// the completed steps' changes in place.
 	RollbackOnRequiredPostConditionFailure RollbackPolicy = "OnRequiredPostConditionFailure"
-	RollbackNever                          RollbackPolicy = "Never"
+	// RollbackNever leaves every completed step's change in place.
+	RollbackNever RollbackPolicy = "Never"
+)
+
+// StepRollback says what became of a completed step's change when its
+// RemediationRequest rolled back.
+type StepRollback string
+
+const (
+	// StepRolledBack: the step's change was undone.
+	StepRolledBack StepRollback = "RolledBack"
+	// StepRollbackFailed: the step's rollback was tried and failed; its change stays.
+	StepRollbackFailed StepRollback = "RollbackFailed"
+	// StepNoRollback: the step's action has no inverse (a restart); its change stays.
+	StepNoRollback StepRollback = "NoRollback"
+	// StepNothingToUndo: the step changed nothing (NoChange), so nothing was undone.
+	StepNothingToUndo StepRollback = "NothingToUndo"
+	// StepKept: the rollback policy keeps the step's change.
+	StepKept StepRollback = "Kept"
 )
 
 // RemediationStep is one action of a RemediationRequest.
@@ -31,10 +55,20 @@ type RemediationRequestSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	Steps []RemediationStep `json:"steps"`
-	// RollbackPolicy decides whether finished steps are rolled back when a required postcondition fails.
+	// RollbackPolicy decides whether completed steps are rolled back, newest
+	// first, when a later step fails (OnFailure), only when a required
+	// postcondition fails (OnRequiredPostConditionFailure), or never.
 	// +optional
-	// +kubebuilder:default=OnRequiredPostConditionFailure
+	// +kubebuilder:default=OnFailure
 	RollbackPolicy RollbackPolicy `json:"rollbackPolicy,omitempty"`
+	// TTLSecondsAfterFinished is how long the request stays once it is
+	// Completed or Failed; then the operator deletes it, and with it its step
+	// executions and approval requests (0: at once). Unset: the operator's
+	// --ttl-after-finished. Temporal keeps the histories for its retention.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 	// Requester is who asked for the change, set by Remedy's admission webhook
 	// on create (the body's value is overwritten); every step runs for it.
 	// +optional
@@ -52,6 +86,15 @@ type StepStatus struct {
 	Reason string `json:"reason,omitempty"`
 	// +optional
 	RolledBack bool `json:"rolledBack,omitempty"`
+	// Rollback says what became of the step's change once the request failed:
+	// RolledBack, RollbackFailed, NoRollback, NothingToUndo or Kept. Empty
+	// while the request runs and when it succeeded.
+	// +optional
+	// +kubebuilder:validation:Enum=RolledBack;RollbackFailed;NoRollback;NothingToUndo;Kept
+	Rollback StepRollback `json:"rollback,omitempty"`
+	// Message is the step's last word: for a rollback that failed, why.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // RemediationRequestStatus is the phase object of the remediation workflow.
@@ -72,6 +115,9 @@ type RemediationRequestStatus struct {
 	Sequence int64 `json:"sequence,omitempty"`
 	// +optional
 	CurrentStep int32 `json:"currentStep,omitempty"`
+	// Progress is steps done of steps, e.g. 2/2, for the printer column.
+	// +optional
+	Progress string `json:"progress,omitempty"`
 	// +optional
 	Steps []StepStatus `json:"steps,omitempty"`
 	// +optional
@@ -80,12 +126,13 @@ type RemediationRequestStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// RemediationRequest runs an ordered list of KubernetesExecutions as child workflows,
-// with rollback when a required postcondition fails.
+// RemediationRequest runs an ordered list of KubernetesExecutions as child
+// workflows, as a saga: every step is checked before the first write, and the
+// completed steps are rolled back newest first when a later one fails.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=rr,categories=remedy
-// +kubebuilder:printcolumn:name="Steps",type=integer,JSONPath=`.status.currentStep`
+// +kubebuilder:printcolumn:name="Steps",type=string,JSONPath=`.status.progress`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

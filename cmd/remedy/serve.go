@@ -35,9 +35,11 @@ func runOperator(ctx context.Context, args []string) error {
 	clients := clientAuthFlags(fs)
 	workerSA := fs.String("worker-user", "system:serviceaccount:remedy-system:remedy-worker", "username of the worker, whose recorded approval decisions keep their attribution")
 	operatorSA := fs.String("operator-user", "system:serviceaccount:remedy-system:remedy-operator", "username of the operator, which may expire an approval request past requiredBy whose workflow is gone")
+	policyNS := fs.String("policy-namespace", "remedy-system", "namespace of the safety policy's ConfigMaps (the worker's --action-namespace), whose admission compiles the policy")
 	checkEvery := fs.Duration("workflow-check-interval", operator.DefaultWorkflowCheckInterval, "how often the operator lists running workflows to find quiet runs whose workflow is gone (one paged ListWorkflowExecutions per interval), and how long a run must be quiet to count")
 	reconciles := fs.Int("max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "reconcile workers per controller")
 	maxOpen := fs.Int("max-open-runs-per-namespace", operator.DefaultMaxOpenRunsPerNamespace, "KubernetesExecutions and RemediationRequests open at once in one namespace; more wait Pending with reason OpenRunsLimited (0: no cap)")
+	finishedTTL := fs.Duration("ttl-after-finished", 0, "how long a finished KubernetesExecution, RemediationRequest or decided RemediationApprovalRequest stays before the operator deletes it, unless its spec.ttlSecondsAfterFinished says otherwise (0: keep them); Temporal keeps the run's history for its namespace's retention")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,7 +55,8 @@ func runOperator(ctx context.Context, args []string) error {
 		MaxConcurrentReconciles: *reconciles,
 		WorkflowCheckInterval:   *checkEvery,
 		MaxOpenRunsPerNamespace: *maxOpen,
-	}, webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA, *operatorSA))
+		FinishedTTL:             *finishedTTL,
+	}, webhookOptions(*webhookPort, *webhookCerts, *clients, *workerSA, *operatorSA, *policyNS))
 	if err != nil {
 		return err
 	}
@@ -131,10 +134,10 @@ func envOr(key, def string) string {
 	return def
 }
 
-func webhookOptions(port int, certDir string, clients webhook.ClientAuth, workerUser, operatorUser string) *webhook.OperatorOptions {
+func webhookOptions(port int, certDir string, clients webhook.ClientAuth, workerUser, operatorUser, policyNamespace string) *webhook.OperatorOptions {
 	if port == 0 {
 		return nil
 	}
 	return &webhook.OperatorOptions{Port: port, CertDir: certDir, ClientAuth: clients, TrustedRecorders: []string{workerUser}, WorkerUser: workerUser,
-		OperatorUser: operatorUser}
+		OperatorUser: operatorUser, PolicyNamespace: policyNamespace}
 }

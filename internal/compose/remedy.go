@@ -114,7 +114,7 @@ func NewOperator(ctx context.Context, e *devenv.Env, o RemedyOptions) (ctrl.Mana
 		worker := "system:serviceaccount:" + devenv.Namespace + ":remedy-worker"
 		hooks = &webhook.OperatorOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
 			ClientAuth: clientAuth(e), TrustedRecorders: []string{worker}, WorkerUser: worker,
-			OperatorUser: "system:serviceaccount:" + devenv.Namespace + ":remedy-operator"}
+			OperatorUser: "system:serviceaccount:" + devenv.Namespace + ":remedy-operator", PolicyNamespace: devenv.Namespace}
 	}
 	return Operator(o.wrap(opCfg), operator.Options{Temporal: e.Temporal, MetricsAddr: "0", SkipNameValidation: true,
 		WorkflowCheckInterval: o.WorkflowCheckInterval, MaxOpenRunsPerNamespace: o.MaxOpenRunsPerNamespace}, hooks)

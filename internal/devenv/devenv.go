@@ -106,6 +106,7 @@ func OptionsFromEnv(repoRoot string) (Options, error) {
 		OperatorWebhooks: []string{
 			filepath.Join(repoRoot, "deploy", "webhook", "approval.yaml"),
 			filepath.Join(repoRoot, "deploy", "webhook", "requester.yaml"),
+			filepath.Join(repoRoot, "deploy", "webhook", "policy.yaml"),
 		},
 	}
 	if o.Assets == "" || o.TemporalCLI == "" {

@@ -71,6 +71,10 @@ func conditionChecks(kind string, rs []v1alpha1.ConditionResult) []Check {
 	out := make([]Check, 0, len(rs))
 	for _, r := range rs {
 		c := Check{Name: kind + " " + r.Name, Result: "held", Failed: !r.Passed && r.Required}
+		if Evaluating(r) {
+			out = append(out, Check{Name: c.Name, Result: r.Message})
+			continue
+		}
 		if !r.Passed {
 			c.Result = "did not hold"
 		}
@@ -86,6 +90,12 @@ func conditionChecks(kind string, rs []v1alpha1.ConditionResult) []Check {
 		out = append(out, c)
 	}
 	return out
+}
+
+// Evaluating reports whether the run is still evaluating the condition: the
+// workflow records it before its first attempt, without attempts or a time.
+func Evaluating(r v1alpha1.ConditionResult) bool {
+	return r.Attempts == 0 && r.EvaluatedAt == nil
 }
 
 // FailingCheck is the first check that stopped the run, if one did.

@@ -106,7 +106,7 @@ func (s *session) awaitDecision(ctx context.Context, rar *v1alpha1.RemediationAp
 
 // describeDecision is "Approved by alice via kubectl at <time>: <message>".
 func describeDecision(st v1alpha1.RemediationApprovalRequestStatus) string {
-	s := fmt.Sprintf("%s by %s via %s", st.Decision, st.DecidedBy, st.DecidedVia)
+	s := v1alpha1.DecisionText(st.Decision, st.DecidedBy, st.DecidedVia)
 	if st.DecidedAt != nil {
 		s += " at " + st.DecidedAt.UTC().Format(time.RFC3339)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -51,7 +53,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 		Use: Name,
 		// kubectl's plugin convention: help reads "kubectl remedy ...".
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl remedy"},
-		Short:       "Approve, reject, roll back and explain Remedy's runs",
+		Short:       "List, approve, reject, roll back and explain Remedy's runs",
 		Long: `kubectl remedy acts on Remedy's KubernetesExecutions (kexec), RemediationRequests (rr)
 and RemediationApprovalRequests (rar) with kubectl's own credentials: a decision is the
 status patch the approval webhook authorizes (verb approve), a rollback the
@@ -79,6 +81,8 @@ remedy.dev/rollback annotation, as with plain kubectl.`,
 		newRollbackCommand(s),
 		newStatusCommand(s),
 		newWhyCommand(s),
+		newListCommand(s),
+		newPendingCommand(s),
 	)
 	return root
 }
@@ -93,8 +97,10 @@ func (s *session) connect() error {
 		return fmt.Errorf("read namespace: %w", err)
 	}
 	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("build scheme: %w", err)
+	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return fmt.Errorf("build scheme: %w", err)
+		}
 	}
 	if s.kube, err = ctrlclient.New(cfg, ctrlclient.Options{Scheme: scheme}); err != nil {
 		return fmt.Errorf("create client: %w", err)

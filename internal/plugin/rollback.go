@@ -45,6 +45,9 @@ func (s *session) rollback(ctx context.Context, ref Ref, reason string, wait tim
 			k.Annotations[v1alpha1.RollbackRequesterAnnotation], prev, phaseText(k.Status.Phase, k.Status.Reason))
 	}
 	switch {
+	case k.Status.Phase.Terminal() && k.Spec.RemediationRequestRef != nil:
+		return fmt.Errorf("roll back %s: it has ended %s: a step's rollback is offered until its RemediationRequest %s ends, and that request has ended",
+			name, phaseText(k.Status.Phase, k.Status.Reason), k.Spec.RemediationRequestRef.Name)
 	case k.Status.Phase.Terminal():
 		return fmt.Errorf("roll back %s: it has ended %s, so its rollback window is closed and nothing can roll it back", name, phaseText(k.Status.Phase, k.Status.Reason))
 	case k.Status.Phase != v1alpha1.PhaseRollbackReady:

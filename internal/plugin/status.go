@@ -13,6 +13,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/workflows"
 )
 
 func newStatusCommand(s *session) *cobra.Command {
@@ -45,13 +46,13 @@ func (s *session) status(ctx context.Context, ref Ref) error {
 	fmt.Fprintf(w, "RemediationRequest\t%s/%s\n", rr.Namespace, rr.Name)
 	fmt.Fprintf(w, "Phase:\t%s\n", phaseText(st.Phase, st.Reason))
 	s.writeRun(w, st.Message, st.WorkflowID)
-	fmt.Fprintf(w, "Steps:\n  STEP\tEXECUTION\tPHASE\tROLLED BACK\n")
+	fmt.Fprintf(w, "Steps:\n  STEP\tEXECUTION\tPHASE\tROLLBACK\n")
 	for _, step := range st.Steps {
 		exec := "-"
 		if step.ExecutionRef != nil {
 			exec = step.ExecutionRef.Name
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%v\n", step.Name, exec, phaseText(step.Phase, step.Reason), step.RolledBack)
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", step.Name, exec, phaseText(step.Phase, step.Reason), stepRollbackText(step))
 	}
 	for _, step := range st.Steps {
 		if step.ExecutionRef == nil {
@@ -84,7 +85,7 @@ func (s *session) writeExecution(ctx context.Context, w io.Writer, k *v1alpha1.K
 		fmt.Fprintf(w, "Timeline:\n  TIME\tAFTER\tPHASE\tREASON\tMESSAGE\n")
 		first := st.PhaseTransitions[0].Time.Time
 		for _, p := range st.PhaseTransitions {
-			fmt.Fprintf(w, "  %s\t+%s\t%s\t%s\t%s\n", p.Time.UTC().Format(time.RFC3339), p.Time.Sub(first).Round(time.Second), p.Phase, p.Reason, oneLine(p.Message))
+			fmt.Fprintf(w, "  %s\t+%s\t%s\t%s\t%s\n", p.Time.UTC().Format(time.RFC3339), After(p.Time.Sub(first)), p.Phase, p.Reason, oneLine(p.Message))
 		}
 	}
 	if checks := Checks(st.ValidationResults); len(checks) > 0 {
@@ -96,13 +97,54 @@ func (s *session) writeExecution(ctx context.Context, w io.Writer, k *v1alpha1.K
 	if ref := st.ApprovalRequestRef; ref != nil {
 		fmt.Fprintf(w, "Approval:\t%s: %s\n", ref.Name, s.approvalText(ctx, k.Namespace, ref.Name))
 	}
-	if rb := st.RollbackInformation; rb != nil {
-		if rb.Available {
-			fmt.Fprintf(w, "Rollback:\tavailable (%s%s)\n", rb.RollbackAction, rollbackParams(rb.RollbackParameters))
-		} else {
-			fmt.Fprintf(w, "Rollback:\tnone: %s\n", rb.Reason)
-		}
+	if text := rollbackText(k); text != "" {
+		fmt.Fprintf(w, "Rollback:\t%s\n", text)
 	}
+}
+
+// rollbackText says whether the run can still be rolled back: only a run in
+// RollbackReady can, and an ended run says what became of its rollback.
+func rollbackText(k *v1alpha1.KubernetesExecution) string {
+	st := k.Status
+	rb := st.RollbackInformation
+	if rb == nil {
+		return ""
+	}
+	inverse := rb.RollbackAction + rollbackParams(rb.RollbackParameters)
+	switch {
+	case !rb.Available:
+		return "none: " + rb.Reason
+	case st.Phase == v1alpha1.PhaseRollbackReady && k.Spec.RemediationRequestRef != nil:
+		return "available (" + inverse + ") until RemediationRequest " + k.Spec.RemediationRequestRef.Name + " ends"
+	case st.Phase == v1alpha1.PhaseRollbackReady:
+		return "available (" + inverse + ")"
+	case st.Reason == workflows.ReasonRolledBack:
+		return "done: rolled back (" + inverse + ")"
+	case st.Reason == workflows.ReasonRollbackFailed:
+		return "failed (" + inverse + "): " + oneLine(st.Message)
+	case k.Spec.RemediationRequestRef != nil:
+		return "closed: RemediationRequest " + k.Spec.RemediationRequestRef.Name + " ended and kept this change (" + inverse + " is no longer offered)"
+	case st.Phase.Terminal():
+		return "closed: the run has ended, so its rollback window is over (" + inverse + " is no longer offered)"
+	}
+	return "captured (" + inverse + "); offered once the run is RollbackReady"
+}
+
+// stepRollbackText says what became of a step's change when its request ended.
+func stepRollbackText(step v1alpha1.StepStatus) string {
+	switch step.Rollback {
+	case v1alpha1.StepRolledBack:
+		return "rolled back"
+	case v1alpha1.StepRollbackFailed:
+		return "FAILED: " + oneLine(step.Message)
+	case v1alpha1.StepNoRollback:
+		return "not undone: " + oneLine(step.Message)
+	case v1alpha1.StepNothingToUndo:
+		return "nothing to undo (no change)"
+	case v1alpha1.StepKept:
+		return "kept (rollbackPolicy)"
+	}
+	return "-"
 }
 
 // writeRun writes a run's message, workflow ID and Web UI link.
@@ -154,6 +196,19 @@ func rollbackParams(p *v1alpha1.ActionParameters) string {
 		return fmt.Sprintf(" container %s to image %s", p.Container, p.Image)
 	}
 	return ""
+}
+
+// After renders the time since the first phase: to the millisecond under a
+// second (most phases last less), to the hundredth under a minute, then to
+// the second.
+func After(d time.Duration) time.Duration {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond)
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -40,7 +40,11 @@ func (s *session) why(ctx context.Context, ref Ref) error {
 	fmt.Fprintf(s.out, "Message: %s\n", oneLine(st.Message))
 	s.writeWhere(s.out, st.WorkflowID, st.Conditions)
 	for _, step := range st.Steps {
-		if step.Phase != v1alpha1.PhaseFailed || step.ExecutionRef == nil {
+		if step.Phase == v1alpha1.PhaseFailed && step.ExecutionRef == nil {
+			fmt.Fprintf(s.out, "\nFailing step %s, checked before the first write (nothing was changed): %s: %s\n", step.Name, step.Reason, oneLine(step.Message))
+			continue
+		}
+		if step.Phase != v1alpha1.PhaseFailed {
 			continue
 		}
 		k := &v1alpha1.KubernetesExecution{}

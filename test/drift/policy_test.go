@@ -218,3 +218,26 @@ func mustTrace(t *testing.T, s string) kv1.Trace {
 	require.NoError(t, err)
 	return tr
 }
+
+// kubectl get kpol shows a policy's mode, the webhook's --default-mode
+// (log here) for a policy that names none.
+func TestPolicyModeColumn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode kv1.Mode
+		want kv1.Mode
+	}{
+		{"mode-default", "", kv1.ModeLog},
+		{"mode-enforce", kv1.ModeEnforce, kv1.ModeEnforce},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := replicaSetPolicy(tc.name, tc.mode, "kpol-mode-nowhere")
+			applyPolicy(t, p)
+			c := policyClient(t)
+			require.Eventually(t, func() bool {
+				var got kv1.Kausality
+				return c.Get(context.Background(), ctrlclient.ObjectKeyFromObject(p), &got) == nil && got.Status.Mode == tc.want
+			}, 10*time.Second, 50*time.Millisecond, "status.mode of %s is not %s", tc.name, tc.want)
+		})
+	}
+}

@@ -27,9 +27,10 @@ const (
 	pointReload   = "reload debounce window"
 	pointDrift    = "drift workflow open"
 	pointRR       = "RemediationRequest between steps"
+	pointSaga     = "RemediationRequest mid-compensation"
 )
 
-var points = []string{pointApproval, pointInline, pointJob, pointReload, pointDrift, pointRR}
+var points = []string{pointApproval, pointInline, pointJob, pointReload, pointDrift, pointRR, pointSaga}
 
 // The processes and parts a case kills.
 const (
@@ -49,6 +50,8 @@ var notApplicable = map[[2]string]string{
 	{webhook, pointJob}:      "n/a: nothing of a Job's run passes the drift webhook but untraced admission (failurePolicy Ignore)",
 	{webhook, pointReload}:   "n/a: the debounce lives in the reload workflow; the webhook only traces the rollout (Ignore)",
 	{webhook, pointRR}:       "n/a: as the inline write: steps' writes are admitted untraced while it is down (Ignore)",
+	{webhook, pointSaga}:     "n/a: as the inline write: rollback writes are admitted untraced while it is down (Ignore)",
+	{operator, pointSaga}:    "n/a: the operator takes no part in a compensation: the workflows signal each other, the worker writes targets and status",
 	{operator, pointInline}:  "n/a: the operator takes no part between a run's start and its end (the worker writes target and status)",
 	{operator, pointJob}:     "n/a: as the inline write: the worker creates, watches and reads the Job",
 	{operator, pointDrift}:   "n/a: the webhook starts and signals drift workflows; the operator relays only --drift-approval decisions (not used here)",

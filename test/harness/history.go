@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -28,13 +29,22 @@ var (
 	recordMissing   = os.Getenv("REMEDY_UPDATE_HISTORIES") == "missing"
 )
 
+// awaitClosed waits for the latest run of the workflow to close as a run
+// does: completed, or failed or canceled with its final status
+// (workflows.FinalResult).
+func awaitClosed(t *testing.T, workflowID string) {
+	t.Helper()
+	ctx := context.Background()
+	var final json.RawMessage
+	require.NoError(t, workflows.FinalResult(env.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, &final), &final), "workflow %s did not close with a final status", workflowID)
+}
+
 // ReplayHistory fetches the latest run of the workflow, which must have
-// completed, replays it against the current workflow code and, when
+// closed with a final status, replays it against the current workflow code and, when
 // updating, commits it as file.
 func ReplayHistory(t *testing.T, workflowID, file string) {
 	t.Helper()
-	ctx := context.Background()
-	require.NoError(t, env.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, nil), "workflow %s did not complete", workflowID)
+	awaitClosed(t, workflowID)
 	replayRun(t, workflowID, "", file)
 }
 
@@ -54,7 +64,7 @@ func ReplayRun(t *testing.T, workflowID, runID, file string) {
 func ReplayChain(t *testing.T, workflowID, file string) int {
 	t.Helper()
 	ctx := context.Background()
-	require.NoError(t, env.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, nil), "workflow %s did not complete", workflowID)
+	awaitClosed(t, workflowID)
 	d, err := env.Temporal.DescribeWorkflowExecution(ctx, workflowID, "")
 	require.NoError(t, err)
 	var runs []string

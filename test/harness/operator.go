@@ -28,7 +28,7 @@ func StartReloadOperator(t testing.TB, cfg *rest.Config) (stop func()) {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
-	r := &operator.ReloadReconciler{Client: mgr.GetClient(), Temporal: env.Temporal,
+	r := &operator.ReloadReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Temporal: env.Temporal,
 		Recorder: mgr.GetEventRecorder("remedy-operator"), Clock: clock.RealClock{}}
 	require.NoError(t, r.SetupWithManager(mgr))
 	ctx, cancel := context.WithCancel(context.Background())

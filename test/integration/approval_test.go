@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -158,6 +159,11 @@ func TestApprovalExpiresOnTime(t *testing.T) {
 	// Both are whole seconds; the timer fires at requiredBy.
 	assert.WithinDuration(t, rar.Spec.RequiredBy.Time, rar.Status.DecidedAt.Time, time.Second)
 	assertEvents(t, ns, rar.Name, "Requested", "Expired")
+	// The timer is named once, not "Expired by timer via timer".
+	assertWarning(t, ns, rar.Name, "Expired", "Expired by timer")
+	ready := meta.FindStatusCondition(rar.Status.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.NotContains(t, ready.Message, "via timer")
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-approval-expired.json")
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/temporal"
 	appsv1 "k8s.io/api/apps/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -218,7 +219,10 @@ func TestDeletingARunningExecutionCancelsItsWorkflow(t *testing.T) {
 	err := harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k)
 	assert.True(t, ctrlclient.IgnoreNotFound(err) == nil && err != nil, "execution is gone once its workflow is canceled")
 	var res workflows.ExecutionResult
-	require.NoError(t, harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, &res))
+	err = harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, &res)
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, err, &canceled, "the workflow closed canceled")
+	require.NoError(t, workflows.FinalResult(err, &res))
 	assert.Equal(t, workflows.ReasonCanceled, res.Status.Reason, res.Status.Message)
 	harness.ReplayHistory(t, id, "execution-canceled.json")
 }

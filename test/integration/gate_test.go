@@ -90,7 +90,7 @@ func TestReplayedStartOfAFinishedExecutionDoesNothing(t *testing.T) {
 		}, workflows.ExecutionWorkflow, in)
 		require.NoError(t, err)
 		var res workflows.ExecutionResult
-		require.NoError(t, run.Get(ctx, &res))
+		require.NoError(t, workflows.FinalResult(run.Get(ctx, &res), &res))
 		assert.Equal(t, v1alpha1.PhaseFailed, res.Status.Phase, id)
 		assert.Equal(t, "SubjectMismatch", res.Status.Reason, res.Status.Message)
 	}

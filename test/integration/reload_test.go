@@ -50,7 +50,9 @@ func reloadPolicy(t testing.TB, ns string, debounce time.Duration) *v1alpha1.Con
 	return p
 }
 
-func reloadDeployment(t testing.TB, ns, name, env string) *appsv1.Deployment {
+// reloadDeployment creates a Deployment labelled for reloadPolicy; mutate
+// changes it before it is created.
+func reloadDeployment(t testing.TB, ns, name, env string, mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
 	t.Helper()
 	sel := map[string]string{"app": name}
 	d := &appsv1.Deployment{
@@ -63,6 +65,9 @@ func reloadDeployment(t testing.TB, ns, name, env string) *appsv1.Deployment {
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "nginx:1.27"}}},
 			},
 		},
+	}
+	for _, m := range mutate {
+		m(d)
 	}
 	require.NoError(t, harness.Kube().Create(context.Background(), d))
 	return d

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -114,7 +115,9 @@ func TestRemediationRollsBackInReverseOrder(t *testing.T) {
 	harness.ReplayHistory(t, rr.Status.WorkflowID, "remediation-rolled-back.json")
 }
 
-func TestRemediationStopsAtFirstFailure(t *testing.T) {
+// A step that would fail its checks fails the request before the first
+// write: the earlier step's scale never happens and no step execution exists.
+func TestRemediationChecksEveryStepFirst(t *testing.T) {
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
 	rr := createRemediation(t, ns, "halts",
@@ -124,12 +127,18 @@ func TestRemediationStopsAtFirstFailure(t *testing.T) {
 	)
 	rr = harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase.Terminal() })
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	assert.Equal(t, workflows.ReasonStepFailed, rr.Status.Reason)
-	assert.Contains(t, rr.Status.Message, "step ghost failed: NotFound")
-	assert.Equal(t, v1alpha1.PhaseCompleted, rr.Status.Steps[0].Phase, "earlier steps are kept, not rolled back")
-	assert.Nil(t, rr.Status.Steps[2].ExecutionRef, "the run stopped at the failure")
-	assert.Equal(t, int32(2), replicasOf(t, ns, "web"))
-	harness.ReplayHistory(t, rr.Status.WorkflowID, "remediation-step-failed.json")
+	assert.Equal(t, activities.ReasonNotFound, rr.Status.Reason)
+	assert.Contains(t, rr.Status.Message, `step ghost: deployments.apps "ghost" not found`)
+	assert.Contains(t, rr.Status.Message, "every step is checked before the first write, so nothing was changed")
+	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Steps[1].Phase)
+	for _, s := range rr.Status.Steps {
+		assert.Nil(t, s.ExecutionRef, "no step ran: %s", s.Name)
+	}
+	var steps v1alpha1.KubernetesExecutionList
+	require.NoError(t, harness.Kube().List(context.Background(), &steps, ctrlclient.InNamespace(ns)))
+	assert.Empty(t, steps.Items)
+	assert.Equal(t, int32(1), replicasOf(t, ns, "web"), "the first step never wrote")
+	harness.ReplayHistory(t, rr.Status.WorkflowID, "remediation-checked-first.json")
 }
 
 // With rollbackPolicy Never a failed required postcondition fails the

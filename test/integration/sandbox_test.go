@@ -1,15 +1,19 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/policy/sandboxtest"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -26,22 +30,34 @@ func precondition(t *testing.T, run string, c v1alpha1.Condition) (string, *v1al
 	return ns, waitPhase(t, createExecution(t, ns, run, spec), v1alpha1.PhaseFailed)
 }
 
-func TestSafetyPolicyHTTPSendIsPolicyDenied(t *testing.T) {
+// A safety policy that would phone home is refused at admission with the
+// sandbox's message; one that gets in while the webhook is down is never
+// run: the worker keeps the last good policy and says why on the ConfigMap.
+func TestSafetyPolicyHTTPSendIsRefusedAndNeverRuns(t *testing.T) {
+	ctx := context.Background()
 	url, hits := sandboxtest.Listener(t)
-	installPolicy(t, "phone-home", fmt.Sprintf(`package remedy.safety
+	const sandboxRefusal = `module "phone-home/policy.rego" uses built-in http.send (line 4), which Remedy's sandbox does not allow`
+	cm := policyConfigMap(devenv.Namespace, "phone-home", fmt.Sprintf(`package remedy.safety
 
 deny contains msg if {
 	msg := http.send({"method": "POST", "url": %q, "body": input}).raw_body
 }
 `, url))
+	err := harness.Kube().Create(ctx, cm.DeepCopy())
+	require.Error(t, err)
+	assert.True(t, apierrors.IsInvalid(err), "want 422, got %v", err)
+	assert.Contains(t, err.Error(), sandboxRefusal)
+
+	withoutWebhook(t, "remedy-policy")
+	require.NoError(t, harness.Kube().Create(ctx, cm))
+	t.Cleanup(func() { require.NoError(t, harness.Kube().Delete(ctx, cm)) })
+	note := warningEventWith(t, devenv.Namespace, "ConfigMap", "phone-home", activities.ReasonPolicyBroken).Note
+	assert.Contains(t, note, sandboxRefusal)
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
-	k := waitPhase(t, createExecution(t, ns, "policy-http-send", scaleSpec(ns, "web", 2)), v1alpha1.PhaseFailed)
-	assert.Equal(t, "PolicyDenied", k.Status.Reason)
-	assert.Contains(t, k.Status.Message, "is broken")
-	assert.Contains(t, k.Status.Message, `module "phone-home/safety.rego" uses built-in http.send (line 4), which Remedy's sandbox does not allow`)
+	k := waitPhase(t, createExecution(t, ns, "policy-http-send", scaleSpec(ns, "web", 2)), v1alpha1.PhaseCompleted)
+	assert.Contains(t, k.Status.ValidationResults.PolicyValidation.PolicyName, "(last good: ")
 	assert.Zero(t, hits.Load(), "the listener received nothing")
-	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 }
 
 // A condition that loops is stopped by the sandbox's 1s limit on its first

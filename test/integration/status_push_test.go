@@ -149,7 +149,7 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 	push := func(name string, seq int64, phase v1alpha1.Phase) error {
 		st := *k.Status.DeepCopy()
 		st.Sequence, st.Phase, st.Reason, st.Message = seq, phase, string(phase), "pushed by "+name
-		st.PhaseTransitions = append(st.PhaseTransitions, v1alpha1.PhaseTransition{Phase: phase, Reason: string(phase), Time: metav1.Now()})
+		st.PhaseTransitions = append(st.PhaseTransitions, v1alpha1.PhaseTransition{Phase: phase, Reason: string(phase), Time: metav1.NowMicro()})
 		run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: ns + "-" + name, TaskQueue: queue}, pushWorkflow,
 			activities.ExecutionStatusPush{Namespace: ns, Name: k.Name, UID: string(k.UID), Action: "scale", Status: st})
 		require.NoError(t, err)

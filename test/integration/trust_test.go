@@ -206,7 +206,7 @@ func forgedRun[R any](t *testing.T, id string, wf, in any) (string, R) {
 	run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id + "-forged", TaskQueue: workflows.TaskQueue}, wf, in)
 	require.NoError(t, err)
 	var res R
-	require.NoError(t, run.Get(ctx, &res))
+	require.NoError(t, workflows.FinalResult(run.Get(ctx, &res), &res))
 	return run.GetID(), res
 }
 

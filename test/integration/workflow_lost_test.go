@@ -105,7 +105,7 @@ func TestRequestOfAGoneWorkflowIsExpiredAtRequiredBy(t *testing.T) {
 	require.NotNil(t, rar.Status.DecidedAt)
 	late := rar.Status.DecidedAt.Sub(requiredBy)
 	assert.True(t, late >= 0 && late < 5*time.Second, "expired %s after requiredBy", late)
-	assertWarning(t, ns, rar.Name, "Expired", "Expired by remedy-operator via timer: expired by remedy-operator: workflow "+id)
+	assertWarning(t, ns, rar.Name, "Expired", "Expired by remedy-operator (timer): expired by remedy-operator: workflow "+id)
 	ready := meta.FindStatusCondition(rar.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Equal(t, metav1.ConditionTrue, ready.Status)
 	assert.Equal(t, "Expired", ready.Reason)
@@ -150,7 +150,7 @@ func TestDeletingAnExecutionBeforeItsWorkflowIDIsWrittenCancelsItsWorkflow(t *te
 		return errors.As(err, &nf) || (err == nil && s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
 	}, runTimeout, 200*time.Millisecond, "workflow %s is left running", id)
 	var res workflows.ExecutionResult
-	require.NoError(t, harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, &res))
+	require.NoError(t, workflows.FinalResult(harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, &res), &res))
 	assert.Equal(t, workflows.ReasonCanceled, res.Status.Reason, res.Status.Message)
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,25 +66,42 @@ func IssueCertificates(t testing.TB) map[string][]byte {
 }
 
 // InjectCABundles does cert-manager's cainjector's part for the webhook
-// configurations README's procedure applied from deploy/webhook: each gets
+// configurations the install doc's procedure applied from deploy/webhook: each gets
 // the CA of the Certificate its inject-ca-from names.
 func InjectCABundles(t testing.TB, cas map[string][]byte) {
 	t.Helper()
+	ctx := context.Background()
 	mwcs := Clientset(t).AdmissionregistrationV1().MutatingWebhookConfigurations()
+	vwcs := Clientset(t).AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	for _, o := range Manifests(t, filepath.Join("deploy", "webhook", "*.yaml")) {
-		if o["kind"] != "MutatingWebhookConfiguration" {
-			continue
-		}
 		name := o["metadata"].(map[string]any)["name"].(string)
-		mwc, err := mwcs.Get(context.Background(), name, metav1.GetOptions{})
-		require.NoError(t, err, "README's procedure installed %s", name)
-		from := mwc.Annotations["cert-manager.io/inject-ca-from"]
-		require.Contains(t, cas, from, "%s: inject-ca-from names a Certificate of deploy/manager", mwc.Name)
-		for i := range mwc.Webhooks {
-			require.NotNil(t, mwc.Webhooks[i].ClientConfig.Service, "%s calls a Service", mwc.Name)
-			mwc.Webhooks[i].ClientConfig.CABundle = cas[from]
+		switch o["kind"] {
+		case "MutatingWebhookConfiguration":
+			mwc, err := mwcs.Get(ctx, name, metav1.GetOptions{})
+			require.NoError(t, err, "the install doc's procedure installed %s", name)
+			for i := range mwc.Webhooks {
+				mwc.Webhooks[i].ClientConfig.CABundle = caBundle(t, cas, mwc.Annotations, name, mwc.Webhooks[i].ClientConfig)
+			}
+			_, err = mwcs.Update(ctx, mwc, metav1.UpdateOptions{})
+			require.NoError(t, err, name)
+		case "ValidatingWebhookConfiguration":
+			vwc, err := vwcs.Get(ctx, name, metav1.GetOptions{})
+			require.NoError(t, err, "the install doc's procedure installed %s", name)
+			for i := range vwc.Webhooks {
+				vwc.Webhooks[i].ClientConfig.CABundle = caBundle(t, cas, vwc.Annotations, name, vwc.Webhooks[i].ClientConfig)
+			}
+			_, err = vwcs.Update(ctx, vwc, metav1.UpdateOptions{})
+			require.NoError(t, err, name)
 		}
-		_, err = mwcs.Update(context.Background(), mwc, metav1.UpdateOptions{})
-		require.NoError(t, err, mwc.Name)
 	}
+}
+
+// caBundle is the CA of the Certificate a webhook configuration's
+// inject-ca-from names.
+func caBundle(t testing.TB, cas map[string][]byte, annotations map[string]string, name string, cc admissionregistrationv1.WebhookClientConfig) []byte {
+	t.Helper()
+	from := annotations["cert-manager.io/inject-ca-from"]
+	require.Contains(t, cas, from, "%s: inject-ca-from names a Certificate of deploy/manager", name)
+	require.NotNil(t, cc.Service, "%s calls a Service", name)
+	return cas[from]
 }

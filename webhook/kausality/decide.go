@@ -3,6 +3,7 @@ package kausality
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,9 +72,43 @@ func Decide(req Request) Result {
 			res.Trace = want[kv1.AnnotationTrace]
 		}
 	}
+	if res.Allowed && req.Operation == Update {
+		d.checkApprovalGenerations()
+	}
 	res.Warnings = append(d.warnings, res.Warnings...)
 	res.ParentUpdate = d.parentUpdate()
 	return res
+}
+
+// generations are the parent's generations approvals and rejections may name.
+func (p *Parent) generations() kv1.Generations {
+	return kv1.Generations{Spec: p.Generation, Metadata: p.MetadataGeneration}
+}
+
+// checkApprovalGenerations warns about approvals this update writes on the
+// object that can never apply: they name a generation before its last spec
+// change, so they are pruned unused. (One naming its metadata.generation
+// now, or any reached since the spec change, applies: kv1.Generations.)
+func (d *decider) checkApprovalGenerations() {
+	spec := d.req.SpecGeneration
+	if spec == 0 || d.cur[kv1.AnnotationApprovals] == d.old[kv1.AnnotationApprovals] {
+		return
+	}
+	written, err := kv1.ParseApprovals(d.cur[kv1.AnnotationApprovals])
+	if err != nil {
+		return // refused or dropped with its own message
+	}
+	before, _ := kv1.ParseApprovals(d.old[kv1.AnnotationApprovals])
+	for i, a := range written {
+		if a.Mode == kv1.ApprovalAlways || a.Generation == 0 || !a.Stale(spec) || slices.Contains(before, a) {
+			continue
+		}
+		d.warnings = append(d.warnings, fmt.Sprintf(
+			"kausality: %s[%d] (%s %s) names generation %d, but the spec of %s last changed at generation %d: it can never apply and will be pruned; "+
+				"name generation %d or a later metadata.generation (now %d), or leave generation out",
+			kv1.AnnotationApprovals, i, a.Kind, a.Name, a.Generation, describe(d.obj.GetKind(), d.obj.GetNamespace(), d.obj.GetName()),
+			spec, spec, d.req.OldObject.GetGeneration()))
+	}
 }
 
 // decide walks kausality's admission flow. It returns the verdict, whether
@@ -172,7 +207,7 @@ func (d *decider) drift() (Result, map[string]string) {
 		return res, nil
 	}
 	for _, r := range rejections {
-		if r.Matches(child, p.Generation) {
+		if r.Matches(child, p.generations()) {
 			dr.Rejected = true
 			reason := r.Reason
 			if reason == "" {
@@ -224,7 +259,7 @@ func (d *decider) matchApproval(child kv1.ChildRef) *kv1.Approval {
 	rank := map[kv1.ApprovalMode]int{kv1.ApprovalAlways: 3, kv1.ApprovalGeneration: 2, kv1.ApprovalOnce: 1}
 	for i := range d.approvals {
 		a := d.approvals[i]
-		if !a.Matches(child, d.req.Parent.Generation) || consumed(a, d.req.ConsumedOnce) {
+		if !a.Matches(child, d.req.Parent.generations()) || consumed(a, d.req.ConsumedOnce) {
 			continue
 		}
 		if best == nil || rank[a.Mode] > rank[best.Mode] {

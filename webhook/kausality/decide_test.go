@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 )
@@ -333,6 +334,12 @@ func TestApprovals(t *testing.T) {
 		{name: "rejection for this generation applies", req: with(approved(web1(0, kv1.ApprovalAlways)), func(r *Request) {
 			r.Parent.Annotations[kv1.AnnotationRejections] = `[{"apiVersion":"*","kind":"*","name":"*","generation":3,"reason":"now"}]`
 		}), code: 403, decision: DecisionDriftRejected, reason: []string{"now"}},
+		{name: "once naming the parent's metadata.generation is consumed", req: with(approved(web1(7, kv1.ApprovalOnce)), func(r *Request) {
+			r.Parent.MetadataGeneration = 7 // annotation edits since the spec change at 3
+		}), allowed: true, decision: DecisionDriftApproved, check: pu(ParentUpdate{ConsumeOnce: ptr(web1(7, kv1.ApprovalOnce))})},
+		{name: "naming a generation ahead of the parent's metadata.generation: kept", req: with(approved(web1(8, kv1.ApprovalOnce)), func(r *Request) {
+			r.Parent.MetadataGeneration = 7
+		}), code: 403, decision: DecisionDriftDenied, check: pu(ParentUpdate{})},
 		{name: "denied request consumes nothing", req: with(approved(once), func(r *Request) {
 			r.Parent.Annotations[kv1.AnnotationRejections] = `[{"apiVersion":"*","kind":"*","name":"*","reason":"no"}]`
 		}), code: 403, decision: DecisionDriftRejected, check: pu(ParentUpdate{})},
@@ -413,4 +420,61 @@ func TestSnooze(t *testing.T) {
 		{name: "legacy expired", req: snooze("2026-02-28T00:00:00Z"), allowed: true, decision: DecisionDriftLogged, check: snoozed(false, 0)},
 		{name: "unparseable does not snooze", req: snooze("later"), allowed: true, decision: DecisionDriftLogged, check: snoozed(false, 1)},
 	})
+}
+
+// TestApprovalGenerationsWarnedAtAdmission: a person writing approvals on
+// a parent whose spec last changed at generation 3 while its
+// metadata.generation is 7 is warned about an approval that can never apply.
+func TestApprovalGenerationsWarnedAtAdmission(t *testing.T) {
+	deployment := func(approvals string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"namespace": "demo", "name": "web", "generation": int64(7)},
+			"spec":     map[string]any{"replicas": int64(2)},
+		}}
+		if approvals != "" {
+			u.SetAnnotations(map[string]string{kv1.AnnotationApprovals: approvals})
+		}
+		return u
+	}
+	rs1 := func(gen int64, m kv1.ApprovalMode) kv1.Approval {
+		return kv1.Approval{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", Generation: gen, Mode: m}
+	}
+	write := func(old string, as ...kv1.Approval) Request {
+		return Request{Operation: Update, User: User{Name: alice}, OldObject: deployment(old), Object: deployment(approvals(as...)),
+			SpecGeneration: 3, DefaultMode: kv1.ModeLog, Now: now}
+	}
+	tests := []struct {
+		name string
+		req  Request
+		warn []string
+	}{
+		{name: "before the spec change", req: write("", rs1(2, kv1.ApprovalOnce)),
+			warn: []string{"kausality.io/approvals[0] (ReplicaSet web-1) names generation 2, but the spec of Deployment demo/web last changed at generation 3: it can never apply",
+				"name generation 3 or a later metadata.generation (now 7)"}},
+		{name: "generation mode too", req: write("", rs1(0, kv1.ApprovalAlways), rs1(1, kv1.ApprovalGeneration)),
+			warn: []string{"kausality.io/approvals[1] (ReplicaSet web-1) names generation 1"}},
+		{name: "the spec-change generation", req: write("", rs1(3, kv1.ApprovalOnce))},
+		{name: "metadata.generation as kubectl shows it", req: write("", rs1(7, kv1.ApprovalOnce))},
+		{name: "ahead, for a later spec change", req: write("", rs1(9, kv1.ApprovalOnce))},
+		{name: "no generation", req: write("", rs1(0, kv1.ApprovalOnce))},
+		{name: "always ignores it", req: write("", rs1(1, kv1.ApprovalAlways))},
+		{name: "an approval already there is not warned about again", req: write(approvals(rs1(2, kv1.ApprovalOnce)), rs1(2, kv1.ApprovalOnce), rs1(7, kv1.ApprovalOnce))},
+		{name: "spec generation unknown", req: with(write("", rs1(2, kv1.ApprovalOnce)), func(r *Request) { r.SpecGeneration = 0 })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Decide(tt.req)
+			require.True(t, res.Allowed, res.Reason)
+			assert.Equal(t, DecisionMetadataOnly, res.Decision)
+			if len(tt.warn) == 0 {
+				assert.Empty(t, res.Warnings)
+				return
+			}
+			require.Len(t, res.Warnings, 1)
+			for _, w := range tt.warn {
+				assert.Contains(t, res.Warnings[0], w)
+			}
+		})
+	}
 }

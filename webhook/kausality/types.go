@@ -42,6 +42,10 @@ type Parent struct {
 	// annotation-only changes; writing an approval must not open an
 	// "expected" window). Expected change iff ObservedGeneration < Generation.
 	Generation int64
+	// MetadataGeneration is the parent's metadata.generation; 0 when
+	// unknown. Approvals and rejections naming a generation it reached
+	// since the last spec change apply (kv1.Generations).
+	MetadataGeneration int64
 	// ObservedGeneration: status.observedGeneration, else
 	// kausality.io/observedGeneration, else nil.
 	ObservedGeneration *int64
@@ -85,6 +89,10 @@ type Request struct {
 	// whose removal from the parent has not reached the cache yet; Decide
 	// treats them as absent.
 	ConsumedOnce []kv1.Approval
+	// SpecGeneration is the generation of the object's own last spec
+	// change before this request, as the adapter knows it; 0 when unknown.
+	// Approvals written on the object are checked against it.
+	SpecGeneration int64
 	// FromWebhook marks the webhook's own asynchronous parent writes (the
 	// ParentUpdates it asked for): they change system annotations on
 	// purpose, so they are allowed untouched. The adapter sets it by

@@ -38,16 +38,34 @@ type Approval struct {
 	Mode       ApprovalMode `json:"mode"`
 }
 
+// Generations are the two generations of a parent an approval or a
+// rejection may name.
+type Generations struct {
+	// Spec is the generation of the parent's last spec change, which
+	// Remedy compares with.
+	Spec int64
+	// Metadata is the parent's metadata.generation now; 0 when unknown.
+	// Deployments bump it on annotation edits too, so it may be ahead of Spec.
+	Metadata int64
+}
+
+// Current reports whether generation names the parent's current spec: Spec
+// itself, or a metadata.generation it reached since without a spec change,
+// such as the one `kubectl get -o yaml` showed a person writing an approval
+// (kausality's docs and tools write that one).
+func (g Generations) Current(generation int64) bool {
+	return generation == g.Spec || (generation > g.Spec && generation <= g.Metadata)
+}
+
 // Matches reports whether a is valid for child while the parent is at
-// generation. A once or generation approval without a generation (0)
-// applies at any generation: a person writing it with kubectl cannot know
-// the spec generation, and Deployments bump metadata.generation on the very
-// annotation edit that adds the approval.
-func (a Approval) Matches(child ChildRef, generation int64) bool {
+// generations. A once or generation approval without a generation (0)
+// applies at any generation; one naming a generation applies while it
+// names the current spec (Generations.Current).
+func (a Approval) Matches(child ChildRef, generations Generations) bool {
 	if !refMatches(a.APIVersion, a.Kind, a.Name, child) {
 		return false
 	}
-	return a.Mode == ApprovalAlways || a.Generation == 0 || a.Generation == generation
+	return a.Mode == ApprovalAlways || a.Generation == 0 || generations.Current(a.Generation)
 }
 
 // Stale reports whether a no longer applies because the parent moved past

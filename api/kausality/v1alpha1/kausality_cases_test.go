@@ -33,9 +33,9 @@ func TestKausalityChildMatchCases(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := Approval{APIVersion: tt.apiVersion, Kind: tt.kind, Name: tt.child, Mode: ApprovalAlways}
-			assert.Equal(t, tt.match, a.Matches(cm, 1), "approval")
+			assert.Equal(t, tt.match, a.Matches(cm, Generations{Spec: 1}), "approval")
 			r := Rejection{APIVersion: tt.apiVersion, Kind: tt.kind, Name: tt.child}
-			assert.Equal(t, tt.match, r.Matches(cm, 1), "rejection")
+			assert.Equal(t, tt.match, r.Matches(cm, Generations{Spec: 1}), "rejection")
 		})
 	}
 }
@@ -68,7 +68,7 @@ func TestKausalityApprovalValidityCases(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := Approval{APIVersion: "v1", Kind: "ConfigMap", Name: "settings", Generation: tt.generation, Mode: tt.mode}
-			assert.Equal(t, tt.valid, a.Matches(cm, tt.parent), "valid")
+			assert.Equal(t, tt.valid, a.Matches(cm, Generations{Spec: tt.parent}), "valid")
 			assert.Equal(t, tt.pruned, a.Stale(tt.parent), "pruned")
 		})
 	}
@@ -119,7 +119,7 @@ func TestKausalityRejectionGenerationCases(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Rejection{APIVersion: "v1", Kind: "ConfigMap", Name: "settings", Generation: tt.generation, Reason: "no"}
-			assert.Equal(t, tt.active, r.Matches(cm, tt.parent))
+			assert.Equal(t, tt.active, r.Matches(cm, Generations{Spec: tt.parent}))
 		})
 	}
 }
@@ -181,4 +181,39 @@ func TestKausalityParseCases(t *testing.T) {
 		_, err = ParseSnooze("{broken")
 		assert.Error(t, err)
 	})
+}
+
+// TestGenerationNamedByMetadata: Deployments bump metadata.generation on
+// annotation edits, so a person copying it from kubectl names a generation
+// ahead of the last spec change. Departure: kausality compares with
+// metadata.generation; Remedy compares with the spec-change generation and
+// accepts any metadata.generation reached since it.
+func TestGenerationNamedByMetadata(t *testing.T) {
+	cm := ChildRef{"v1", "ConfigMap", "settings"}
+	at := Generations{Spec: 3, Metadata: 7}
+	tests := []struct {
+		name       string
+		generation int64
+		current    bool
+		pruned     bool
+	}{
+		{"the spec-change generation", 3, true, false},
+		{"a metadata.generation since the spec change", 5, true, false},
+		{"metadata.generation now", 7, true, false},
+		{"ahead of metadata.generation: kept for a later spec change", 8, false, false},
+		{"before the spec change", 2, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.current, at.Current(tt.generation))
+			for _, mode := range []ApprovalMode{ApprovalOnce, ApprovalGeneration} {
+				a := Approval{APIVersion: "v1", Kind: "ConfigMap", Name: "settings", Generation: tt.generation, Mode: mode}
+				assert.Equal(t, tt.current, a.Matches(cm, at), "approval, %s", mode)
+				assert.Equal(t, tt.pruned, a.Stale(at.Spec), "pruned, %s", mode)
+			}
+			r := Rejection{APIVersion: "v1", Kind: "ConfigMap", Name: "settings", Generation: tt.generation}
+			assert.Equal(t, tt.current, r.Matches(cm, at), "rejection")
+		})
+	}
+	assert.False(t, Generations{Spec: 3}.Current(4), "metadata.generation unknown: the spec generation only")
 }

@@ -73,7 +73,7 @@ func TestApprovalMatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.match, tt.a.Matches(rs, tt.gen))
+			assert.Equal(t, tt.match, tt.a.Matches(rs, Generations{Spec: tt.gen}))
 			assert.Equal(t, tt.stale, tt.a.Stale(tt.gen))
 		})
 	}
@@ -84,10 +84,10 @@ func TestParseRejections(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []Rejection{{"apps/v1", "ReplicaSet", "*", 0, "no"}, {"v1", "Pod", "p", 4, "later"}}, got)
 	rs := ChildRef{"apps/v1", "ReplicaSet", "web-1"}
-	assert.True(t, got[0].Matches(rs, 7), "generation 0 matches any")
+	assert.True(t, got[0].Matches(rs, Generations{Spec: 7}), "generation 0 matches any")
 	pod := ChildRef{"v1", "Pod", "p"}
-	assert.True(t, got[1].Matches(pod, 4))
-	assert.False(t, got[1].Matches(pod, 5))
+	assert.True(t, got[1].Matches(pod, Generations{Spec: 4}))
+	assert.False(t, got[1].Matches(pod, Generations{Spec: 5}))
 
 	for in, want := range map[string]string{
 		`[{"apiVersion":"v1","kind":"Pod","name":"p","generation":-1}]`: "negative",

@@ -13,7 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.apiGroups.all(g, g != '*')",message="apiGroups cannot contain '*', use explicit group names"
 // +kubebuilder:validation:XValidation:rule="self.resources.all(r, !r.contains('/'))",message="resources cannot name subresources; status updates are watched with their resource"
 // +kubebuilder:validation:XValidation:rule="!has(self.excluded) || size(self.excluded) == 0 || self.resources.exists(r, r == '*')",message="excluded can only be used when resources contains '*'"
-// +kubebuilder:validation:XValidation:rule="!self.apiGroups.exists(g, g == ”) || !(self.resources.exists(r, r == 'secrets') || (self.resources.exists(r, r == '*') && !(has(self.excluded) && self.excluded.exists(e, e == 'secrets'))))",message="a Kausality policy may not route Secrets through the drift webhook: their data would go into drift signals and DriftReports; name other core resources, or add secrets to excluded"
+// +kubebuilder:validation:XValidation:rule="!self.apiGroups.exists(g, size(g) == 0) || !(self.resources.exists(r, r == 'secrets') || (self.resources.exists(r, r == '*') && !(has(self.excluded) && self.excluded.exists(e, e == 'secrets'))))",message="a Kausality policy may not route Secrets through the drift webhook: their data would go into drift signals and DriftReports; name other core resources, or add secrets to excluded"
 type ResourceRule struct {
 	// APIGroups: "" is the core group; "*" is not allowed.
 	// +kubebuilder:validation:MinItems=1
@@ -181,6 +181,10 @@ func (s *KausalitySpec) SelectsNamespace(name string, labels map[string]string) 
 // KausalityStatus reports whether the drift webhook applied the policy.
 // +kubebuilder:object:generate=true
 type KausalityStatus struct {
+	// Mode is the mode the policy gives: spec.mode, or the drift webhook's
+	// --default-mode when the spec leaves it out.
+	// +optional
+	Mode Mode `json:"mode,omitempty"`
 	// Conditions: Ready (the webhook resolves modes with this generation)
 	// and WebhookConfigured (its kinds are in the webhook configuration).
 	// +optional
@@ -198,7 +202,7 @@ type KausalityStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=kpol
-// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Kausality struct {

@@ -15,9 +15,10 @@ type Rejection struct {
 	Reason     string `json:"reason"`
 }
 
-// Matches reports whether r denies a change to child while the parent is at generation.
-func (r Rejection) Matches(child ChildRef, generation int64) bool {
-	return refMatches(r.APIVersion, r.Kind, r.Name, child) && (r.Generation == 0 || r.Generation == generation)
+// Matches reports whether r denies a change to child while the parent is at
+// generations: one naming a generation holds while it names the current spec.
+func (r Rejection) Matches(child ChildRef, generations Generations) bool {
+	return refMatches(r.APIVersion, r.Kind, r.Name, child) && (r.Generation == 0 || generations.Current(r.Generation))
 }
 
 // ParseRejections parses a kausality.io/rejections value: a JSON array of rejections.
