@@ -21,7 +21,7 @@ import (
 func teardown(st nodeState) error {
 	var errs []error
 	killNodeProcesses(st.Dir, nodeRunDir+"/")
-	errs = append(errs, unmountUnder(st.Dir+"/"), removeNetns(st))
+	errs = append(errs, unmountUnder(st.Dir+"/"), unmountUnder(nodeRunDir+"/"), removeNetns(st))
 	errs = append(errs, removePodCgroups())
 	for key, before := range st.Chains {
 		cmd, table, _ := strings.Cut(key, "/")

@@ -209,7 +209,8 @@ func (n *node) startKubelet(ctx context.Context, e *Env, assets string) error {
 	}
 	if err := n.start("kubelet", filepath.Join(assets, "kubelet"),
 		"--config="+n.paths.at("kubelet", "config.yaml"), "--kubeconfig="+n.paths.at("kubelet.kubeconfig"),
-		"--root-dir="+n.paths.at("kubelet", "root"), "--cert-dir="+n.paths.at("kubelet", "pki"),
+		// The root holds the kubelet's sockets, like containerd's kept short.
+		"--root-dir="+filepath.Join(nodeRunDir, "kubelet"), "--cert-dir="+n.paths.at("kubelet", "pki"),
 		"--hostname-override="+NodeName, "--node-ip="+NodeIP); err != nil {
 		return err
 	}
