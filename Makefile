@@ -7,7 +7,7 @@ export GOTOOLCHAIN := local
 TOOLS_CACHE ?= $(or $(REMEDY_TOOLS_CACHE),$(HOME)/.cache/remedy/tools)
 # install.sh and `remedy dev` find the cache by this name.
 export REMEDY_TOOLS_CACHE := $(TOOLS_CACHE)
-KUBEBUILDER_ASSETS ?= $(TOOLS_CACHE)/kubernetes-$(KUBERNETES_VERSION)
+KUBEBUILDER_ASSETS ?= $(TOOLS_CACHE)/kubernetes-$(KUBERNETES_VERSION)-$(KUBERNETES_BUILD)
 TEMPORAL_CLI ?= $(TOOLS_CACHE)/temporal-$(TEMPORAL_CLI_VERSION)/temporal
 CONTROLLER_GEN ?= $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 WORKFLOWCHECK ?= $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
@@ -23,6 +23,9 @@ FUZZTIME ?= 5s
 WORKER_STOP_TIMEOUT ?= 20s
 # STATE_DIR: where `make dev` keeps etcd, certificates and Temporal across restarts (default: nowhere).
 STATE_DIR ?=
+# NODE=1 (default): `make dev` runs a real node (containerd, kube-scheduler, kubelet; Linux and
+# root), so the demo workloads' Pods run. NODE=0 starts without one: Deployments never get Pods.
+NODE ?= 1
 # DEV_FLAGS: more `remedy dev` flags (see `bin/remedy dev -h`), e.g. DEV_FLAGS="--ui-port 9233".
 DEV_FLAGS ?=
 FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1alpha1:FuzzParseRejections ./api/kausality/v1alpha1:FuzzParseFreeze ./api/kausality/v1alpha1:FuzzParseSnooze ./api/kausality/v1alpha1:FuzzParseTrace
@@ -30,9 +33,9 @@ FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1al
 ##@ Getting started
 
 .PHONY: dev
-dev: build ## Run the whole platform locally (API server, controllers, Temporal + Web UI, operator, worker)
-	@hack/tools/install.sh kubernetes temporal alertmanager
-	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(DEV_FLAGS)
+dev: build $(if $(filter 1,$(NODE)),image) ## Run the whole platform locally (API server, controllers, a node, Temporal + Web UI, Alertmanager, operator, worker); NODE=0: no node
+	@hack/tools/install.sh kubernetes temporal alertmanager $(if $(filter 1,$(NODE)),node)
+	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(if $(filter 1,$(NODE)),--node) $(DEV_FLAGS)
 
 .PHONY: test
 test: tools lint fuzz ## Run lint, the fuzz targets and every test against the real API server and Temporal dev server (not the fault suite: make faults)
@@ -100,8 +103,8 @@ build: ## Build bin/remedy
 	go build -o bin/remedy ./cmd/remedy
 
 .PHONY: image
-image: ## Build the OCI image (static binary, CA roots, user 65532, no shell) into bin/remedy-image.tar, no Docker needed
-	go run ./hack/image -o bin/remedy-image.tar
+image: ## Build the OCI image (static binary, CA roots, user 65532, no shell) into bin/remedy-image.tar, and the node's pause image into bin/pause-image.tar, no Docker needed
+	go run ./hack/image -o bin/remedy-image.tar -pause-o bin/pause-image.tar
 
 .PHONY: bench
 bench: tools ## Run the benchmarks and print a results table with ratios to the baseline

@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +19,7 @@ import (
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/image"
 	remedymetrics "github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/worker"
 )
@@ -36,6 +38,8 @@ func runDev(ctx context.Context, args []string) error {
 	stateDirFlag := fs.String("state-dir", "", "keep etcd's data, the API server's certificates and Temporal's database here, so the next start with it resumes every object and run (default: thrown away on exit)")
 	amAddr := fs.String("alertmanager-addr", "127.0.0.1:9093", "address of Alertmanager's API and UI")
 	alertsAddr := fs.String("alerts-addr", "127.0.0.1:9095", "address of the worker's Alertmanager receiver")
+	runNode := fs.Bool("node", false, "also run a real node (containerd, kube-scheduler, the kubelet; Linux, root) so that Pods run; `make dev` sets it unless NODE=0")
+	nodeImages := fs.String("node-images", "bin/remedy-image.tar,bin/pause-image.tar", "image tarballs the node imports (`make image` writes them), relative to --repo; the pause image is "+image.PauseReference())
 	workerStop := fs.Duration("worker-stop-timeout", worker.DefaultStopTimeout, "on Ctrl-C, how long the worker's in-flight activities may finish before they are cancelled")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), devUsage)
@@ -115,13 +119,29 @@ func runDev(ctx context.Context, args []string) error {
 	opts.DieWithParent = true
 	opts.StateDir = stateDir
 	opts.TemporalMetrics = remedymetrics.NewTemporalHandler(ctrlmetrics.Registry)
+	parts := "etcd, kube-apiserver, kube-controller-manager and the Temporal dev server"
+	if *runNode {
+		node, err := devenv.NodeOptionsFromEnv(root)
+		if err != nil {
+			return err
+		}
+		for _, img := range strings.Split(*nodeImages, ",") {
+			if !filepath.IsAbs(img) {
+				img = filepath.Join(root, img)
+			}
+			node.Images = append(node.Images, img)
+		}
+		node.SandboxImage = image.PauseReference()
+		opts.Node = &node
+		parts += ", and a node (containerd, kube-scheduler, kubelet)"
+	}
 
 	step := func(msg string) func() {
 		start := time.Now()
 		fmt.Printf("remedy dev: %s ...\n", msg)
 		return func() { fmt.Printf("remedy dev: %s done (%.1fs)\n", msg, time.Since(start).Seconds()) }
 	}
-	done := step("starting etcd, kube-apiserver, kube-controller-manager and the Temporal dev server")
+	done := step("starting " + parts)
 	env, err := devenv.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -279,7 +299,9 @@ const devUsage = `Usage: remedy dev [flags]
 
 Runs the whole platform on this machine: etcd, kube-apiserver,
 kube-controller-manager, the Temporal dev server with its Web UI, the drift
-webhook, the operator and the worker. It writes <dev-dir>/kubeconfig,
+webhook, the operator and the worker; with --node also a real node
+(containerd, kube-scheduler, the kubelet, the images of --node-images
+imported, no registry ever contacted), so that Pods run. It writes <dev-dir>/kubeconfig,
 <dev-dir>/env (source it: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, and
 PATH with <dev-dir>/bin first) and links the pinned kubectl and temporal and
 kubectl-remedy into <dev-dir>/bin.
@@ -287,7 +309,7 @@ kubectl-remedy into <dev-dir>/bin.
 The pinned binaries: the directory $KUBEBUILDER_ASSETS (etcd, kube-apiserver,
 kube-controller-manager, kubectl) and the file $TEMPORAL_CLI; where either is
 unset, the tools cache ($REMEDY_TOOLS_CACHE, default ~/.cache/remedy/tools) at
-the versions of <repo>/hack/tools/versions.env: kubernetes-<KUBERNETES_VERSION>/
+the versions of <repo>/hack/tools/versions.env: kubernetes-<KUBERNETES_VERSION>-<KUBERNETES_BUILD>/
 and temporal-<TEMPORAL_CLI_VERSION>/temporal. ` + "`make tools`" + ` (or
 hack/tools/install.sh kubernetes temporal) builds them there; ` + "`make dev`" + `
 does both and passes DEV_FLAGS on.

@@ -23,6 +23,7 @@ commands:
   exec       perform one action as the pod's ServiceAccount (the job executor's entrypoint)
   dev        run the whole platform locally: etcd, kube-apiserver, kube-controller-manager,
              Temporal with its Web UI, the operator, the worker and the drift webhook
+  demo-app   the demo workloads' HTTP server (reports its mounted config; /readyz)
   kubectl    the kubectl plugin: approve, reject, rollback, status, why (also run as
              kubectl-remedy, e.g. through a symlink on PATH: kubectl remedy ...)
 
@@ -54,6 +55,9 @@ func main() {
 		err = runDev(ctx, args)
 	case "exec":
 		err = runExec(ctx, args)
+	case "demo-app":
+		err = runDemoApp(ctx, args)
+
 	case "kubectl":
 		if err := runKubectl(ctx, args); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)

@@ -16,15 +16,16 @@ import (
 
 func main() {
 	out := flag.String("o", "bin/remedy-image.tar", "tarball to write")
+	pauseOut := flag.String("pause-o", "bin/pause-image.tar", "tarball of the node's pause image (hack/pause); empty skips it")
 	arch := flag.String("arch", runtime.GOARCH, "GOARCH of the binary and the image")
 	flag.Parse()
-	if err := run(*out, *arch); err != nil {
+	if err := run(*out, *pauseOut, *arch); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, arch string) error {
+func run(out, pauseOut, arch string) error {
 	dir, err := os.MkdirTemp("", "remedy-image-")
 	if err != nil {
 		return fmt.Errorf("create temp dir: %w", err)
@@ -47,6 +48,11 @@ func run(out, arch string) error {
 	}
 	if err := image.WriteTarball(img, out); err != nil {
 		return err
+	}
+	if pauseOut != "" {
+		if err := image.BuildPause(context.Background(), ".", arch, pauseOut); err != nil {
+			return err
+		}
 	}
 	digest, err := img.Digest()
 	if err != nil {

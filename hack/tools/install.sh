@@ -2,6 +2,7 @@
 # Builds, or reuses, the pinned binaries that tests and `remedy dev` need.
 # They live outside the repository, keyed by version, so every clone on this
 # machine shares one build. Usage: install.sh [tool ...] (default: all).
+# Tools: kubernetes temporal controller-gen workflowcheck promtool node.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,9 +42,34 @@ all=("$@")
 sel() { [ ${#all[@]} -eq 0 ] && return 0; local t; for t in "${all[@]}"; do [ "$t" = "$1" ] && return 0; done; return 1; }
 
 if sel kubernetes; then
-	build "kube-apiserver, kube-controller-manager, kubectl $KUBERNETES_VERSION + etcd $ETCD_VERSION" \
-		"$cache/kubernetes-$KUBERNETES_VERSION" kube-apiserver kube-controller-manager kubectl etcd -- \
-		sh -c 'go build -trimpath -ldflags=-s -o "$OUT/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl && go build -trimpath -ldflags=-s -o "$OUT/etcd" ./etcd'
+	# Without these stamps every binary reports v0.0.0-master (kubectl version, /version, node info).
+	kv=${KUBERNETES_VERSION#v} stamp=""
+	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		stamp+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=${kv%%.*} -X $p.gitMinor=$(cut -d. -f2 <<<"$kv") -X $p.gitTreeState=clean"
+	done
+	export KUBE_LDFLAGS="-s$stamp"
+	build "kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl $KUBERNETES_VERSION + etcd $ETCD_VERSION" \
+		"$cache/kubernetes-$KUBERNETES_VERSION-$KUBERNETES_BUILD" kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd -- \
+		sh -c 'go build -trimpath -ldflags="$KUBE_LDFLAGS" -o "$OUT/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl && go build -trimpath -ldflags=-s -o "$OUT/etcd" ./etcd'
+fi
+if sel node; then
+	# containerd's shim and ctr come from the same module; CGO_ENABLED=0 needs no C toolchain.
+	build "containerd $CONTAINERD_VERSION" "$cache/containerd-$CONTAINERD_VERSION" containerd containerd-shim-runc-v2 ctr -- \
+		sh -c 'cd / && CGO_ENABLED=0 GOBIN="$OUT" go install -trimpath -ldflags="-s -X github.com/containerd/containerd/v2/version.Version='"$CONTAINERD_VERSION"'" github.com/containerd/containerd/v2/cmd/containerd@'"$CONTAINERD_VERSION"' github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@'"$CONTAINERD_VERSION"' github.com/containerd/containerd/v2/cmd/ctr@'"$CONTAINERD_VERSION"
+	# The rest of the node comes from the distribution: the OCI runtime, the CNI plugins, iptables.
+	pkgs=()
+	[ -x /usr/sbin/runc ] || pkgs+=(runc)
+	[ -x /usr/lib/cni/bridge ] || pkgs+=(containernetworking-plugins)
+	command -v iptables >/dev/null || pkgs+=(iptables)
+	if [ ${#pkgs[@]} -gt 0 ]; then
+		log "node: installing Debian packages: ${pkgs[*]}"
+		if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}"; } >&2; then
+			log "node: apt-get install ${pkgs[*]} FAILED (root needed)"
+			exit 1
+		fi
+	else
+		log "node: reusing runc, containernetworking-plugins, iptables"
+	fi
 fi
 if sel temporal; then
 	build "temporal CLI $TEMPORAL_CLI_VERSION" "$cache/temporal-$TEMPORAL_CLI_VERSION" temporal -- \

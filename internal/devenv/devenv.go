@@ -66,6 +66,9 @@ type Options struct {
 	// and signing keys, and Temporal's database across Stop, so the next
 	// Start with the same StateDir resumes every object and run.
 	StateDir string
+	// Node, when set, also runs a real node (containerd, kube-scheduler and
+	// the kubelet; Linux, root) so that Pods run. It needs ControllerManager.
+	Node *NodeOptions
 }
 
 // Env is a running set of real parts.
@@ -87,6 +90,7 @@ type Env struct {
 	devServer *testsuite.DevServer
 	kcm       *exec.Cmd
 	kcmExited chan struct{}
+	node      *node
 	tmpDir    string
 	log       io.Writer
 }
@@ -179,6 +183,16 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		}
 		dbDir = o.StateDir
 	}
+	if o.Node != nil {
+		if !o.ControllerManager {
+			return env, errors.New("a node needs kube-controller-manager (Options.ControllerManager)")
+		}
+		// The network and containerd come first: the API server binds the node IP.
+		env.node, err = prepareNode(ctx, env, *o.Node, o.Log)
+		if err != nil {
+			return env, fmt.Errorf("prepare the node: %w", err)
+		}
+	}
 
 	type result struct {
 		srv *testsuite.DevServer
@@ -215,6 +229,11 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	if o.ControllerManager {
 		if err := env.startControllerManager(o); err != nil {
 			return env, err
+		}
+	}
+	if env.node != nil {
+		if err := env.node.startKubelet(ctx, env, o.Assets); err != nil {
+			return env, fmt.Errorf("start the node: %w", err)
 		}
 	}
 	return env, nil
@@ -277,17 +296,26 @@ func (e *Env) startControllerManager(o Options) error {
 		return fmt.Errorf("write kube-controller-manager kubeconfig: %w", err)
 	}
 	certDir := e.Kube.ControlPlane.APIServer.CertDir
+	rootCA := filepath.Join(certDir, "apiserver.crt")
+	controllers := append([]string{"deployment-controller", "replicaset-controller", "job-controller",
+		"garbage-collector-controller", "serviceaccount-controller", "serviceaccount-token-controller",
+		// Fills ClusterRoles with an aggregationRule, such as remedy-drift-resources.
+		"clusterrole-aggregation-controller"}, o.ExtraControllers...)
+	if o.Node != nil {
+		// Pods mount kube-root-ca.crt; Services route to Pods through EndpointSlices.
+		rootCA = filepath.Join(certDir, "ca.crt")
+		controllers = append(controllers, "root-ca-certificate-publisher-controller", "endpointslice-controller", "pod-garbage-collector-controller",
+			// Removes the not-ready taint the kubelet registers its node with.
+			"node-lifecycle-controller")
+	}
 	e.kcm = exec.Command(filepath.Join(o.Assets, "kube-controller-manager"),
 		"--kubeconfig="+path,
 		"--use-service-account-credentials",
 		"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
-		"--root-ca-file="+filepath.Join(certDir, "apiserver.crt"),
+		"--root-ca-file="+rootCA,
 		"--leader-elect=false",
 		"--secure-port=0",
-		"--controllers="+strings.Join(append([]string{"deployment-controller", "replicaset-controller", "job-controller",
-			"garbage-collector-controller", "serviceaccount-controller", "serviceaccount-token-controller",
-			// Fills ClusterRoles with an aggregationRule, such as remedy-drift-resources.
-			"clusterrole-aggregation-controller"}, o.ExtraControllers...), ","),
+		"--controllers="+strings.Join(controllers, ","),
 	)
 	e.kcm.Stdout, e.kcm.Stderr = o.Log, o.Log
 	if o.DieWithParent {
@@ -321,15 +349,13 @@ func (e *Env) Stop() error {
 			errs = append(errs, fmt.Errorf("stop %s: %w", part, err))
 		}
 	}
+	// The kubelet goes first: it reports to the API server until it stops.
+	if e.node != nil {
+		timed("the node", e.node.stop)
+	}
 	if e.kcm != nil && e.kcm.Process != nil {
 		timed("kube-controller-manager", func() error {
-			_ = e.kcm.Process.Signal(os.Interrupt)
-			select {
-			case <-e.kcmExited:
-			case <-time.After(10 * time.Second):
-				_ = e.kcm.Process.Kill()
-				<-e.kcmExited
-			}
+			stopProcess(e.kcm.Process, e.kcmExited, os.Interrupt)
 			return nil
 		})
 	}
@@ -346,4 +372,15 @@ func (e *Env) Stop() error {
 		errs = append(errs, os.RemoveAll(e.tmpDir))
 	}
 	return errors.Join(errs...)
+}
+
+// stopProcess signals p and waits for exited, killing p after 10 seconds.
+func stopProcess(p *os.Process, exited <-chan struct{}, sig os.Signal) {
+	_ = p.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = p.Kill()
+		<-exited
+	}
 }

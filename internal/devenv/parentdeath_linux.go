@@ -23,8 +23,10 @@ const (
 // ExecIfWrapped must be the first call in main of every executable that
 // starts an Env with DieWithParent. In a process started as a wrapper it
 // never returns: it execs the real binary with SIGKILL as its parent-death
-// signal. Otherwise it returns at once.
+// signal. In a node's janitor it never returns either (janitor.go).
+// Otherwise it returns at once.
 func ExecIfWrapped() {
+	runJanitorIfAsked()
 	target := os.Getenv(wrapTargetEnv + wrapKey(os.Args[0]))
 	if target == "" {
 		return

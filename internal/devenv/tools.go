@@ -64,5 +64,28 @@ func CachedTools(repoRoot, cache string) (assets, temporalCLI string, err error)
 	if kube == "" || temporal == "" {
 		return "", "", fmt.Errorf("%s lacks KUBERNETES_VERSION or TEMPORAL_CLI_VERSION", filepath.Join(repoRoot, VersionsFile))
 	}
-	return filepath.Join(cache, "kubernetes-"+kube), filepath.Join(cache, "temporal-"+temporal, "temporal"), nil
+	return filepath.Join(cache, KubernetesDir(v)), filepath.Join(cache, "temporal-"+temporal, "temporal"), nil
+}
+
+// KubernetesDir names the cache directory of the pinned Kubernetes binaries:
+// the version and, when set, the build of install.sh that made them.
+func KubernetesDir(versions map[string]string) string {
+	dir := "kubernetes-" + versions["KUBERNETES_VERSION"]
+	if b := versions["KUBERNETES_BUILD"]; b != "" {
+		dir += "-" + b
+	}
+	return dir
+}
+
+// CachedContainerd is the directory hack/tools/install.sh node builds
+// containerd, its runc shim and ctr into.
+func CachedContainerd(repoRoot, cache string) (string, error) {
+	v, err := PinnedVersions(repoRoot)
+	if err != nil {
+		return "", err
+	}
+	if v["CONTAINERD_VERSION"] == "" {
+		return "", fmt.Errorf("%s lacks CONTAINERD_VERSION", filepath.Join(repoRoot, VersionsFile))
+	}
+	return filepath.Join(cache, "containerd-"+v["CONTAINERD_VERSION"]), nil
 }

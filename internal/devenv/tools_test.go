@@ -15,8 +15,8 @@ func fakeTools(t *testing.T) (repo, cache string) {
 	repo, cache = t.TempDir(), t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, "hack", "tools"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(repo, VersionsFile),
-		[]byte("# pinned\nKUBERNETES_VERSION=v9.8.7\n\nTEMPORAL_CLI_VERSION=v1.2.3\nPROMTOOL_VERSION=v0.1.0\n"), 0o644))
-	for _, p := range []string{"kubernetes-v9.8.7/kube-apiserver", "kubernetes-v9.8.7/etcd", "kubernetes-v9.8.7/kubectl", "temporal-v1.2.3/temporal"} {
+		[]byte("# pinned\nKUBERNETES_VERSION=v9.8.7\nKUBERNETES_BUILD=r9\n\nTEMPORAL_CLI_VERSION=v1.2.3\nPROMTOOL_VERSION=v0.1.0\n"), 0o644))
+	for _, p := range []string{"kubernetes-v9.8.7-r9/kube-apiserver", "kubernetes-v9.8.7-r9/etcd", "kubernetes-v9.8.7-r9/kubectl", "temporal-v1.2.3/temporal"} {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(cache, p)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(cache, p), nil, 0o755))
 	}
@@ -32,7 +32,7 @@ func TestOptionsFromEnvPaths(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			repo, cache := fakeTools(t)
-			assets, temporal := filepath.Join(cache, "kubernetes-v9.8.7"), filepath.Join(cache, "temporal-v1.2.3", "temporal")
+			assets, temporal := filepath.Join(cache, "kubernetes-v9.8.7-r9"), filepath.Join(cache, "temporal-v1.2.3", "temporal")
 			if tc.fromEnv {
 				t.Setenv("REMEDY_TOOLS_CACHE", t.TempDir()) // empty: the lookup must not be used
 				t.Setenv("KUBEBUILDER_ASSETS", assets)
@@ -78,6 +78,6 @@ func TestCachedToolsMatchesTheRepository(t *testing.T) {
 	require.NoError(t, err)
 	assets, temporal, err := CachedTools(root, "/cache")
 	require.NoError(t, err)
-	assert.Equal(t, "/cache/kubernetes-"+v["KUBERNETES_VERSION"], assets)
+	assert.Equal(t, "/cache/kubernetes-"+v["KUBERNETES_VERSION"]+"-"+v["KUBERNETES_BUILD"], assets)
 	assert.Equal(t, "/cache/temporal-"+v["TEMPORAL_CLI_VERSION"]+"/temporal", temporal)
 }

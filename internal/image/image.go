@@ -78,7 +78,10 @@ func Build(binary []byte, arch string) (v1.Image, error) {
 	cf.Config.User = User
 	cf.Config.Entrypoint = []string{Binary}
 	cf.Config.WorkingDir = "/"
-	cf.Config.Env = []string{"SSL_CERT_FILE=" + CABundle}
+	// The binary links envtest (remedy dev), whose package init creates a
+	// cache directory and panics where it cannot: every Pod of this image runs
+	// with a read-only root, and /dev/shm is the one tmpfs every container has.
+	cf.Config.Env = []string{"SSL_CERT_FILE=" + CABundle, "XDG_CACHE_HOME=/dev/shm"}
 	cf.Config.Labels = map[string]string{
 		"org.opencontainers.image.source":  "https://github.com/remedy-dev/remedy",
 		"org.opencontainers.image.version": release.Version,
@@ -155,4 +158,75 @@ func layer(fsys fstest.MapFS) (v1.Layer, error) {
 	raw := b.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil },
 		tarball.WithMediaType(types.OCILayer))
+}
+
+// PauseReference names the node's sandbox image, built here like Remedy's
+// own (hack/pause), since no registry is reachable.
+func PauseReference() string { return "remedy.local/pause:" + release.Version }
+
+// BuildPause compiles hack/pause and writes its image, tagged
+// PauseReference(), to path.
+func BuildPause(ctx context.Context, repoRoot, arch, path string) error {
+	bin := path + ".bin"
+	defer os.Remove(bin)
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", bin, "./hack/pause")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build pause: %w: %s", err, b)
+	}
+	raw, err := os.ReadFile(bin)
+	if err != nil {
+		return fmt.Errorf("read pause binary: %w", err)
+	}
+	l, err := layer(fstest.MapFS{"pause": {Data: raw, Mode: 0o555, ModTime: epoch}})
+	if err != nil {
+		return fmt.Errorf("build pause layer: %w", err)
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), l)
+	if err != nil {
+		return fmt.Errorf("append pause layer: %w", err)
+	}
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Created = "linux", arch, v1.Time{Time: epoch}
+	cf.Config.User = User
+	cf.Config.Entrypoint = []string{"/pause"}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return fmt.Errorf("write pause config: %w", err)
+	}
+	tag, err := name.NewTag(PauseReference(), name.StrictValidation)
+	if err != nil {
+		return fmt.Errorf("parse %s: %w", PauseReference(), err)
+	}
+	if err := tarball.WriteToFile(path, tag, img); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// BuildNodeImages builds Remedy's image and the pause image from repoRoot
+// into dir as tarballs a node imports, and returns their paths.
+func BuildNodeImages(ctx context.Context, repoRoot, arch, dir string) (remedy, pause string, err error) {
+	bin, err := BuildBinary(ctx, repoRoot, arch, dir)
+	if err != nil {
+		return "", "", err
+	}
+	raw, err := os.ReadFile(bin)
+	if err != nil {
+		return "", "", fmt.Errorf("read binary: %w", err)
+	}
+	img, err := Build(raw, arch)
+	if err != nil {
+		return "", "", err
+	}
+	remedy, pause = filepath.Join(dir, "remedy-image.tar"), filepath.Join(dir, "pause-image.tar")
+	if err := WriteTarball(img, remedy); err != nil {
+		return "", "", err
+	}
+	return remedy, pause, BuildPause(ctx, repoRoot, arch, pause)
 }

@@ -63,6 +63,17 @@ func (ca Pair) Server(cn string) (Pair, error) {
 	}, &ca)
 }
 
+// ServerFor returns a serving certificate for ips and dnsNames signed by ca,
+// such as an API server's, which Pods reach through a Service IP.
+func (ca Pair) ServerFor(cn string, ips []net.IP, dnsNames []string) (Pair, error) {
+	return sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: ips, DNSNames: dnsNames,
+	}, &ca)
+}
+
 // sign fills tmpl's serial and validity and signs it with parent, or with
 // its own new key when parent is nil.
 func sign(tmpl *x509.Certificate, parent *Pair) (Pair, error) {

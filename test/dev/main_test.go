@@ -75,6 +75,22 @@ func linkToolsCache(dir string) (string, error) {
 	if err := os.Symlink(os.Getenv("TEMPORAL_CLI"), temporalCLI); err != nil {
 		return "", fmt.Errorf("link temporal: %w", err)
 	}
+	// The node's containerd, from the cache `make tools` filled.
+	cache, err := devenv.ToolsCache()
+	if err != nil {
+		return "", err
+	}
+	real, err := devenv.CachedContainerd(root, cache)
+	if err != nil {
+		return "", err
+	}
+	link, err := devenv.CachedContainerd(root, dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Symlink(real, link); err != nil {
+		return "", fmt.Errorf("link containerd: %w", err)
+	}
 	return dir, nil
 }
 

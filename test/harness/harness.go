@@ -23,6 +23,7 @@ import (
 
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/image"
 	"github.com/remedy-dev/remedy/operator"
 )
 
@@ -49,6 +50,11 @@ type Options struct {
 	WorkflowCheckInterval time.Duration
 	// Alerts runs a real Alertmanager routed to Remedy's receiver.
 	Alerts *AlertsOptions
+	// Node runs a real node (containerd, kube-scheduler, the kubelet) with
+	// Remedy's image and the pause image built from this tree and imported,
+	// so Pods run. It implies ControllerManager. One node runs per machine:
+	// packages with one take turns (devenv's node lock).
+	Node bool
 	// LogPath receives the parts' logs; empty picks a file in the temp dir,
 	// removed when every test passed.
 	LogPath string
@@ -91,7 +97,20 @@ func Main(m *testing.M, o Options) int {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		return 1
 	}
-	opts.ControllerManager = o.ControllerManager
+	opts.ControllerManager = o.ControllerManager || o.Node
+	if o.Node {
+		imageDir, err := os.MkdirTemp("", "remedy-images-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "harness: node:", err)
+			return 1
+		}
+		// containerd has imported them once Start returns.
+		defer os.RemoveAll(imageDir)
+		if opts.Node, err = nodeOptions(imageDir); err != nil {
+			fmt.Fprintln(os.Stderr, "harness: node:", err)
+			return 1
+		}
+	}
 	opts.AuditLog = o.AuditLog
 	for _, c := range o.CRDs {
 		opts.ExtraCRDs = append(opts.ExtraCRDs, filepath.Join(Root, c))
@@ -166,6 +185,20 @@ func Main(m *testing.M, o Options) int {
 		_ = os.Remove(logPath)
 	}
 	return code
+}
+
+// nodeOptions builds the images a test node imports into dir.
+func nodeOptions(dir string) (*devenv.NodeOptions, error) {
+	o, err := devenv.NodeOptionsFromEnv(Root)
+	if err != nil {
+		return nil, err
+	}
+	remedy, pause, err := image.BuildNodeImages(context.Background(), Root, runtime.GOARCH, dir)
+	if err != nil {
+		return nil, err
+	}
+	o.Images, o.SandboxImage = []string{remedy, pause}, image.PauseReference()
+	return &o, nil
 }
 
 // Kube is a cluster-admin client for setup and assertions.

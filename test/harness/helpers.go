@@ -11,8 +11,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/remedy-dev/remedy/internal/release"
 )
 
 // Namespace creates a fresh namespace for one test.
@@ -25,7 +28,21 @@ func Namespace(t testing.TB) string {
 	return ns.Name
 }
 
-// Deployment creates a Deployment with no running pods to speak of.
+// DemoContainer runs `remedy demo-app` from Remedy's image, which a node has
+// imported (no registry is ever contacted), ready once it serves /readyz.
+func DemoContainer(name string) corev1.Container {
+	return corev1.Container{
+		Name: name, Image: release.Image(), Args: []string{"demo-app"},
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("http")}},
+			PeriodSeconds: 1,
+		},
+	}
+}
+
+// Deployment creates a Deployment of the demo app; its Pods run only in a
+// package with a node (Options.Node).
 func Deployment(t testing.TB, namespace, name string, replicas int32) *appsv1.Deployment {
 	t.Helper()
 	labels := map[string]string{"app": name}
@@ -36,7 +53,7 @@ func Deployment(t testing.TB, namespace, name string, replicas int32) *appsv1.De
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "nginx:1.27"}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{DemoContainer(name)}},
 			},
 		},
 	}

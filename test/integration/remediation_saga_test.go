@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -80,7 +81,7 @@ func TestSagaThirdStepFailureRollsBackStepsTwoAndOne(t *testing.T) {
 	}
 	assert.False(t, rolledBackAt[1].Before(rolledBackAt[0]), "step 1 rolled back after step 2")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
-	assert.Equal(t, "nginx:1.27", imageOf(t, ns, "web"))
+	assert.Equal(t, release.Image(), imageOf(t, ns, "web"), "harness.Deployment's image")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "api"), "the failed step never wrote")
 
 	out, err := kubectlRemedy(t, ns, "status", "rr", rr.Name)

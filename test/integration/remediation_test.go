@@ -13,6 +13,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -111,7 +112,7 @@ func TestRemediationRollsBackInReverseOrder(t *testing.T) {
 	assert.False(t, rolledBackAt[2].Before(rolledBackAt[1]), "step 1 rolled back after step 2")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 	assert.Equal(t, int32(1), replicasOf(t, ns, "api"))
-	assert.Equal(t, "nginx:1.27", imageOf(t, ns, "web"))
+	assert.Equal(t, release.Image(), imageOf(t, ns, "web"), "harness.Deployment's image")
 	harness.ReplayHistory(t, rr.Status.WorkflowID, "remediation-rolled-back.json")
 }
 
