@@ -74,7 +74,8 @@ func InjectCABundles(t testing.TB, cas map[string][]byte) {
 	mwcs := Clientset(t).AdmissionregistrationV1().MutatingWebhookConfigurations()
 	vwcs := Clientset(t).AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	for _, o := range Manifests(t, filepath.Join("deploy", "webhook", "*.yaml")) {
-		name := o["metadata"].(map[string]any)["name"].(string)
+		meta, _ := o["metadata"].(map[string]any) // the Kustomization has none
+		name, _ := meta["name"].(string)
 		switch o["kind"] {
 		case "MutatingWebhookConfiguration":
 			mwc, err := mwcs.Get(ctx, name, metav1.GetOptions{})
