@@ -14,6 +14,13 @@ WORKFLOWCHECK ?= $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowc
 PROMTOOL ?= $(TOOLS_CACHE)/promtool-$(PROMTOOL_VERSION)/promtool
 export KUBEBUILDER_ASSETS TEMPORAL_CLI PROMTOOL
 GO_TEST_FLAGS ?=
+# The version is the VERSION file, embedded in every build; the revision is
+# stamped by -ldflags, since GOFLAGS=-buildvcs=false (or a tree without .git)
+# leaves the go command's own record empty.
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+LDFLAGS := -X github.com/remedy-dev/remedy/internal/release.stamped=$(REVISION)
+# DIST: where `make release` writes.
+DIST ?= dist
 BENCHTIME ?= 30x
 # Benchmarks that each do minutes of work per iteration (hundreds of runs, 100 MiB of
 # ConfigMaps): run once, whatever BENCHTIME says.
@@ -96,12 +103,12 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 5s), one at a time
 	done
 
 .PHONY: build
-build: ## Build bin/remedy
-	go build -o bin/remedy ./cmd/remedy
+build: ## Build bin/remedy (its version is VERSION's, its revision REVISION's)
+	go build -ldflags "$(LDFLAGS)" -o bin/remedy ./cmd/remedy
 
 .PHONY: image
 image: ## Build the OCI image (static binary, CA roots, user 65532, no shell) into bin/remedy-image.tar, no Docker needed
-	go run ./hack/image -o bin/remedy-image.tar
+	go run ./hack/image -revision $(REVISION) -o bin/remedy-image.tar
 
 .PHONY: bench
 bench: tools ## Run the benchmarks and print a results table with ratios to the baseline

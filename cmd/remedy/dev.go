@@ -19,6 +19,7 @@ import (
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	remedymetrics "github.com/remedy-dev/remedy/internal/metrics"
+	remedyrelease "github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/worker"
 )
 
@@ -189,6 +190,7 @@ func runDev(ctx context.Context, args []string) error {
 	done()
 
 	fmt.Printf(`
+  version:         %s
   kubeconfig:      %s
   Temporal:        %s
   Temporal Web UI: %s/namespaces/default/workflows
@@ -205,7 +207,7 @@ func runDev(ctx context.Context, args []string) error {
   Drift (docs/drift.md): scale demo/drift-demo's ReplicaSet by hand, watch the
   Deployment controller's revert be judged, and find RemedyKind='Drift' in the Web UI.
 
-`, kubeconfig, env.TemporalAddress, webUI, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
+`, remedyrelease.String(), kubeconfig, env.TemporalAddress, webUI, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
 		envFile, binDir, envFile, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"))
 	fmt.Println("remedy dev: ready")
 

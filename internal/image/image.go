@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing/fstest"
 	"time"
@@ -41,16 +39,11 @@ const (
 // epoch stamps every file and the config, so one binary gives one digest.
 var epoch = time.Unix(0, 0).UTC()
 
-// BuildBinary compiles cmd/remedy statically for linux/arch into dir.
-func BuildBinary(ctx context.Context, repoRoot, arch, dir string) (string, error) {
+// BuildBinary compiles cmd/remedy statically for linux/arch into dir,
+// stamped with revision rev (release.Build).
+func BuildBinary(ctx context.Context, repoRoot, arch, rev, dir string) (string, error) {
 	out := filepath.Join(dir, "remedy")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", out, "./cmd/remedy")
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build remedy: %w: %s", err, b)
-	}
-	return out, nil
+	return out, release.Build(ctx, repoRoot, "linux", arch, rev, out)
 }
 
 // Build makes the image around binary: a base layer (CA roots, passwd,
