@@ -65,13 +65,14 @@ generate: ## Generate deepcopy code
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs, operator/worker RBAC and per-action RBAC
+manifests: ## Generate CRDs, operator/worker RBAC, per-action RBAC and the Helm chart (from deploy/)
 	@hack/tools/install.sh controller-gen >/dev/null
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crd
 	$(CONTROLLER_GEN) rbac:roleName=remedy-operator paths=./operator/... output:rbac:artifacts:config=deploy/rbac/operator
 	$(CONTROLLER_GEN) rbac:roleName=remedy-worker paths=./activities/... output:rbac:artifacts:config=deploy/rbac/worker
 	$(CONTROLLER_GEN) rbac:roleName=remedy-webhook paths=./webhook/... output:rbac:artifacts:config=deploy/rbac/webhook
 	go run ./hack/genactions deploy/actions
+	go run ./hack/genchart deploy/helm/remedy
 
 .PHONY: fmt
 fmt: ## gofmt the tree
@@ -109,6 +110,10 @@ build: ## Build bin/remedy (its version is VERSION's, its revision REVISION's)
 .PHONY: image
 image: ## Build the OCI image (static binary, CA roots, user 65532, no shell) into bin/remedy-image.tar, no Docker needed
 	go run ./hack/image -revision $(REVISION) -o bin/remedy-image.tar
+
+.PHONY: release
+release: ## Write a release into $(DIST) (default dist/): the image tarball, the install manifest with the image pinned by digest, the CRDs, kubectl-remedy for linux/amd64, linux/arm64 and darwin/arm64 with its Krew manifest, SHA256SUMS
+	go run ./hack/release -revision $(REVISION) -o $(DIST)
 
 .PHONY: bench
 bench: tools ## Run the benchmarks and print a results table with ratios to the baseline
