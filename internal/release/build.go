@@ -11,7 +11,7 @@ import (
 // are: static (no cgo), stripped, for goos/goarch, with rev stamped as its
 // Revision, into out.
 func Build(ctx context.Context, repoRoot, goos, goarch, rev, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w "+RevisionFlag(rev), "-o", out, "./cmd/remedy")
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w "+RevisionFlag(rev), "-o", out, "./cmd/remedy")
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
