@@ -112,7 +112,7 @@ func TestDeployedProcesses(t *testing.T) {
 		assert.Contains(t, out, "parity freeze")
 	})
 
-	t.Run("metrics expose every name the README lists", func(t *testing.T) {
+	t.Run("metrics expose every name the docs list", func(t *testing.T) {
 		names := readmeMetrics(t)
 		bodies := map[string]string{}
 		for _, p := range all {
@@ -129,7 +129,7 @@ func TestDeployedProcesses(t *testing.T) {
 			defined[name] = true
 		}
 		for _, name := range names {
-			require.True(t, defined[name], "README lists %s, which Remedy does not define", name)
+			require.True(t, defined[name], "the docs list %s, which Remedy does not define", name)
 			if later[name] {
 				continue // exposed from its first event on (metrics.AfterFirstEvent)
 			}
@@ -160,7 +160,7 @@ func TestDeployedProcesses(t *testing.T) {
 		kubectl.Apply(t, execution(ns, "scale-after-failover", 1, false))
 		kubectl.WaitPhase(t, ns, "scale-after-failover", "RollbackReady", "Completed")
 	})
-	t.Run("README's secured-Temporal and scaling commands act on the deployed objects", func(t *testing.T) {
+	t.Run("the install doc's secured-Temporal and scaling commands act on the deployed objects", func(t *testing.T) {
 		blocks, err := procs.ParseReadme()
 		require.NoError(t, err)
 		dir := t.TempDir()
@@ -222,11 +222,18 @@ spec:
 `, name, ns, ns, replicas, a)
 }
 
-// readmeMetrics are the remedy_* metric names README lists, with the
-// `_suffix` shorthands expanded against the name before them.
+// readmeMetrics are the remedy_* metric names the docs (README.md and
+// docs/*.md) list, with the `_suffix` shorthands expanded against the name
+// before them.
 func readmeMetrics(t *testing.T) []string {
-	raw, err := os.ReadFile(filepath.Join(procs.Root, "README.md"))
+	paths, err := filepath.Glob(filepath.Join(procs.Root, "docs", "*.md"))
 	require.NoError(t, err)
+	var raw []byte
+	for _, p := range append([]string{filepath.Join(procs.Root, "README.md")}, paths...) {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		raw = append(append(raw, b...), '\n')
+	}
 	seen := map[string]bool{}
 	var names []string
 	last := ""

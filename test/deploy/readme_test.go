@@ -13,7 +13,7 @@ import (
 	"github.com/remedy-dev/remedy/workflows"
 )
 
-// TestReadmeTemporalNamespace: README's commands give Temporal the
+// TestReadmeTemporalNamespace: the install doc's commands give Temporal the
 // namespace and the search attributes Remedy's workflows set.
 func TestReadmeTemporalNamespace(t *testing.T) {
 	blocks, err := procs.ParseReadme()

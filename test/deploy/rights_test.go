@@ -46,7 +46,7 @@ type identityRights struct {
 // ServiceAccounts, what it may do (SelfSubjectRulesReview) in a namespace
 // of workloads and in remedy-system, and compares the answer exactly with
 // testdata/identity-rights.yaml; and every ServiceAccount deploy/ creates
-// is a row of README's identity table, and every ServiceAccount row is one
+// is a row of the identity table, and every ServiceAccount row is one
 // deploy/ creates.
 func TestIdentityRights(t *testing.T) {
 	ctx := context.Background()
@@ -68,20 +68,20 @@ func TestIdentityRights(t *testing.T) {
 	t.Run("the expected rights name exactly Remedy's ServiceAccounts", func(t *testing.T) {
 		assert.Equal(t, append([]string{anyServiceAccount}, accounts...), slices.Sorted(maps.Keys(want)))
 	})
-	t.Run("README's identity table names exactly Remedy's ServiceAccounts", func(t *testing.T) {
+	t.Run("the identity table names exactly Remedy's ServiceAccounts", func(t *testing.T) {
 		patterns := readmeIdentities(t)
 		for _, sa := range accounts {
 			n := 0
 			for p, re := range patterns {
 				if re.MatchString(sa) {
 					n++
-					t.Logf("%s: README row %s", sa, p)
+					t.Logf("%s: identity row %s", sa, p)
 				}
 			}
 			assert.Equal(t, 1, n, "ServiceAccount %s should match exactly one identity of README's table %v", sa, slices.Sorted(maps.Keys(patterns)))
 		}
 		for p, re := range patterns {
-			assert.True(t, slices.ContainsFunc(accounts, re.MatchString), "README's identity table names %s, which deploy/ does not create", p)
+			assert.True(t, slices.ContainsFunc(accounts, re.MatchString), "the identity table names %s, which deploy/ does not create", p)
 		}
 	})
 
@@ -176,15 +176,15 @@ func dump(r rights) string {
 	return string(b)
 }
 
-// readmeIdentities are the ServiceAccounts the first column of README's
-// Security identity table names (`remedy-...`), as patterns: a <placeholder>
+// readmeIdentities are the ServiceAccounts the first column of the identity
+// table in docs/security.md names (`remedy-...`), as patterns: a <placeholder>
 // stands for any name part.
 func readmeIdentities(t *testing.T) map[string]*regexp.Regexp {
-	raw, err := os.ReadFile(filepath.Join(procs.Root, "README.md"))
+	raw, err := os.ReadFile(filepath.Join(procs.Root, "docs", "security.md"))
 	require.NoError(t, err)
 	lines := strings.Split(string(raw), "\n")
 	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "| identity | can do |") })
-	require.GreaterOrEqual(t, start, 0, "README.md has no identity table")
+	require.GreaterOrEqual(t, start, 0, "docs/security.md has no identity table")
 	out := map[string]*regexp.Regexp{}
 	for _, l := range lines[start+2:] {
 		if !strings.HasPrefix(l, "|") {
@@ -197,6 +197,6 @@ func readmeIdentities(t *testing.T) map[string]*regexp.Regexp {
 			out[m[1]] = regexp.MustCompile(fmt.Sprintf("^%s$", p))
 		}
 	}
-	require.NotEmpty(t, out, "README's identity table names no ServiceAccount")
+	require.NotEmpty(t, out, "the identity table names no ServiceAccount")
 	return out
 }

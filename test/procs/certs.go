@@ -65,7 +65,7 @@ func IssueCertificates(t testing.TB) map[string][]byte {
 }
 
 // InjectCABundles does cert-manager's cainjector's part for the webhook
-// configurations README's procedure applied from deploy/webhook: each gets
+// configurations the install doc's procedure applied from deploy/webhook: each gets
 // the CA of the Certificate its inject-ca-from names.
 func InjectCABundles(t testing.TB, cas map[string][]byte) {
 	t.Helper()
@@ -76,7 +76,7 @@ func InjectCABundles(t testing.TB, cas map[string][]byte) {
 		}
 		name := o["metadata"].(map[string]any)["name"].(string)
 		mwc, err := mwcs.Get(context.Background(), name, metav1.GetOptions{})
-		require.NoError(t, err, "README's procedure installed %s", name)
+		require.NoError(t, err, "the install doc's procedure installed %s", name)
 		from := mwc.Annotations["cert-manager.io/inject-ca-from"]
 		require.Contains(t, cas, from, "%s: inject-ca-from names a Certificate of deploy/manager", mwc.Name)
 		for i := range mwc.Webhooks {

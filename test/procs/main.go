@@ -48,7 +48,7 @@ var (
 	// logFile receives the parts' and the processes' output.
 	logFile *os.File
 	logPath string
-	// adminKubeconfig is cluster-admin's, for README's commands.
+	// adminKubeconfig is cluster-admin's, for the install doc's commands.
 	adminKubeconfig string
 )
 

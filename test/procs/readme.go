@@ -12,18 +12,21 @@ import (
 	"github.com/remedy-dev/remedy/test/docs"
 )
 
-// ReadmeBlocks are the blocks of README's "Running against a real cluster"
+// ReadmeBlocks are the blocks of docs/operate.md's "Running against a real cluster"
 // marked `doctest: deploy`, in order: the install, the Temporal namespace,
 // the secured Temporal's Secrets and the scaling.
 type ReadmeBlocks struct{ Install, Temporal, TLS, Scale docs.Block }
 
+// installDoc holds the install procedure the deploy tests run as written.
+const installDoc = "docs/operate.md"
+
 // ParseReadme finds them.
 func ParseReadme() (ReadmeBlocks, error) {
-	raw, err := os.ReadFile(filepath.Join(Root, "README.md"))
+	raw, err := os.ReadFile(filepath.Join(Root, installDoc))
 	if err != nil {
-		return ReadmeBlocks{}, fmt.Errorf("read README.md: %w", err)
+		return ReadmeBlocks{}, fmt.Errorf("read %s: %w", installDoc, err)
 	}
-	all, err := docs.Parse("README.md", string(raw))
+	all, err := docs.Parse(installDoc, string(raw))
 	if err != nil {
 		return ReadmeBlocks{}, err
 	}
@@ -35,7 +38,7 @@ func ParseReadme() (ReadmeBlocks, error) {
 	}
 	want := []string{"kubectl apply -k deploy/manager", "temporal operator namespace create", "secret generic remedy-temporal-tls", "scale deploy/remedy-worker"}
 	if len(deploy) != len(want) {
-		return ReadmeBlocks{}, fmt.Errorf("README.md has %d `doctest: deploy` blocks, this test runs %d", len(deploy), len(want))
+		return ReadmeBlocks{}, fmt.Errorf("%s has %d `doctest: deploy` blocks, this test runs %d", installDoc, len(deploy), len(want))
 	}
 	for i, w := range want {
 		if !strings.Contains(deploy[i].Script, w) {
@@ -70,8 +73,8 @@ func RunReadme(b docs.Block, dir string) error {
 // AdminKubeconfig is cluster-admin's kubeconfig file.
 func AdminKubeconfig() string { return adminKubeconfig }
 
-// install installs Remedy with README's procedure, as written, unless
-// none, and the example approver role the tests' alice holds.
+// install installs Remedy with the install doc's procedure, as written,
+// unless none, and the example approver role the tests' alice holds.
 func install(ctx context.Context, dir string, none bool) error {
 	adminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
 	if err := env.WriteAdminKubeconfig(adminKubeconfig); err != nil {
@@ -92,7 +95,7 @@ func install(ctx context.Context, dir string, none bool) error {
 	if err != nil {
 		return fmt.Errorf("read the webhook client CA: %w", err)
 	}
-	// The file README's procedure reads: the CA of the API server's webhook client certificate.
+	// The file the install doc's procedure reads: the CA of the API server's webhook client certificate.
 	if err := os.WriteFile(filepath.Join(work, "client-ca.crt"), ca, 0o600); err != nil {
 		return fmt.Errorf("write client-ca.crt: %w", err)
 	}
