@@ -17,7 +17,7 @@ GO_TEST_FLAGS ?=
 # The version is the VERSION file, embedded in every build; the revision is
 # stamped by -ldflags, since GOFLAGS=-buildvcs=false (or a tree without .git)
 # leaves the go command's own record empty.
-REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+REVISION ?= $(shell if rev=$$(git rev-parse HEAD 2>/dev/null); then git diff --quiet HEAD || rev=$$rev-dirty; echo $$rev; else echo unknown; fi)
 LDFLAGS := -X github.com/remedy-dev/remedy/internal/release.stamped=$(REVISION)
 # DIST: where `make release` writes.
 DIST ?= dist
@@ -42,8 +42,9 @@ dev: build ## Run the whole platform locally (API server, controllers, Temporal 
 	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(DEV_FLAGS)
 
 .PHONY: test
+# -timeout: the release test (hack/release) cross-compiles three platforms, minutes on a cold cache.
 test: tools lint fuzz ## Run lint, the fuzz targets and every test against the real API server and Temporal dev server (not the fault suite: make faults)
-	go test $(GO_TEST_FLAGS) -count=1 $$(go list ./... | grep -v '/test/faults$$')
+	go test $(GO_TEST_FLAGS) -count=1 -timeout 30m $$(go list ./... | grep -v '/test/faults$$')
 
 .PHONY: faults
 faults: tools ## Kill the real operator, worker, webhook, Temporal and kube-apiserver at each point; print the fault matrix
