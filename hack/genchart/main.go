@@ -179,7 +179,6 @@ type: application
 version: %s
 appVersion: %s
 home: https://github.com/remedy-dev/remedy
-kubeVersion: ">=1.30.0-0"
 `, generated, strings.TrimPrefix(release.Version, "v"), release.Version)
 }
 
