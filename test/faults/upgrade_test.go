@@ -23,14 +23,16 @@ import (
 // worker, drift webhook and operator, replaced by this tree's.
 const upgraded = "upgrade"
 
-// How long the previous release stays stopped before this tree's starts.
-func init() { down[upgraded] = 5 * time.Second }
+// How long a case leaves the processes down before it asks for this tree's:
+// past the reload case's check that nothing rolls while they are down
+// (two debounce windows), since this tree's start for whichever asks first.
+func init() { down[upgraded] = 2*debounce + time.Second }
 
 // TestUpgrade builds the previous release's binary from its commit
 // (hack/release/<version>.commit, checked out with git worktree), runs its
 // worker, drift webhook and operator as its deploy/manager declares them,
 // and starts runs on it: one waiting for approval, one in its rollback
-// window, a reload inside its debounce window and an open drift. It stops
+// window, a reload inside its debounce window and an open drift. It kills
 // them all at once, starts this tree's on the same Temporal and API server,
 // and every run finishes, each action done exactly once.
 func TestUpgrade(t *testing.T) {
@@ -86,9 +88,11 @@ func (u *upgrade) waitOthers(t *testing.T) {
 	}
 }
 
-// stop counts the case in, waits for the rest, and stops the previous
-// release's processes as a rolling update would: SIGINT, then gone from
-// their Services.
+// stop counts the case in, waits for the rest, and kills the previous
+// release's processes, and takes them out of their Services. SIGKILL, not a
+// rolling update's SIGTERM: a worker that drains would finish a reload
+// window that closes meanwhile, and the runs must be left open for the
+// new binary.
 func (u *upgrade) stop(t *testing.T, p *parts) {
 	u.mu.Lock()
 	u.arrived++
@@ -106,12 +110,12 @@ func (u *upgrade) stop(t *testing.T, p *parts) {
 	}
 	u.stopOnce.Do(func() {
 		for _, pod := range []*procs.Pod{p.worker, p.webhook, p.operator} {
-			pod.Stop()
+			pod.Kill()
 		}
 		procs.Unroute(t, p.operator)
 		procs.Unroute(t, p.webhook)
 		u.stopped = time.Now()
-		t.Logf("the previous release's processes stopped with %d runs open", u.cases)
+		t.Logf("the previous release's processes killed with %d runs open", u.cases)
 	})
 }
 
