@@ -176,8 +176,9 @@ func replaceStrings(v any, old, new string) any {
 	return v
 }
 
-// writePlugins builds the plugin for each platform, archives it as Krew
-// installs it, and writes the Krew manifest.
+// writePlugins builds the plugin (cmd/kubectl-remedy, which builds for
+// macOS too) for each platform, archives it as Krew installs it, and writes
+// the Krew manifest.
 func writePlugins(ctx context.Context, out, tmp, rev string) error {
 	type platform struct {
 		Selector struct {
@@ -191,7 +192,7 @@ func writePlugins(ctx context.Context, out, tmp, rev string) error {
 	for _, p := range Platforms {
 		goos, goarch, _ := strings.Cut(p, "/")
 		bin := filepath.Join(tmp, goos+"-"+goarch, "kubectl-remedy")
-		if err := release.Build(ctx, ".", goos, goarch, rev, bin); err != nil {
+		if err := release.Build(ctx, ".", "./cmd/kubectl-remedy", goos, goarch, rev, bin); err != nil {
 			return err
 		}
 		name := PluginArchive(goos, goarch)

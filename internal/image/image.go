@@ -43,7 +43,7 @@ var epoch = time.Unix(0, 0).UTC()
 // stamped with revision rev (release.Build).
 func BuildBinary(ctx context.Context, repoRoot, arch, rev, dir string) (string, error) {
 	out := filepath.Join(dir, "remedy")
-	return out, release.Build(ctx, repoRoot, "linux", arch, rev, out)
+	return out, release.Build(ctx, repoRoot, "./cmd/remedy", "linux", arch, rev, out)
 }
 
 // Build makes the image around binary: a base layer (CA roots, passwd,

@@ -7,15 +7,15 @@ import (
 	"os/exec"
 )
 
-// Build compiles cmd/remedy of the tree at repoRoot as released binaries
-// are: static (no cgo), stripped, for goos/goarch, with rev stamped as its
-// Revision, into out.
-func Build(ctx context.Context, repoRoot, goos, goarch, rev, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w "+RevisionFlag(rev), "-o", out, "./cmd/remedy")
+// Build compiles the command pkg (./cmd/remedy, ./cmd/kubectl-remedy) of
+// the tree at repoRoot as released binaries are: static (no cgo), stripped,
+// for goos/goarch, with rev stamped as its Revision, into out.
+func Build(ctx context.Context, repoRoot, pkg, goos, goarch, rev, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w "+RevisionFlag(rev), "-o", out, pkg)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build remedy for %s/%s: %w: %s", goos, goarch, err, b)
+		return fmt.Errorf("build %s for %s/%s: %w: %s", pkg, goos, goarch, err, b)
 	}
 	return nil
 }
