@@ -135,8 +135,8 @@ func TestMakeRelease(t *testing.T) {
 			Kind       string `json:"kind"`
 			Metadata   struct{ Name string }
 			Spec       struct {
-				Version, Homepage, ShortDescription string
-				Platforms                           []struct {
+				Version, Homepage, ShortDescription, Description string
+				Platforms                                        []struct {
 					Selector struct {
 						MatchLabels map[string]string `json:"matchLabels"`
 					}
@@ -150,6 +150,7 @@ func TestMakeRelease(t *testing.T) {
 		assert.Equal(t, "remedy", plugin.Metadata.Name)
 		assert.Equal(t, release.Version, plugin.Spec.Version)
 		assert.NotEmpty(t, plugin.Spec.ShortDescription)
+		assert.NotEmpty(t, plugin.Spec.Description)
 		require.Len(t, plugin.Spec.Platforms, len(Platforms))
 		for i, p := range Platforms {
 			goos, goarch, _ := strings.Cut(p, "/")
