@@ -14,6 +14,13 @@ WORKFLOWCHECK ?= $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowc
 PROMTOOL ?= $(TOOLS_CACHE)/promtool-$(PROMTOOL_VERSION)/promtool
 export KUBEBUILDER_ASSETS TEMPORAL_CLI PROMTOOL
 GO_TEST_FLAGS ?=
+# The version is the VERSION file, embedded in every build; the revision is
+# stamped by -ldflags, since GOFLAGS=-buildvcs=false (or a tree without .git)
+# leaves the go command's own record empty.
+REVISION ?= $(shell if rev=$$(git rev-parse HEAD 2>/dev/null); then git diff --quiet HEAD || rev=$$rev-dirty; echo $$rev; else echo unknown; fi)
+LDFLAGS := -X github.com/remedy-dev/remedy/internal/release.stamped=$(REVISION)
+# DIST: where `make release` writes.
+DIST ?= dist
 BENCHTIME ?= 30x
 # Benchmarks that each do minutes of work per iteration (hundreds of runs, 100 MiB of
 # ConfigMaps): run once, whatever BENCHTIME says.
@@ -38,8 +45,9 @@ dev: build $(if $(filter 1,$(NODE)),image) ## Run the whole platform locally (AP
 	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(if $(filter 1,$(NODE)),--node) $(DEV_FLAGS)
 
 .PHONY: test
+# -timeout: the release test (hack/release) cross-compiles three platforms, minutes on a cold cache.
 test: tools lint fuzz ## Run lint, the fuzz targets and every test against the real API server and Temporal dev server (not the fault suite: make faults)
-	go test $(GO_TEST_FLAGS) -count=1 $$(go list ./... | grep -v '/test/faults$$')
+	go test $(GO_TEST_FLAGS) -count=1 -timeout 30m $$(go list ./... | grep -v '/test/faults$$')
 
 .PHONY: faults
 faults: tools ## Kill the real operator, worker, webhook, Temporal and kube-apiserver at each point; print the fault matrix
@@ -61,13 +69,14 @@ generate: ## Generate deepcopy code
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs, operator/worker RBAC and per-action RBAC
+manifests: ## Generate CRDs, operator/worker RBAC, per-action RBAC and the Helm chart (from deploy/)
 	@hack/tools/install.sh controller-gen >/dev/null
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crd
 	$(CONTROLLER_GEN) rbac:roleName=remedy-operator paths=./operator/... output:rbac:artifacts:config=deploy/rbac/operator
 	$(CONTROLLER_GEN) rbac:roleName=remedy-worker paths=./activities/... output:rbac:artifacts:config=deploy/rbac/worker
 	$(CONTROLLER_GEN) rbac:roleName=remedy-webhook paths=./webhook/... output:rbac:artifacts:config=deploy/rbac/webhook
 	go run ./hack/genactions deploy/actions
+	go run ./hack/genchart deploy/helm/remedy
 
 .PHONY: fmt
 fmt: ## gofmt the tree
@@ -99,12 +108,16 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 5s), one at a time
 	done
 
 .PHONY: build
-build: ## Build bin/remedy
-	go build -o bin/remedy ./cmd/remedy
+build: ## Build bin/remedy (its version is VERSION's, its revision REVISION's)
+	go build -ldflags "$(LDFLAGS)" -o bin/remedy ./cmd/remedy
 
 .PHONY: image
 image: ## Build the OCI image (static binary, CA roots, user 65532, no shell) into bin/remedy-image.tar, and the node's pause image into bin/pause-image.tar, no Docker needed
-	go run ./hack/image -o bin/remedy-image.tar -pause-o bin/pause-image.tar
+	go run ./hack/image -revision $(REVISION) -o bin/remedy-image.tar -pause-o bin/pause-image.tar
+
+.PHONY: release
+release: ## Write a release into $(DIST) (default dist/): the image tarball, the install manifest with the image pinned by digest, the CRDs, kubectl-remedy for linux/amd64, linux/arm64 and darwin/arm64 with its Krew manifest, SHA256SUMS
+	go run ./hack/release -revision $(REVISION) -o $(DIST)
 
 .PHONY: bench
 bench: tools ## Run the benchmarks and print a results table with ratios to the baseline

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,9 @@ func TestImagesPinned(t *testing.T) {
 	nested, err := filepath.Glob(filepath.Join("*", "*", "*.yaml"))
 	require.NoError(t, err)
 	files = append(append(files, nested...), filepath.Join("..", "temporal-dev.yaml"))
+	// The Helm chart is generated from the rest and templates the image
+	// (hack/genchart's tests check it).
+	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasPrefix(f, "helm"+string(filepath.Separator)) })
 	ownRef := regexp.MustCompile(regexp.QuoteMeta(release.Repository) + `[^\s,\]"')]*`)
 	imageField := regexp.MustCompile(`^\s*(?:- )?image:\s*(\S+)`)
 	own := 0

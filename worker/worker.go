@@ -64,7 +64,7 @@ type Options struct {
 }
 
 // DefaultExecImage is the released image of this binary.
-const DefaultExecImage = release.Repository + ":" + release.Version
+var DefaultExecImage = release.Image()
 
 // DefaultStopTimeout of `remedy worker`: under the 30s a pod gets by default
 // between SIGTERM and SIGKILL.

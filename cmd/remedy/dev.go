@@ -21,6 +21,7 @@ import (
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/image"
 	remedymetrics "github.com/remedy-dev/remedy/internal/metrics"
+	remedyrelease "github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/worker"
 )
 
@@ -230,6 +231,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 
 	fmt.Printf(`
+  version:         %s
   kubeconfig:      %s
   Temporal:        %s
   Temporal Web UI: %s/namespaces/default/workflows
@@ -250,7 +252,7 @@ func runDev(ctx context.Context, args []string) error {
     amtool alert add DemoHighLatency namespace=demo deployment=web
     kubectl get rrule -n demo
 
-`, kubeconfig, env.TemporalAddress, webUI, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
+`, remedyrelease.String(), kubeconfig, env.TemporalAddress, webUI, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
 		envFile, binDir, envFile, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), am.URL, receiver)
 	fmt.Println("remedy dev: ready")
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/release"
 )
 
 const usage = `usage: remedy <command> [flags]
@@ -26,6 +27,7 @@ commands:
   demo-app   the demo workloads' HTTP server (reports its mounted config; /readyz)
   kubectl    the kubectl plugin: approve, reject, rollback, status, why (also run as
              kubectl-remedy, e.g. through a symlink on PATH: kubectl remedy ...)
+  version    print the version, the VCS revision and the Go version (also --version)
 
 Run 'remedy <command> -h' for the flags of a command.
 `
@@ -63,6 +65,9 @@ func main() {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}
+		return
+	case "version", "--version":
+		fmt.Println(release.String())
 		return
 	case "-h", "--help", "help":
 		fmt.Print(usage)

@@ -18,20 +18,21 @@ func main() {
 	out := flag.String("o", "bin/remedy-image.tar", "tarball to write")
 	pauseOut := flag.String("pause-o", "bin/pause-image.tar", "tarball of the node's pause image (hack/pause); empty skips it")
 	arch := flag.String("arch", runtime.GOARCH, "GOARCH of the binary and the image")
+	rev := flag.String("revision", "unknown", "VCS revision to stamp (the Makefile's REVISION)")
 	flag.Parse()
-	if err := run(*out, *pauseOut, *arch); err != nil {
+	if err := run(*out, *pauseOut, *arch, *rev); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, pauseOut, arch string) error {
+func run(out, pauseOut, arch, rev string) error {
 	dir, err := os.MkdirTemp("", "remedy-image-")
 	if err != nil {
 		return fmt.Errorf("create temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	bin, err := image.BuildBinary(context.Background(), ".", arch, dir)
+	bin, err := image.BuildBinary(context.Background(), ".", arch, rev, dir)
 	if err != nil {
 		return err
 	}

@@ -41,16 +41,11 @@ const (
 // epoch stamps every file and the config, so one binary gives one digest.
 var epoch = time.Unix(0, 0).UTC()
 
-// BuildBinary compiles cmd/remedy statically for linux/arch into dir.
-func BuildBinary(ctx context.Context, repoRoot, arch, dir string) (string, error) {
+// BuildBinary compiles cmd/remedy statically for linux/arch into dir,
+// stamped with revision rev (release.Build).
+func BuildBinary(ctx context.Context, repoRoot, arch, rev, dir string) (string, error) {
 	out := filepath.Join(dir, "remedy")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", out, "./cmd/remedy")
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build remedy: %w: %s", err, b)
-	}
-	return out, nil
+	return out, release.Build(ctx, repoRoot, "./cmd/remedy", "linux", arch, rev, out)
 }
 
 // Build makes the image around binary: a base layer (CA roots, passwd,
@@ -212,7 +207,11 @@ func BuildPause(ctx context.Context, repoRoot, arch, path string) error {
 // BuildNodeImages builds Remedy's image and the pause image from repoRoot
 // into dir as tarballs a node imports, and returns their paths.
 func BuildNodeImages(ctx context.Context, repoRoot, arch, dir string) (remedy, pause string, err error) {
-	bin, err := BuildBinary(ctx, repoRoot, arch, dir)
+	rev, err := release.HeadRevision(ctx, repoRoot)
+	if err != nil {
+		rev = "unknown" // a tree without git still builds, unstamped
+	}
+	bin, err := BuildBinary(ctx, repoRoot, arch, rev, dir)
 	if err != nil {
 		return "", "", err
 	}

@@ -29,7 +29,7 @@ import (
 // The image as `make image` writes it, read back from the tarball by its
 // tag, unpacked, and /remedy run from the image's own filesystem as its user.
 func TestImage(t *testing.T) {
-	bin, err := image.BuildBinary(context.Background(), filepath.Join("..", ".."), runtime.GOARCH, t.TempDir())
+	bin, err := image.BuildBinary(context.Background(), filepath.Join("..", ".."), runtime.GOARCH, "test", t.TempDir())
 	require.NoError(t, err)
 	raw, err := os.ReadFile(bin)
 	require.NoError(t, err)

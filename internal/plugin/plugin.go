@@ -24,6 +24,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/release"
 )
 
 // Name is the executable name kubectl looks for on PATH.
@@ -60,7 +61,11 @@ status patch the approval webhook authorizes (verb approve), a rollback the
 remedy.dev/rollback annotation, as with plain kubectl.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       release.String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(&cobra.Command{Use: "version", Short: "Print the version, the VCS revision and the Go version", Args: cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), release.String()) }})
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(out)
 	root.SetErr(errOut)

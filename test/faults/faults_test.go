@@ -74,6 +74,9 @@ type parts struct {
 	operator  *procs.Pod
 	kubectl   procs.Kubectl
 	callbacks *callbacks
+	cas       map[string][]byte
+	// upgrade swaps the previous release's processes for this tree's (TestUpgrade).
+	upgrade *upgrade
 }
 
 // kill and restart a process or part by name.
@@ -90,6 +93,8 @@ func (p *parts) kill(t *testing.T, what string) {
 		procs.KillTemporal(t)
 	case apiserver:
 		procs.KillAPIServer(t)
+	case upgraded:
+		p.upgrade.stop(t, p)
 	default:
 		t.Fatalf("kill %s?", what)
 	}
@@ -110,6 +115,8 @@ func (p *parts) restart(t *testing.T, what string) {
 		procs.RestartTemporal(t)
 	case apiserver:
 		procs.RestartAPIServer(t)
+	case upgraded:
+		p.upgrade.start(t, p)
 	}
 	t.Logf("restarted %s", what)
 }
@@ -168,14 +175,24 @@ type faultCase struct {
 
 func setup(t *testing.T) *parts {
 	t.Helper()
-	cas := procs.IssueCertificates(t)
 	p := &parts{proxy: procs.NewProxy(t), kubectl: procs.NewKubectl(t), callbacks: newCallbacks(t)}
+	p.start(t, procs.Root, procs.Bin())
+	return p
+}
+
+// start runs the worker, the drift webhook and the operator as deploy/manager
+// in the tree at root declares them, from bin, and waits until they serve.
+func (p *parts) start(t *testing.T, root, bin string) {
+	t.Helper()
+	if p.cas == nil {
+		p.cas = procs.IssueCertificates(t)
+	}
 	// The worker reaches the API server through the proxy, so a case can hold
 	// one of its requests; Jobs are collected 3s after they finish.
-	p.worker = procs.StartPod(t, procs.Deployment(t, "remedy-worker"), 0,
-		procs.PodOptions{Args: []string{"--job-ttl=3s", "--drift-callback-url=" + p.callbacks.url}, Server: p.proxy.URL, CAData: p.proxy.CA})
-	p.webhook = procs.StartPod(t, procs.Deployment(t, "remedy-drift-webhook"), 0)
-	p.operator = procs.StartPod(t, procs.Deployment(t, "remedy-operator"), 0)
+	p.worker = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-worker"), 0,
+		procs.PodOptions{Args: []string{"--job-ttl=3s", "--drift-callback-url=" + p.callbacks.url}, Server: p.proxy.URL, CAData: p.proxy.CA, Bin: bin})
+	p.webhook = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-drift-webhook"), 0, procs.PodOptions{Bin: bin})
+	p.operator = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-operator"), 0, procs.PodOptions{Bin: bin})
 	require.Eventually(t, func() bool {
 		code, _ := procs.Get(p.operator.URL("probes", "/readyz"))
 		return code == 200
@@ -183,9 +200,8 @@ func setup(t *testing.T) *parts {
 	require.Eventually(t, func() bool { return p.webhook.TLSListening("webhook") }, 60*time.Second, 100*time.Millisecond, "drift webhook:\n%s", p.webhook.Out)
 	procs.RouteService(t, "remedy-webhook", p.operator)
 	procs.RouteService(t, "remedy-drift-webhook", p.webhook)
-	procs.InjectCABundles(t, cas)
+	procs.InjectCABundles(t, p.cas)
 	require.Eventually(t, func() bool { return procs.Leads(p.operator) }, 60*time.Second, 200*time.Millisecond, "the operator never led")
-	return p
 }
 
 // printTable writes the matrix to the test log, stderr and $FAULTS_SUMMARY.

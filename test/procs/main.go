@@ -34,6 +34,9 @@ type Options struct {
 	Restartable bool
 	// ExtraControllers are more kube-controller-manager controllers.
 	ExtraControllers []string
+	// NoInstall leaves the install to the package (README's procedure is
+	// the default): test/helm installs the chart instead.
+	NoInstall bool
 }
 
 var (
@@ -121,7 +124,7 @@ func Main(m *testing.M, o Options) int {
 	}
 	defer func() { _ = env.Stop() }()
 	defer stopRestarted()
-	if err := installAsReadme(ctx, dir); err != nil {
+	if err := install(ctx, dir, o.NoInstall); err != nil {
 		fmt.Fprintln(os.Stderr, o.Name+": install:", err, "(logs:", logPath+")")
 		return 1
 	}

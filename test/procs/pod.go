@@ -54,7 +54,7 @@ type Pod struct {
 	Ports map[string]int // container port name -> host port
 
 	args, env []string
-	dir       string
+	dir, bin  string
 	mu        sync.Mutex
 	cmd       *exec.Cmd
 	exited    chan struct{}
@@ -68,12 +68,20 @@ type PodOptions struct {
 	// the CA that verifies it (a Proxy).
 	Server string
 	CAData []byte
+	// Bin is the remedy binary to run (default Bin(): this tree's); the
+	// upgrade test runs the previous release's.
+	Bin string
 }
 
 // Manifests decodes every object in the files glob matches under the repository root.
 func Manifests(t testing.TB, glob string) []map[string]any {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(Root, glob))
+	return manifestsIn(t, Root, glob)
+}
+
+func manifestsIn(t testing.TB, root, glob string) []map[string]any {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, glob))
 	require.NoError(t, err)
 	require.NotEmpty(t, files, glob)
 	var out []map[string]any
@@ -99,7 +107,13 @@ func Manifests(t testing.TB, glob string) []map[string]any {
 // Deployment is deploy/manager's Deployment name.
 func Deployment(t testing.TB, name string) appsv1.Deployment {
 	t.Helper()
-	for _, o := range Manifests(t, filepath.Join("deploy", "manager", "*.yaml")) {
+	return DeploymentIn(t, Root, name)
+}
+
+// DeploymentIn is the Deployment name of deploy/manager in the tree at root.
+func DeploymentIn(t testing.TB, root, name string) appsv1.Deployment {
+	t.Helper()
+	for _, o := range manifestsIn(t, root, filepath.Join("deploy", "manager", "*.yaml")) {
 		if o["kind"] == "Deployment" && o["metadata"].(map[string]any)["name"] == name {
 			var d appsv1.Deployment
 			require.NoError(t, Convert(o, &d))
@@ -167,8 +181,11 @@ func StartPod(t testing.TB, d appsv1.Deployment, replica int, po ...PodOptions) 
 		require.True(t, used[path], "%s mounts %s, but no arg names it: the process would read a default path", d.Name, path)
 	}
 
-	p := &Pod{Name: fmt.Sprintf("%s-%d", d.Name, replica), Out: &SyncBuffer{}, Ports: map[string]int{}, dir: dir}
-	defaults := flagDefaults(t, c.Args[0])
+	p := &Pod{Name: fmt.Sprintf("%s-%d", d.Name, replica), Out: &SyncBuffer{}, Ports: map[string]int{}, dir: dir, bin: bin}
+	if o.Bin != "" {
+		p.bin = o.Bin
+	}
+	defaults := flagDefaults(t, p.bin, c.Args[0])
 	for _, port := range c.Ports {
 		flag, ok := portFlags[c.Name][port.Name]
 		require.True(t, ok, "%s: which flag binds port %s?", d.Name, port.Name)
@@ -206,7 +223,7 @@ func StartPod(t testing.TB, d appsv1.Deployment, replica int, po ...PodOptions) 
 func (p *Pod) start(t testing.TB) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cmd = exec.Command(bin, p.args...)
+	p.cmd = exec.Command(p.bin, p.args...)
 	p.cmd.Env, p.cmd.Dir = p.env, p.dir
 	p.cmd.Stdout = io.MultiWriter(p.Out, prefixed(p.Name))
 	p.cmd.Stderr = p.cmd.Stdout
@@ -284,7 +301,7 @@ func (p *Pod) TLSListening(port string) bool {
 var helpDefault = regexp.MustCompile(`(?m)^\s+-([a-z-]+) \w+\n.*\(default "?:?(\d+)"?\)$`)
 
 // flagDefaults reads `remedy <command> -h`: flag -> numeric default.
-func flagDefaults(t testing.TB, command string) map[string]string {
+func flagDefaults(t testing.TB, bin, command string) map[string]string {
 	t.Helper()
 	out, _ := exec.Command(bin, command, "-h").CombinedOutput()
 	defaults := map[string]string{}
@@ -344,7 +361,13 @@ func RouteService(t testing.TB, service string, pods ...*Pod) {
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 			Ports:       ports,
 		}
-		_, err := cs.DiscoveryV1().EndpointSlices(svc.Namespace).Create(ctx, slice, metav1.CreateOptions{})
+		// A pod of the same name that ran before (an earlier test's, or the
+		// previous release's in the upgrade test) is routed no more.
+		err := cs.DiscoveryV1().EndpointSlices(svc.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			require.NoError(t, err)
+		}
+		_, err = cs.DiscoveryV1().EndpointSlices(svc.Namespace).Create(ctx, slice, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 }

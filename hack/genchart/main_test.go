@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/remedy-dev/remedy/internal/install"
+	"github.com/remedy-dev/remedy/internal/release"
+)
+
+const root = "../.."
+
+var chartDir = filepath.Join(root, "deploy", "helm", "remedy")
+
+// deploy/helm/remedy must be what deploy/ generates: run `make manifests`
+// after changing deploy/.
+func TestChartIsGenerated(t *testing.T) {
+	want, err := Files(root)
+	require.NoError(t, err)
+	got := map[string][]byte{}
+	require.NoError(t, filepath.WalkDir(chartDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(chartDir, path)
+		got[filepath.ToSlash(rel)] = raw
+		return err
+	}))
+	assert.ElementsMatch(t, keys(want), keys(got), "the chart has extra or missing files: run make manifests")
+	for name, content := range want {
+		assert.Equal(t, string(content), string(got[name]), "%s is stale: run make manifests", name)
+	}
+}
+
+// The chart rendered with its defaults, as `helm template` renders it with
+// the Helm SDK, is the objects README's kubectl install applies, and its
+// CRDs are deploy/crd's.
+func TestChartRendersDeploy(t *testing.T) {
+	objs, crds := render(t, nil)
+	var want []install.Object
+	for _, p := range install.Parts {
+		o, err := install.Render(root, p)
+		require.NoError(t, err)
+		want = append(want, o...)
+	}
+	assert.Equal(t, byName(want), byName(objs))
+	deployCRDs, err := install.Render(root, install.CRDs)
+	require.NoError(t, err)
+	assert.Equal(t, byName(deployCRDs), byName(crds))
+}
+
+// Every value reaches the objects it is for.
+func TestChartValues(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	objs, _ := render(t, map[string]any{
+		"image":           map[string]any{"repository": "registry.example/remedy", "tag": "v9.9.9", "digest": digest},
+		"temporal":        map[string]any{"address": "temporal.example:7233", "namespace": "remedy", "tls": map[string]any{"enabled": true, "secretName": "my-tls", "serverName": "temporal.internal"}},
+		"webhookClientCA": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+		"operator":        map[string]any{"replicas": 3, "resources": map[string]any{"limits": map[string]any{"memory": "1Gi"}}},
+		"worker":          map[string]any{"replicas": 5},
+		"driftWebhook":    map[string]any{"replicas": 4},
+	})
+	image := "registry.example/remedy:v9.9.9@" + digest
+	all := fmt.Sprint(objs)
+	assert.NotContains(t, all, release.Repository, "no reference to the default image is left")
+	assert.Equal(t, 5, strings.Count(all, image), "three Deployments, --exec-image and the exec-image ConfigMap")
+
+	find := func(kind, name string) install.Object {
+		for _, o := range objs {
+			if o["kind"] == kind && o["metadata"].(map[string]any)["name"] == name {
+				return o
+			}
+		}
+		require.Failf(t, "missing", "%s %s", kind, name)
+		return nil
+	}
+	for name, replicas := range map[string]int64{"remedy-operator": 3, "remedy-worker": 5, "remedy-drift-webhook": 4} {
+		d := find("Deployment", name)
+		spec := d["spec"].(map[string]any)
+		assert.EqualValues(t, replicas, spec["replicas"], name)
+		pod := spec["template"].(map[string]any)["spec"].(map[string]any)
+		c := pod["containers"].([]any)[0].(map[string]any)
+		assert.Contains(t, c["args"], "--temporal-address=temporal.example:7233", name)
+		assert.Contains(t, fmt.Sprint(pod["volumes"]), "secretName:my-tls", name)
+		if name == "remedy-operator" {
+			// Helm merges values: the limit is the given one, the requests the defaults.
+			assert.Equal(t, map[string]any{"limits": map[string]any{"memory": "1Gi"}, "requests": map[string]any{"cpu": "50m", "memory": "64Mi"}}, c["resources"])
+		}
+	}
+	ca := find("Secret", "remedy-webhook-client-ca")
+	assert.Equal(t, base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")), ca["data"].(map[string]any)["ca.crt"])
+	settings := find("Secret", "remedy-temporal")
+	assert.Equal(t, map[string]any{
+		"TEMPORAL_NAMESPACE":   "remedy",
+		"TEMPORAL_TLS_CA":      "/etc/remedy/temporal-tls/ca.crt",
+		"TEMPORAL_TLS_CERT":    "/etc/remedy/temporal-tls/tls.crt",
+		"TEMPORAL_TLS_KEY":     "/etc/remedy/temporal-tls/tls.key",
+		"TEMPORAL_SERVER_NAME": "temporal.internal",
+	}, settings["stringData"])
+}
+
+// render renders the chart with vals as `helm template --include-crds`
+// does, returning the templates' objects and the CRDs apart.
+func render(t *testing.T, vals map[string]any) (objs, crds []install.Object) {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	inst := action.NewInstall(&action.Configuration{})
+	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = "remedy", "default"
+	// The Kubernetes the tests run (hack/tools/versions.env).
+	inst.KubeVersion, err = chartutil.ParseKubeVersion("v1.36.0")
+	require.NoError(t, err)
+	rel, err := inst.Run(ch, vals)
+	require.NoError(t, err)
+	objs, err = install.Decode([]byte(rel.Manifest))
+	require.NoError(t, err)
+	for _, c := range ch.CRDObjects() {
+		o, err := install.Decode(c.File.Data)
+		require.NoError(t, err)
+		crds = append(crds, o...)
+	}
+	return objs, crds
+}
+
+// byName keys objects by kind, namespace and name.
+func byName(objs []install.Object) map[string]install.Object {
+	out := map[string]install.Object{}
+	for _, o := range objs {
+		m := o["metadata"].(map[string]any)
+		out[fmt.Sprintf("%s %v/%v", o["kind"], m["namespace"], m["name"])] = o
+	}
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
