@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,14 +13,34 @@ import (
 	"github.com/remedy-dev/remedy/activities/actions"
 )
 
-// Committed histories of every branch replay against the current code, so a
-// change cannot break runs already in flight. Until v0.1.0 a workflow change
-// is made in place and they are re-recorded with
-// `REMEDY_UPDATE_HISTORIES=1 make test` (DEVELOPERS.md).
+// Committed histories of every branch of the current code replay against it;
+// they are re-recorded with `REMEDY_UPDATE_HISTORIES=1 make test` when a
+// workflow changes (DEVELOPERS.md).
 func TestReplayCommittedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/histories/*.json")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(files), 4, "expected committed histories of the happy and failure paths")
+	replayAll(t, files)
+}
+
+// Each release's histories, frozen when it was cut and never re-recorded,
+// replay against the current code, so a run started on a released version
+// finishes on this one; a change that cannot replay them needs a
+// workflow.GetVersion gate (DEVELOPERS.md).
+func TestReplayReleasedHistories(t *testing.T) {
+	releases, err := filepath.Glob(filepath.Join("..", "hack", "release", "v*.commit"))
+	require.NoError(t, err)
+	require.NotEmpty(t, releases, "no release is recorded in hack/release")
+	for _, r := range releases {
+		version := strings.TrimSuffix(filepath.Base(r), ".commit")
+		files, err := filepath.Glob(filepath.Join("testdata", "histories", version, "*.json"))
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(files), 40, "release %s should have its histories frozen in testdata/histories/%s", version, version)
+		t.Run(version, func(t *testing.T) { replayAll(t, files) })
+	}
+}
+
+func replayAll(t *testing.T, files []string) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()

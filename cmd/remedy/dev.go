@@ -153,6 +153,7 @@ func runDev(ctx context.Context, args []string) error {
 	defer func() {
 		_ = os.Remove(kubeconfig)
 		_ = os.Remove(envFile)
+		_ = os.Remove(filepath.Join(devDir, alertsTokenFile))
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "remedy dev: stop:", err)
 		}

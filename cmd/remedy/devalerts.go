@@ -14,6 +14,9 @@ import (
 	"github.com/remedy-dev/remedy/internal/devenv"
 )
 
+// alertsTokenFile, in .dev, holds the receiver's bearer token while dev runs.
+const alertsTokenFile = "alerts-token"
+
 // startDevAlerts serves the worker's Alertmanager receiver on alertsAddr
 // with a fresh bearer token (in devDir), and starts the pinned Alertmanager
 // on amAddr routed to it: group_by alertname and namespace, send_resolved,
@@ -25,7 +28,7 @@ func startDevAlerts(ctx context.Context, env *devenv.Env, root, devDir, amAddr, 
 	}
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	tokenFile := filepath.Join(devDir, "alerts-token")
+	tokenFile := filepath.Join(devDir, alertsTokenFile)
 	if err := os.WriteFile(tokenFile, []byte(hex.EncodeToString(b)), 0o600); err != nil {
 		return nil, "", fmt.Errorf("write alerts token: %w", err)
 	}

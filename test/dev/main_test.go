@@ -91,6 +91,14 @@ func linkToolsCache(dir string) (string, error) {
 	if err := os.Symlink(real, link); err != nil {
 		return "", fmt.Errorf("link containerd: %w", err)
 	}
+	// Alertmanager and amtool, the same way.
+	am, err := devenv.AlertmanagerBinary(root)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Symlink(filepath.Dir(am), filepath.Join(dir, filepath.Base(filepath.Dir(am)))); err != nil {
+		return "", fmt.Errorf("link alertmanager: %w", err)
+	}
 	return dir, nil
 }
 

@@ -55,10 +55,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "doctest:", err)
 		return 1
 	}
-	// What `make dev` runs: kube-controller-manager, the drift webhook in
-	// enforce mode, the demo workloads, the operator and the worker.
+	// What `make dev` runs: kube-controller-manager, a node, the drift
+	// webhook in enforce mode, the demo workloads, the operator, the worker
+	// and Alertmanager routed to its receiver.
 	return harness.Main(m, harness.Options{
 		ControllerManager: true,
+		Node:              true,
+		Alerts:            &harness.AlertsOptions{},
 		Remedy:            true,
 		Drift:             &compose.DriftWebhookOptions{DefaultMode: kv1.ModeEnforce},
 		Manifests:         []string{filepath.Join(harness.Root, "deploy", "samples", "demo")},
@@ -94,7 +97,12 @@ func linkPlugin(bin, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
+	am, err := devenv.AlertmanagerBinary(harness.Root)
+	if err != nil {
+		return err
+	}
 	for name, target := range map[string]string{
+		"amtool":         filepath.Join(filepath.Dir(am), "amtool"),
 		"kubectl-remedy": filepath.Join(bin, "remedy"),
 		"kubectl":        filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"),
 		"temporal":       os.Getenv("TEMPORAL_CLI"),
@@ -178,19 +186,20 @@ func check(b Block, out string, err error) string {
 }
 
 // shellEnv is a person's shell after `source .dev/env`, the file `make dev`
-// writes: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, and .dev/bin (the
-// pinned kubectl and temporal, and kubectl-remedy) first on the system's PATH.
+// writes: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, ALERTMANAGER_URL, and
+// .dev/bin (the pinned kubectl, temporal and amtool, and kubectl-remedy) first
+// on the system's PATH.
 func shellEnv(t *testing.T) []string {
 	kubeconfig := filepath.Join(workDir, ".dev", "kubeconfig")
 	require.NoError(t, harness.WriteKubeconfig(kubeconfig))
 	shell := devenv.ShellEnv{Kubeconfig: kubeconfig, TemporalAddress: harness.TemporalAddress(),
-		WebUI: "http://127.0.0.1:8233", BinDir: filepath.Join(workDir, ".dev", "bin")}
+		WebUI: "http://127.0.0.1:8233", BinDir: filepath.Join(workDir, ".dev", "bin"), AlertmanagerURL: harness.Alertmanager().URL}
 	require.NoError(t, os.WriteFile(filepath.Join(workDir, ".dev", "env"), shell.Render(), 0o644))
 
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "PATH" || name == "KUBECONFIG" || name == "REMEDY_WEB_UI" || strings.HasPrefix(name, "TEMPORAL_") {
+		if name == "PATH" || name == "KUBECONFIG" || name == "REMEDY_WEB_UI" || name == "ALERTMANAGER_URL" || strings.HasPrefix(name, "TEMPORAL_") {
 			continue
 		}
 		env = append(env, kv)
@@ -199,7 +208,7 @@ func shellEnv(t *testing.T) []string {
 		env = append(env, "USER=doctest")
 	}
 	return append(env, "PATH="+shell.BinDir+":"+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig,
-		"TEMPORAL_ADDRESS="+shell.TemporalAddress, "REMEDY_WEB_UI="+shell.WebUI)
+		"TEMPORAL_ADDRESS="+shell.TemporalAddress, "REMEDY_WEB_UI="+shell.WebUI, "ALERTMANAGER_URL="+shell.AlertmanagerURL)
 }
 
 // runBlock runs one block in its own process group and returns its
