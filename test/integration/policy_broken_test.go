@@ -30,18 +30,31 @@ func policyConfigMap(ns, name, rego string) *corev1.ConfigMap {
 		Data: map[string]string{"policy.rego": rego}}
 }
 
-// withoutWebhook deletes the ValidatingWebhookConfiguration name until the
-// test ends, as an operator outage (failurePolicy Ignore) would.
-func withoutWebhook(t *testing.T, name string) {
+// withoutPolicyWebhook deletes the remedy-policy ValidatingWebhookConfiguration
+// until the test ends, as an operator outage (failurePolicy Ignore) would. The
+// API server learns of the change from a watch, so it waits, both ways, until
+// a dry-run create of a broken policy shows the API server did.
+func withoutPolicyWebhook(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Name: name}, &vwc))
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Name: "remedy-policy"}, &vwc))
 	require.NoError(t, harness.Kube().Delete(ctx, &vwc))
+	waitPolicyWebhook(t, false)
 	t.Cleanup(func() {
 		vwc.ResourceVersion, vwc.UID = "", ""
 		require.NoError(t, harness.Kube().Create(ctx, &vwc))
+		waitPolicyWebhook(t, true)
 	})
+}
+
+func waitPolicyWebhook(t *testing.T, called bool) {
+	t.Helper()
+	probe := policyConfigMap(devenv.Namespace, "zz-probe", brokenRego)
+	require.Eventually(t, func() bool {
+		err := harness.Kube().Create(context.Background(), probe.DeepCopy(), ctrlclient.DryRunAll)
+		return (err != nil) == called
+	}, 30*time.Second, 100*time.Millisecond, "the API server should call the policy webhook: %v", called)
 }
 
 func TestBrokenPolicyConfigMapIsRefusedAtAdmission(t *testing.T) {
@@ -73,7 +86,7 @@ func TestBrokenPolicyConfigMapKeepsTheLastGoodPolicy(t *testing.T) {
 	harness.Deployment(t, ns, "web", 1)
 	require.Equal(t, 0.0, testutil.ToFloat64(metrics.SafetyPolicyBroken), "the shipped policy compiles")
 
-	withoutWebhook(t, "remedy-policy")
+	withoutPolicyWebhook(t)
 	broken := policyConfigMap(devenv.Namespace, "zz-broken", brokenRego)
 	require.NoError(t, harness.Kube().Create(ctx, broken))
 	t.Cleanup(func() { _ = harness.Kube().Delete(ctx, broken) })

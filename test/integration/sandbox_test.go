@@ -48,7 +48,7 @@ deny contains msg if {
 	assert.True(t, apierrors.IsInvalid(err), "want 422, got %v", err)
 	assert.Contains(t, err.Error(), sandboxRefusal)
 
-	withoutWebhook(t, "remedy-policy")
+	withoutPolicyWebhook(t)
 	require.NoError(t, harness.Kube().Create(ctx, cm))
 	t.Cleanup(func() { require.NoError(t, harness.Kube().Delete(ctx, cm)) })
 	note := warningEventWith(t, devenv.Namespace, "ConfigMap", "phone-home", activities.ReasonPolicyBroken).Note

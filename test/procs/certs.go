@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -58,6 +59,10 @@ func IssueCertificates(t testing.TB) map[string][]byte {
 			Data:       map[string][]byte{"tls.crt": pair.CertPEM, "tls.key": pair.KeyPEM, "ca.crt": pair.CertPEM},
 		}
 		_, err = cs.CoreV1().Secrets(sec.Namespace).Create(context.Background(), sec, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// An earlier test of the package issued it: renew it, as cert-manager would.
+			_, err = cs.CoreV1().Secrets(sec.Namespace).Update(context.Background(), sec, metav1.UpdateOptions{})
+		}
 		require.NoError(t, err)
 		cas[c.Metadata.Namespace+"/"+c.Metadata.Name] = pair.CertPEM
 	}
