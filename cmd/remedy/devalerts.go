@@ -41,22 +41,7 @@ func startDevAlerts(ctx context.Context, env *devenv.Env, root, devDir, amAddr, 
 	if err != nil {
 		return nil, "", err
 	}
-	cfg := fmt.Sprintf(`route:
-  receiver: remedy
-  group_by: [alertname, namespace]
-  group_wait: 5s
-  group_interval: 10s
-  repeat_interval: 1h
-receivers:
-  - name: remedy
-    webhook_configs:
-      - url: %s
-        send_resolved: true
-        http_config:
-          authorization:
-            type: Bearer
-            credentials_file: %s
-`, receiver, tokenFile)
+	cfg := devenv.RouteToRemedy(receiver, tokenFile, "5s", "10s", "1h")
 	am, err := devenv.StartAlertmanager(ctx, devenv.AlertmanagerOptions{Binary: bin, Config: cfg, ListenAddress: amAddr, Log: log, DieWithParent: true})
 	if err != nil {
 		return nil, "", err

@@ -190,3 +190,26 @@ func freeLoopbackPort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// RouteToRemedy is an Alertmanager configuration that sends every alert to
+// Remedy's receiver at url, as the docs configure it: grouped by alertname and
+// namespace, resolves sent, the bearer token read from tokenFile (so a
+// rotated token applies at once).
+func RouteToRemedy(url, tokenFile, groupWait, groupInterval, repeatInterval string) string {
+	return fmt.Sprintf(`route:
+  receiver: remedy
+  group_by: [alertname, namespace]
+  group_wait: %s
+  group_interval: %s
+  repeat_interval: %s
+receivers:
+  - name: remedy
+    webhook_configs:
+      - url: %s
+        send_resolved: true
+        http_config:
+          authorization:
+            type: Bearer
+            credentials_file: %s
+`, groupWait, groupInterval, repeatInterval, url, tokenFile)
+}

@@ -78,22 +78,7 @@ func startAlerts(ctx context.Context, o AlertsOptions, logs io.Writer) (string, 
 		}
 		return v
 	}
-	cfg := fmt.Sprintf(`route:
-  receiver: remedy
-  group_by: [alertname, namespace]
-  group_wait: %s
-  group_interval: %s
-  repeat_interval: %s
-receivers:
-  - name: remedy
-    webhook_configs:
-      - url: %s
-        send_resolved: true
-        http_config:
-          authorization:
-            type: Bearer
-            credentials_file: %s
-`, or(o.GroupWait, "1s"), or(o.GroupInterval, "1s"), or(o.RepeatInterval, "1h"), alertsURL, tokenFile)
+	cfg := devenv.RouteToRemedy(alertsURL, tokenFile, or(o.GroupWait, "1s"), or(o.GroupInterval, "1s"), or(o.RepeatInterval, "1h"))
 	alertmanager, err = devenv.StartAlertmanager(ctx, devenv.AlertmanagerOptions{Binary: bin, Config: cfg, ListenAddress: amAddr, Log: logs, DieWithParent: true})
 	if err != nil {
 		return "", err
