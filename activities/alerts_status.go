@@ -99,6 +99,10 @@ func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 	if in.Guard != "" {
 		metrics.AlertGuardTrips.WithLabelValues(in.Guard).Inc()
 	}
+	switch rec.Reason {
+	case ReasonFrozen, ReasonGatedByAlert, ReasonGateUnknown:
+		metrics.AlertGateWaits.WithLabelValues(rec.Reason).Inc()
+	}
 	if refused && rule != nil && a.Events != nil {
 		a.Events.event(ctx, rule, "RemediationRule", "refused/"+rec.Fingerprint+"/"+now.Format(time.RFC3339Nano), v1alpha1.PhaseFailed, rec.Reason,
 			"alert "+rec.AlertName+" ("+rec.Fingerprint+"): "+rec.Message)
