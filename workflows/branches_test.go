@@ -59,7 +59,7 @@ var reasonHistories = map[string][]string{
 	ReasonResolved:            {"alert-resolved-approval.json"},
 	ReasonRejected:            {"alert-rejected.json"},
 	"Suspended":               {"alert-suspended.json"},
-	"Frozen":                  {"alert-frozen.json"},
+	"Frozen":                  {"alert-frozen.json", "alert-frozen-approval.json"},
 	"GatedByAlert":            {"alert-gated.json"},
 }
 

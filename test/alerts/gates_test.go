@@ -67,6 +67,43 @@ func TestFreezeHoldsAnAlertUntilTheWindowOpens(t *testing.T) {
 	harness.ReplayHistory(t, id, "alert-frozen.json")
 }
 
+// With action RequireApproval, an alert inside the freeze asks a person;
+// once approved it runs, frozen or not.
+func TestFreezeRequireApprovalAsksAPerson(t *testing.T) {
+	ns := tenant(t, "web")
+	r := restartRule(ns, "frozen-ask", "FrozenAsk")
+	// An interval with no field set holds at every time.
+	r.Spec.Freeze = &v1alpha1.FreezeSpec{Action: v1alpha1.FreezeRequireApproval, TimeIntervals: []v1alpha1.TimeInterval{{}}}
+	rule := createRule(t, r)
+	l := labels(ns, "FrozenAsk", "deployment", "web")
+	fp := activities.Fingerprint(l)
+	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	fire(t, l)
+	asked := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
+		rec := record(r, fp)
+		return rec != nil && rec.Phase == v1alpha1.AlertWaiting
+	})
+	assert.Equal(t, activities.ReasonFrozen, record(asked, fp).Reason)
+	assert.Contains(t, record(asked, fp).Message, "RequireApproval")
+	require.NotNil(t, record(asked, fp).Until)
+	var rars v1alpha1.RemediationApprovalRequestList
+	require.NoError(t, harness.Kube().List(context.Background(), &rars, ctrlclient.InNamespace(ns)))
+	require.Len(t, rars.Items, 1)
+	assert.Contains(t, rars.Items[0].Spec.ApprovalContext.Reason, "change freeze")
+	assert.Empty(t, requestsOf(t, ns, rule.Name))
+
+	require.NoError(t, harness.Temporal().SignalWorkflow(context.Background(), id, "", workflows.SignalApprove,
+		workflows.ApprovalSignal{Approver: "oncall-bob", Reason: "the fix cannot wait"}))
+	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
+		rec := record(r, fp)
+		return rec != nil && rec.Phase == v1alpha1.AlertDone
+	})
+	require.Len(t, requestsOf(t, ns, rule.Name), 1)
+	resolve(t, l)
+	harness.WaitClosed(t, id, 30*time.Second)
+	harness.ReplayHistory(t, id, "alert-frozen-approval.json")
+}
+
 // A freeze calendar or gate Alertmanager would not parse is refused at
 // admission, naming the field.
 func TestAGateAlertmanagerWouldNotParseIsRefusedAtAdmission(t *testing.T) {
