@@ -17,11 +17,13 @@ const gateChange = "alert-gates"
 // Gate recheck intervals: blockWhileFiring is asked again after
 // gateRecheckFirst, doubling up to gateRecheckMax; a freeze sleeps until it
 // ends, but looks at the rule again at least every freezeRecheck (a freeze
-// lifted from the rule frees the run).
+// lifted from the rule frees the run). Each check is a handful of history
+// events and the run does not continue as new: these bound a month-long
+// hold to a few thousand events (a gate held for weeks, some twenty thousand).
 const (
 	gateRecheckFirst = 10 * time.Second
-	gateRecheckMax   = time.Minute
-	freezeRecheck    = 5 * time.Minute
+	gateRecheckMax   = 2 * time.Minute
+	freezeRecheck    = time.Hour
 )
 
 // gatePlan is which of the rule's gates this run observes.
