@@ -160,19 +160,12 @@ func (r *alertRun) act(ctx workflow.Context) {
 		}
 	}
 	gp := r.gatePlan(ctx)
-	if gp.approveFreeze && !approve {
-		g, ok := r.checkGates(ctx, activities.AlertGateInput{Freeze: true})
-		if !ok {
-			return
-		}
-		if g.Reason != "" {
-			approve, r.frozen = true, &g
-		}
-	}
 	if approve && !r.approved(ctx) {
 		return
 	}
-	if (gp.freeze || gp.gate) && !r.awaitGates(ctx, gp) {
+	// A person who approved the run approved it whatever the calendar says.
+	gp.approveFreeze = gp.approveFreeze && !approve
+	if (gp.freeze || gp.approveFreeze || gp.gate) && !r.awaitGates(ctx, gp) {
 		return
 	}
 	if !r.acquire(ctx) {

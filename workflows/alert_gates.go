@@ -60,10 +60,11 @@ func (r *alertRun) checkGates(ctx workflow.Context, in activities.AlertGateInput
 
 // awaitGates holds the run, on durable timers, while the freeze calendar
 // or a blockWhileFiring alert (or an Alertmanager it cannot read) holds it,
-// recording each new reason once. A resolve under resolvePolicy Cancel ends
-// the wait and the run.
+// recording each new reason once. A freeze whose action is RequireApproval
+// asks a person instead, once; after their approval it holds no more. A
+// resolve under resolvePolicy Cancel ends the wait and the run.
 func (r *alertRun) awaitGates(ctx workflow.Context, gp gatePlan) bool {
-	in := activities.AlertGateInput{Freeze: gp.freeze, Gate: gp.gate}
+	in := activities.AlertGateInput{Freeze: gp.freeze || gp.approveFreeze, Gate: gp.gate}
 	cancelOnResolve := r.plan.Spec.ResolvePolicy != v1alpha1.ResolveFinish
 	recheck, last := gateRecheckFirst, ""
 	for {
@@ -74,6 +75,17 @@ func (r *alertRun) awaitGates(ctx workflow.Context, gp gatePlan) bool {
 		if g.Reason == "" {
 			r.until = nil
 			return true
+		}
+		if g.Reason == activities.ReasonFrozen && gp.approveFreeze {
+			r.frozen = &g
+			if !r.approved(ctx) {
+				return false
+			}
+			gp.approveFreeze, in.Freeze = false, false
+			if !in.Gate {
+				return true
+			}
+			continue
 		}
 		wait := recheck
 		if g.Until != nil {
