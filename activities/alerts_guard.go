@@ -2,16 +2,24 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowservice "go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 )
 
 // GuardAcquire asks a namespace's guard workflow for one run on one target.
 // The alert workflow sends the rule's limits as it verified them.
 type GuardAcquire struct {
-	AlertID       string        `json:"alertID"`
+	AlertID string `json:"alertID"`
+	// RunID is the alert workflow's run that holds or awaits the permit:
+	// the guard reclaims the permit once that run is closed (empty, from
+	// runs started before v0.2: the workflow ID's newest run).
+	RunID         string        `json:"runID,omitempty"`
 	Rule          string        `json:"rule"`
 	Target        string        `json:"target"`
 	MaxConcurrent int           `json:"maxConcurrent"`
@@ -22,10 +30,12 @@ type GuardAcquire struct {
 	Slots int `json:"slots"`
 }
 
-// GuardStarter signal-with-starts the guard workflow; client.Client is one.
+// GuardStarter signal-with-starts the guard workflow and describes the
+// alert workflows that hold its permits; client.Client is one.
 type GuardStarter interface {
 	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
 		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
+	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
 }
 
 // Names of the guard workflow and its signal, as the workflows package registers them.
@@ -52,4 +62,25 @@ func (g *Guards) Acquire(ctx context.Context, namespace string, r GuardAcquire) 
 		return fmt.Errorf("signal guard %s: %w", id, err)
 	}
 	return nil
+}
+
+// Closed returns the alert workflows among holders whose run is no longer
+// open: terminated, canceled, timed out, or gone. Their permits are the
+// guard's to reclaim; a workflow that ends on its own releases its permit
+// itself, but one that is terminated or times out never runs again to do so.
+func (g *Guards) Closed(ctx context.Context, holders []GuardAcquire) ([]string, error) {
+	var closed []string
+	for _, h := range holders {
+		d, err := g.Temporal.DescribeWorkflowExecution(ctx, h.AlertID, h.RunID)
+		var nf *serviceerror.NotFound
+		switch {
+		case errors.As(err, &nf):
+			closed = append(closed, h.AlertID)
+		case err != nil:
+			return nil, fmt.Errorf("describe alert workflow %s: %w", h.AlertID, err)
+		case d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+			closed = append(closed, h.AlertID)
+		}
+	}
+	return closed, nil
 }
