@@ -238,9 +238,7 @@ type RequestRef struct {
 // author's name (the requester webhook admits it only from the worker and
 // only for that author); its name is the run's, so a retry finds it.
 func (a *Alerts) CreateAlertRequest(ctx context.Context, in AlertRequestInput) (RequestRef, error) {
-	info := activity.GetInfo(ctx)
-	runID := info.WorkflowExecution.RunID
-	name := fmt.Sprintf("%s-%s-%s", truncate(in.Subject.Rule, 40), in.Subject.Alert.Fingerprint[:min(8, len(in.Subject.Alert.Fingerprint))], strings.ReplaceAll(runID, "-", "")[:8])
+	name := alertRequestName(in.Subject.Rule, in.Subject.Alert.Fingerprint, activity.GetInfo(ctx).WorkflowExecution.RunID)
 	author := in.Plan.Author
 	rr := &v1alpha1.RemediationRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: in.Subject.Namespace, Labels: map[string]string{
@@ -260,6 +258,11 @@ func (a *Alerts) CreateAlertRequest(ctx context.Context, in AlertRequestInput) (
 		return RequestRef{}, classify(ReasonInvalidParameters, fmt.Errorf("create RemediationRequest %s: %w", name, err))
 	}
 	return RequestRef{Name: rr.Name, UID: string(rr.UID), WorkflowID: fmt.Sprintf("rr/%s/%s/%s", rr.Namespace, rr.Name, rr.UID)}, nil
+}
+
+// alertRequestName is the RemediationRequest of one run of an alert's workflow.
+func alertRequestName(rule, fingerprint, runID string) string {
+	return fmt.Sprintf("%s-%s-%s", truncate(rule, 40), fingerprint[:min(8, len(fingerprint))], strings.ReplaceAll(runID, "-", "")[:min(8, len(runID))])
 }
 
 // AwaitRequest polls the RemediationRequest until it has a final phase,

@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowservice "go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // GuardAcquire asks a namespace's guard workflow for one run on one target.
@@ -48,6 +53,8 @@ const (
 type Guards struct {
 	Temporal  GuardStarter
 	TaskQueue string
+	// Client reads the RemediationRequests of permits' holders.
+	Client ctrlclient.Reader
 }
 
 // Acquire delivers the request to the namespace's guard, starting it if it
@@ -64,23 +71,49 @@ func (g *Guards) Acquire(ctx context.Context, namespace string, r GuardAcquire) 
 	return nil
 }
 
-// Closed returns the alert workflows among holders whose run is no longer
-// open: terminated, canceled, timed out, or gone. Their permits are the
-// guard's to reclaim; a workflow that ends on its own releases its permit
-// itself, but one that is terminated or times out never runs again to do so.
+// Closed returns the alert workflows among holders whose permit is free
+// to reclaim: the run is no longer open (terminated, canceled, timed out,
+// or gone) and the RemediationRequest it started, if any, has ended. A
+// workflow that ends on its own releases its permit itself; one that is
+// terminated or times out never runs again to do so. Its request runs on
+// without it, and holds the target until it ends.
 func (g *Guards) Closed(ctx context.Context, holders []GuardAcquire) ([]string, error) {
 	var closed []string
 	for _, h := range holders {
-		d, err := g.Temporal.DescribeWorkflowExecution(ctx, h.AlertID, h.RunID)
-		var nf *serviceerror.NotFound
-		switch {
-		case errors.As(err, &nf):
-			closed = append(closed, h.AlertID)
-		case err != nil:
-			return nil, fmt.Errorf("describe alert workflow %s: %w", h.AlertID, err)
-		case d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		open, err := g.open(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		if !open {
 			closed = append(closed, h.AlertID)
 		}
 	}
 	return closed, nil
+}
+
+// open says whether the holder's run, or the request it started, still runs.
+func (g *Guards) open(ctx context.Context, h GuardAcquire) (bool, error) {
+	d, err := g.Temporal.DescribeWorkflowExecution(ctx, h.AlertID, h.RunID)
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+	case err != nil:
+		return false, fmt.Errorf("describe alert workflow %s: %w", h.AlertID, err)
+	case d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return true, nil
+	}
+	// alert/<namespace>/<rule>/<fingerprint>
+	parts := strings.Split(h.AlertID, "/")
+	if h.RunID == "" || g.Client == nil || len(parts) != 4 {
+		return false, nil
+	}
+	var rr v1alpha1.RemediationRequest
+	err = g.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: parts[1], Name: alertRequestName(parts[2], parts[3], h.RunID)}, &rr)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the RemediationRequest of %s: %w", h.AlertID, err)
+	}
+	return !rr.Status.Phase.Terminal(), nil
 }

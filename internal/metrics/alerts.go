@@ -32,16 +32,28 @@ var (
 		Name: "remedy_alert_guard_trips_total",
 		Help: "Alert guards tripped (circuit breaker, storm mode), by guard.",
 	}, []string{"guard"})
+	// AlertSweeps counts the receiver's rounds looking for lost resolves, by
+	// result: ok, unreachable (Alertmanager could not be read: nothing was
+	// resolved), restarted (Alertmanager started within the grace: its alerts
+	// are still coming back, nothing was resolved).
+	AlertSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alert_sweeps_total",
+		Help: "Rounds of the receiver's sweep for lost resolves, by result (ok, unreachable, restarted).",
+	}, []string{"result"})
 )
 
 // Results of AlertsReceived and guards of AlertGuardTrips, exposed at 0 from the start.
 var (
 	AlertResults = []string{"accepted", "unmatched", "stale", "malformed", "unauthorized", "too_large", "temporal_unavailable"}
 	AlertGuards  = []string{"CircuitOpen", "Storm"}
+	SweepResults = []string{"ok", "unreachable", "restarted"}
 )
 
 func init() {
-	register(AlertsReceived, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips)
+	register(AlertsReceived, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips, AlertSweeps)
+	for _, r := range SweepResults {
+		AlertSweeps.WithLabelValues(r)
+	}
 	for _, r := range AlertResults {
 		AlertsReceived.WithLabelValues(r)
 	}

@@ -65,7 +65,7 @@ func startAlerts(ctx context.Context, o AlertsOptions, logs io.Writer) (string, 
 		return "", err
 	}
 	if alertsURL, err = compose.ServeAlerts(ctx, wCfg, alertsTC, env.Temporal, compose.AlertsOptions{Addr: "127.0.0.1:0", TokenFile: tokenFile,
-		MaxBodyBytes: o.MaxBodyBytes, AlertmanagerURL: "http://" + amAddr, SweepEvery: sweepEvery}); err != nil {
+		MaxBodyBytes: o.MaxBodyBytes, AlertmanagerURL: "http://" + amAddr, SweepEvery: sweepEvery, SweepGrace: SweepGrace}); err != nil {
 		return "", err
 	}
 	bin, err := devenv.AlertmanagerBinary(Root)
@@ -86,8 +86,12 @@ func startAlerts(ctx context.Context, o AlertsOptions, logs io.Writer) (string, 
 	return alertmanager.URL, nil
 }
 
-// sweepEvery is how often the tests' receiver sweeps Alertmanager for lost resolves.
-const sweepEvery = 2 * time.Second
+// sweepEvery is how often the tests' receiver sweeps Alertmanager for lost
+// resolves; SweepGrace how long after Alertmanager starts it resolves nothing.
+const (
+	sweepEvery = 2 * time.Second
+	SweepGrace = 6 * time.Second
+)
 
 // swappableTemporal is the receiver's Temporal client, replaceable by a test.
 type swappableTemporal struct {
