@@ -82,7 +82,12 @@ func (a *Alerts) VerifyAlert(ctx context.Context, in AlertSubject) (AlertPlan, e
 	}
 	var rule v1alpha1.RemediationRule
 	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Rule}, &rule); err != nil {
-		return AlertPlan{}, classify(ReasonSubjectMismatch, fmt.Errorf("read RemediationRule %s/%s: %w", in.Namespace, in.Rule, err))
+		err = fmt.Errorf("read RemediationRule %s/%s: %w", in.Namespace, in.Rule, err)
+		if apierrors.IsNotFound(err) {
+			// A start for a rule that does not exist is no alert's: forged, or stale.
+			return AlertPlan{}, permanent(ReasonSubjectMismatch, err)
+		}
+		return AlertPlan{}, classify(ReasonSubjectMismatch, err)
 	}
 	if rule.Spec.Suspend {
 		return AlertPlan{}, permanent(ReasonAlertSuspended, fmt.Errorf("RemediationRule %s is suspended", rule.Name))

@@ -1,0 +1,60 @@
+package alerts
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/test/harness"
+	"github.com/remedy-dev/remedy/workflows"
+)
+
+// A target Flux manages (its kustomize- or helm-controller's tracking
+// label or annotation), or Argo CD by its instance label, is refused like
+// one carrying Argo CD's tracking annotation: the reason names the
+// controller and the mark, and nothing runs.
+func TestFluxAndArgoLabelsRefuseLikeArgoAnnotations(t *testing.T) {
+	for _, tc := range []struct {
+		name, key, manager string
+		label              bool
+	}{
+		{"Flux kustomization label", "kustomize.toolkit.fluxcd.io/name", "Flux", true},
+		{"Flux kustomization annotation", "kustomize.toolkit.fluxcd.io/name", "Flux", false},
+		{"Flux HelmRelease label", "helm.toolkit.fluxcd.io/name", "Flux", true},
+		{"Argo CD instance label", "argocd.argoproj.io/instance", "Argo CD", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := tenant(t)
+			d := harness.Deployment(t, ns, "web", 1)
+			mark, where := map[string]string{tc.key: "shop"}, "annotation"
+			if tc.label {
+				for k, v := range d.Labels {
+					mark[k] = v
+				}
+				d.Labels, where = mark, "label"
+			} else {
+				d.Annotations = mark
+			}
+			require.NoError(t, harness.Kube().Update(context.Background(), d))
+			rule := createRule(t, restartRule(ns, "gitops", "GitOps"))
+			l := labels(ns, "GitOps", "deployment", "web")
+			fp := activities.Fingerprint(l)
+			fire(t, l)
+			got := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
+				rec := record(r, fp)
+				return rec != nil && rec.Phase == v1alpha1.AlertRefused
+			})
+			rec := record(got, fp)
+			assert.Equal(t, workflows.ReasonGitOpsManaged, rec.Reason)
+			assert.Contains(t, rec.Message, tc.manager+" ("+where+" "+tc.key+")")
+			assert.Empty(t, requestsOf(t, ns, rule.Name))
+			resolve(t, l)
+			harness.WaitClosed(t, rec.WorkflowID, 30*time.Second)
+		})
+	}
+}
