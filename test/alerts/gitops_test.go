@@ -41,20 +41,29 @@ func TestFluxAndArgoLabelsRefuseLikeArgoAnnotations(t *testing.T) {
 				d.Annotations = mark
 			}
 			require.NoError(t, harness.Kube().Update(context.Background(), d))
-			rule := createRule(t, restartRule(ns, "gitops", "GitOps"))
-			l := labels(ns, "GitOps", "deployment", "web")
-			fp := activities.Fingerprint(l)
-			fire(t, l)
-			got := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
-				rec := record(r, fp)
-				return rec != nil && rec.Phase == v1alpha1.AlertRefused
-			})
-			rec := record(got, fp)
-			assert.Equal(t, workflows.ReasonGitOpsManaged, rec.Reason)
+			rec, l := refusedAsGitOps(t, ns, "web")
 			assert.Contains(t, rec.Message, tc.manager+" ("+where+" "+tc.key+")")
-			assert.Empty(t, requestsOf(t, ns, rule.Name))
 			resolve(t, l)
 			harness.WaitClosed(t, rec.WorkflowID, 30*time.Second)
 		})
 	}
+}
+
+// refusedAsGitOps creates a restart rule, fires its alert on the
+// Deployment, and waits until the rule refuses it as GitOps-managed, with
+// nothing run. It returns the refusal and the alert's labels.
+func refusedAsGitOps(t *testing.T, ns, deployment string) (*v1alpha1.AlertRecord, map[string]string) {
+	t.Helper()
+	rule := createRule(t, restartRule(ns, "gitops", "GitOps"))
+	l := labels(ns, "GitOps", "deployment", deployment)
+	fp := activities.Fingerprint(l)
+	fire(t, l)
+	got := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
+		rec := record(r, fp)
+		return rec != nil && rec.Phase == v1alpha1.AlertRefused
+	})
+	rec := record(got, fp)
+	assert.Equal(t, workflows.ReasonGitOpsManaged, rec.Reason)
+	assert.Empty(t, requestsOf(t, ns, rule.Name), "nothing ran")
+	return rec, l
 }

@@ -55,7 +55,10 @@ func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 			holds := func() bool {
 				return slices.ContainsFunc(guardState(t, ns).Running, func(r workflows.AcquireRequest) bool { return r.AlertID == id })
 			}
-			assert.True(t, holds(), "the closed run did not release its permit")
+			if how != "canceled" {
+				// A canceled run may still release on its way out; a terminated or timed-out one runs no more code.
+				assert.True(t, holds(), "the closed run did not release its permit")
+			}
 
 			// Its RemediationRequest runs on without it, and holds the target until a person ends it.
 			rrs := requestsOf(t, ns, rule.Name)

@@ -36,15 +36,8 @@ func running(t *testing.T, id string) bool {
 func TestAlertmanagerDownSweepDegradesGracefully(t *testing.T) {
 	ctx := context.Background()
 	ns := tenant(t, "web")
-	rule := createRule(t, restartRule(ns, "amdown", "AMDown"))
 	l := labels(ns, "AMDown", "deployment", "web")
-	fp := activities.Fingerprint(l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
-	fire(t, l)
-	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
-		rec := record(r, fp)
-		return rec != nil && rec.Phase == v1alpha1.AlertDone
-	})
+	id := firedUntil(t, createRule(t, restartRule(ns, "amdown", "AMDown")), l, v1alpha1.AlertDone)
 
 	unreachable, restarted, ok := sweeps("unreachable"), sweeps("restarted"), sweeps("ok")
 	am := harness.Alertmanager()
@@ -73,4 +66,17 @@ func TestAlertmanagerDownSweepDegradesGracefully(t *testing.T) {
 	t.Cleanup(func() { harness.SetAlertsTemporal(nil) })
 	resolve(t, l)
 	harness.WaitClosed(t, id, 30*time.Second)
+}
+
+// firedUntil fires the alert and waits until the rule records it in phase;
+// it returns the alert's workflow ID.
+func firedUntil(t *testing.T, rule *v1alpha1.RemediationRule, l map[string]string, phase string) string {
+	t.Helper()
+	fp := activities.Fingerprint(l)
+	fire(t, l)
+	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
+		rec := record(r, fp)
+		return rec != nil && rec.Phase == phase
+	})
+	return workflows.AlertWorkflowID(rule.Namespace, rule.Name, fp)
 }

@@ -87,6 +87,15 @@ func alertRule(t *testing.T, ns, name, alertname string, breaker int32) *v1alpha
 	return r
 }
 
+// alertCase makes a case's namespace with the Deployment web (returning its
+// settled generation), the rule, and the labels of the alert on web.
+func alertCase(t *testing.T, rule, alertname string, breaker int32) (string, int64, *v1alpha1.RemediationRule, map[string]string) {
+	t.Helper()
+	ns := harness.Namespace(t)
+	gen := target(t, ns)
+	return ns, gen, alertRule(t, ns, rule, alertname, breaker), map[string]string{"alertname": alertname, "namespace": ns, "deployment": "web"}
+}
+
 // ruleAlert waits until the rule's record of the alert satisfies cond.
 func ruleAlert(t *testing.T, r *v1alpha1.RemediationRule, fp string, timeout time.Duration, cond func(*v1alpha1.RemediationRule, *v1alpha1.AlertRecord) bool) *v1alpha1.RemediationRule {
 	t.Helper()
@@ -120,10 +129,7 @@ func alertRequests(t *testing.T, ns, rule string) int {
 // workflow; there the process is killed. Alertmanager, never answered 2xx,
 // sends the notification again: the alert runs once.
 func alertReceipt(t *testing.T, p *parts, what string) string {
-	ns := harness.Namespace(t)
-	gen := target(t, ns)
-	rule := alertRule(t, ns, "receipt", "FaultReceipt", 3)
-	l := map[string]string{"alertname": "FaultReceipt", "namespace": ns, "deployment": "web"}
+	ns, gen, rule, l := alertCase(t, "receipt", "FaultReceipt", 3)
 	fp := activities.Fingerprint(l)
 	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
 	rules := "/apis/remedy.dev/v1alpha1/namespaces/" + ns + "/remediationrules"
@@ -135,7 +141,10 @@ func alertReceipt(t *testing.T, p *parts, what string) string {
 		require.FailNow(t, "the receiver never got the notification")
 	}
 	p.kill(t, what)
-	if what != worker {
+	if what == worker {
+		_, err := procs.Env().Temporal.DescribeWorkflowExecution(context.Background(), id, "")
+		require.Error(t, err, "killed before the workflow started")
+	} else {
 		// The receiver goes on, and meets Temporal down: 503.
 		hold.Release()
 	}
@@ -144,26 +153,33 @@ func alertReceipt(t *testing.T, p *parts, what string) string {
 	hold.Release()
 
 	got := ruleAlert(t, rule, fp, 90*time.Second, func(_ *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool { return a.Phase == v1alpha1.AlertDone })
+	return "killed holding the notification; Alertmanager's retry delivered it; " + tally(t, p, got, l, gen, 1, 1)
+}
+
+// tally resolves the alert and checks that its firings and runs each
+// happened and were counted once: the workflow's runs, the rule's counters,
+// the RemediationRequests and the Deployment's generation (one per restart).
+func tally(t *testing.T, p *parts, got *v1alpha1.RemediationRule, l map[string]string, gen int64, firings, runs int) string {
+	t.Helper()
+	ns, rule := got.Namespace, got.Name
+	id := workflows.AlertWorkflowID(ns, rule, activities.Fingerprint(l))
 	harness.ResolveAlert(t, p.alerting.am.URL, l)
 	harness.WaitClosed(t, id, time.Minute)
-	assert.Equal(t, int64(1), got.Status.Matches, "matched once")
-	assert.Equal(t, int64(1), got.Status.RunsStarted, "run counted once")
-	assert.Equal(t, 1, alertRuns(t, id), "one workflow run for the alert")
-	assert.Equal(t, 1, alertRequests(t, ns, rule.Name), "one RemediationRequest")
+	assert.Equal(t, int64(firings), got.Status.Matches, "each firing matched once")
+	assert.Equal(t, int64(runs), got.Status.RunsStarted, "each run counted once")
+	assert.Equal(t, firings, alertRuns(t, id), "one workflow run per firing")
+	assert.Equal(t, runs, alertRequests(t, ns, rule), "one RemediationRequest per run")
 	d := deployment(t, ns, "web")
-	assert.Equal(t, gen+1, d.Generation, "restarted exactly once")
-	return fmt.Sprintf("killed holding the notification; Alertmanager's retry delivered it; %d run, %d request, matches %d, runs %d; generation +%d",
-		alertRuns(t, id), alertRequests(t, ns, rule.Name), got.Status.Matches, got.Status.RunsStarted, d.Generation-gen)
+	assert.Equal(t, gen+int64(runs), d.Generation, "restarted once per run")
+	return fmt.Sprintf("%d workflow runs, %d requests, matches %d, runs %d; generation +%d",
+		alertRuns(t, id), alertRequests(t, ns, rule), got.Status.Matches, got.Status.RunsStarted, d.Generation-gen)
 }
 
 // alertFlap: a flapping alert runs, resolves, and fires again while the
 // process is down. Once it is back the second run happens once, and the
 // third firing trips the breaker (2 runs): nothing lost, nothing doubled.
 func alertFlap(t *testing.T, p *parts, what string) string {
-	ns := harness.Namespace(t)
-	gen := target(t, ns)
-	rule := alertRule(t, ns, "flap", "FaultFlap", 2)
-	l := map[string]string{"alertname": "FaultFlap", "namespace": ns, "deployment": "web"}
+	ns, gen, rule, l := alertCase(t, "flap", "FaultFlap", 2)
 	fp := activities.Fingerprint(l)
 	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
 	ran := func(n int64, timeout time.Duration) {
@@ -192,14 +208,5 @@ func alertFlap(t *testing.T, p *parts, what string) string {
 	rec := got.Status.Alerts[0]
 	assert.Equal(t, workflows.ReasonCircuitOpen, rec.Reason)
 	assert.Contains(t, rec.Message, "remediated 2 times", "the breaker counted each run once")
-	harness.ResolveAlert(t, p.alerting.am.URL, l)
-	harness.WaitClosed(t, id, time.Minute)
-	assert.Equal(t, int64(3), got.Status.Matches, "three firings matched, each once")
-	assert.Equal(t, int64(2), got.Status.RunsStarted, "two runs counted, each once")
-	assert.Equal(t, 3, alertRuns(t, id), "one workflow run per firing")
-	assert.Equal(t, 2, alertRequests(t, ns, rule.Name), "one RemediationRequest per run")
-	d := deployment(t, ns, "web")
-	assert.Equal(t, gen+2, d.Generation, "restarted exactly twice")
-	return fmt.Sprintf("fired again while down; %d runs, %d requests, matches %d, runs %d; third firing %s; generation +%d",
-		alertRuns(t, id), alertRequests(t, ns, rule.Name), got.Status.Matches, got.Status.RunsStarted, rec.Reason, d.Generation-gen)
+	return "fired again while down; third firing " + rec.Reason + "; " + tally(t, p, got, l, gen, 3, 2)
 }
