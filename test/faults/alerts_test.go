@@ -199,7 +199,9 @@ func alertFlap(t *testing.T, p *parts, what string) string {
 	harness.FireAlert(t, p.alerting.am.URL, l)
 	time.Sleep(down[what])
 	p.restart(t, what)
+	back := time.Now()
 	ran(2, 90*time.Second)
+	t.Logf("the second run was done %.1fs after %s was back", time.Since(back).Seconds(), what)
 
 	harness.FireAlert(t, p.alerting.am.URL, l)
 	got := ruleAlert(t, rule, fp, time.Minute, func(_ *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool {
