@@ -31,7 +31,10 @@ func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 			// the test starts the run itself, with a timeout when it needs one.
 			fire(t, held)
 			time.Sleep(2 * time.Second)
-			rule := createRule(t, heldRule(ns, "held", `alertname=~"Held|Next"`))
+			r := heldRule(ns, "held", `alertname=~"Held|Next"`)
+			// A guard that holds nothing for long ends soon after the runs.
+			r.Spec.CircuitBreaker = &v1alpha1.CircuitBreakerSpec{MaxRuns: 3, Window: v1alpha1.DurationOf(time.Second)}
+			rule := createRule(t, r)
 			fp := activities.Fingerprint(held)
 			id := workflows.AlertWorkflowID(ns, rule.Name, fp)
 			opts := client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}
@@ -78,6 +81,10 @@ func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 			resolve(t, next)
 			resolve(t, held)
 			harness.WaitClosed(t, workflows.AlertWorkflowID(ns, rule.Name, nfp), 60*time.Second)
+			if how == "terminated" {
+				harness.WaitClosed(t, workflows.AlertGuardWorkflowID(ns), 60*time.Second)
+				harness.ReplayHistory(t, workflows.AlertGuardWorkflowID(ns), "alert-guard-reclaim.json")
+			}
 		})
 	}
 }
