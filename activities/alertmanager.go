@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,17 +38,20 @@ type ActiveAlert struct {
 // namespace, or all of them for "" (silenced and inhibited ones included:
 // they still fire).
 func (a *Alertmanager) Active(ctx context.Context, namespace string) ([]ActiveAlert, error) {
-	q := url.Values{"active": {"true"}, "silenced": {"true"}, "inhibited": {"true"}, "unprocessed": {"true"}}
+	var filter []string
 	if namespace != "" {
-		q.Set("filter", fmt.Sprintf("namespace=%q", namespace))
+		filter = []string{fmt.Sprintf("namespace=%q", namespace)}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(a.URL, "/")+"/api/v2/alerts?"+q.Encode(), nil)
-	if err != nil {
-		return nil, fmt.Errorf("build alertmanager request: %w", err)
-	}
+	return a.Matching(ctx, filter)
+}
+
+// Matching lists the firing alerts (silenced and inhibited ones included)
+// that satisfy every matcher of filter, in Alertmanager's syntax.
+func (a *Alertmanager) Matching(ctx context.Context, filter []string) ([]ActiveAlert, error) {
+	q := url.Values{"active": {"true"}, "silenced": {"true"}, "inhibited": {"true"}, "unprocessed": {"true"}, "filter": filter}
 	var out []ActiveAlert
-	if err := a.get(req, "list alertmanager alerts", &out); err != nil {
-		return nil, err
+	if err := a.call(ctx, http.MethodGet, "/api/v2/alerts?"+q.Encode(), nil, &out); err != nil {
+		return nil, fmt.Errorf("list alertmanager alerts: %w", err)
 	}
 	return out, nil
 }
@@ -56,39 +60,61 @@ func (a *Alertmanager) Active(ctx context.Context, namespace string) ([]ActiveAl
 // alerts across a restart: until its senders have sent them again, an
 // alert missing from its list may still fire.
 func (a *Alertmanager) Started(ctx context.Context) (time.Time, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(a.URL, "/")+"/api/v2/status", nil)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("build alertmanager request: %w", err)
-	}
 	var st struct {
 		Uptime time.Time `json:"uptime"`
 	}
-	if err := a.get(req, "read alertmanager status", &st); err != nil {
-		return time.Time{}, err
+	if err := a.call(ctx, http.MethodGet, "/api/v2/status", nil, &st); err != nil {
+		return time.Time{}, fmt.Errorf("read alertmanager status: %w", err)
 	}
 	return st.Uptime, nil
 }
 
-// get sends req and decodes its JSON answer into out.
-func (a *Alertmanager) get(req *http.Request, what string, out any) error {
+// call sends one request to Alertmanager's API and decodes a 200's body into out.
+func (a *Alertmanager) call(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode body: %w", err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(a.URL, "/")+path, rd)
+	if err != nil {
+		return fmt.Errorf("build alertmanager request: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	c := a.Client
 	if c == nil {
 		c = &http.Client{Timeout: 10 * time.Second}
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s: %s: %s", what, resp.Status, b)
+		return &amError{Status: resp.StatusCode, Msg: fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(b))}
+	}
+	if out == nil {
+		return nil
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out); err != nil {
-		return fmt.Errorf("%s: decode: %w", what, err)
+		return fmt.Errorf("decode alertmanager response: %w", err)
 	}
 	return nil
 }
+
+// amError is a non-200 answer of Alertmanager's API.
+type amError struct {
+	Status int
+	Msg    string
+}
+
+func (e *amError) Error() string { return e.Msg }
 
 // Fingerprint is Alertmanager's fingerprint of a label set.
 func Fingerprint(labels map[string]string) string {

@@ -67,10 +67,13 @@ func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 	if counted.started {
 		metrics.AlertRunsStarted.WithLabelValues(in.Namespace).Inc()
 	}
+	rec := in.Record
+	if counted.gateWait {
+		metrics.AlertGateWaits.WithLabelValues(rec.Reason).Inc()
+	}
 	if !counted.refused {
 		return nil
 	}
-	rec := in.Record
 	metrics.AlertsRefused.WithLabelValues(rec.Reason).Inc()
 	if in.Guard != "" {
 		metrics.AlertGuardTrips.WithLabelValues(in.Guard).Inc()
@@ -83,7 +86,7 @@ func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 }
 
 // alertCounts says what one RecordAlert counted for the first time.
-type alertCounts struct{ matched, started, refused bool }
+type alertCounts struct{ matched, started, refused, gateWait bool }
 
 // mergeAlertRecord writes in's record of run runID into st. A run's match,
 // start and refusal are counted only when the alert's stored record does
@@ -111,8 +114,13 @@ func mergeAlertRecord(st *v1alpha1.RemediationRuleStatus, generation int64, in A
 		st.RunsStarted++
 		st.LastRun = &now
 	}
+	entered := prev == nil || prev.Phase != rec.Phase || prev.Reason != rec.Reason
+	switch rec.Reason {
+	case ReasonFrozen, ReasonGatedByAlert, ReasonGateUnknown:
+		c.gateWait = entered
+	}
 	if rec.Phase == v1alpha1.AlertRefused {
-		c.refused = prev == nil || prev.Phase != v1alpha1.AlertRefused || prev.Reason != rec.Reason
+		c.refused = entered
 		if c.refused || st.LastRefusal == nil {
 			st.LastRefusal = &v1alpha1.Refusal{Reason: rec.Reason, Message: rec.Message, Fingerprint: rec.Fingerprint, At: &now}
 		}

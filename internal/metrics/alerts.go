@@ -40,17 +40,31 @@ var (
 		Name: "remedy_alert_sweeps_total",
 		Help: "Rounds of the receiver's sweep for lost resolves, by result (ok, unreachable, restarted).",
 	}, []string{"result"})
+	// AlertGateWaits counts alert runs held before acting, by gate: Frozen
+	// (a freeze calendar), GatedByAlert (blockWhileFiring) and GateUnknown
+	// (Alertmanager could not be read, so the gate held the run).
+	AlertGateWaits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alert_gate_waits_total",
+		Help: "Alert runs held before acting by a freeze or a health gate, by gate (one per hold).",
+	}, []string{"gate"})
+	// AlertSilences counts Alertmanager silences held by alert runs, by operation.
+	AlertSilences = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alert_silences_total",
+		Help: "Alertmanager silences of alerts under remediation, by operation: created, renewed, expired, failed.",
+	}, []string{"op"})
 )
 
 // Results of AlertsReceived and guards of AlertGuardTrips, exposed at 0 from the start.
 var (
 	AlertResults = []string{"accepted", "unmatched", "stale", "malformed", "unauthorized", "too_large", "temporal_unavailable"}
 	AlertGuards  = []string{"CircuitOpen", "Storm"}
+	AlertGates   = []string{"Frozen", "GatedByAlert", "GateUnknown"}
+	SilenceOps   = []string{"created", "renewed", "expired", "failed"}
 	SweepResults = []string{"ok", "unreachable", "restarted"}
 )
 
 func init() {
-	register(AlertsReceived, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips, AlertSweeps)
+	register(AlertsReceived, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips, AlertGateWaits, AlertSilences, AlertSweeps)
 	for _, r := range SweepResults {
 		AlertSweeps.WithLabelValues(r)
 	}
@@ -59,6 +73,12 @@ func init() {
 	}
 	for _, g := range AlertGuards {
 		AlertGuardTrips.WithLabelValues(g)
+	}
+	for _, g := range AlertGates {
+		AlertGateWaits.WithLabelValues(g)
+	}
+	for _, op := range SilenceOps {
+		AlertSilences.WithLabelValues(op)
 	}
 }
 
