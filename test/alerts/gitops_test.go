@@ -56,13 +56,8 @@ func refusedAsGitOps(t *testing.T, ns, deployment string) (*v1alpha1.AlertRecord
 	t.Helper()
 	rule := createRule(t, restartRule(ns, "gitops", "GitOps"))
 	l := labels(ns, "GitOps", "deployment", deployment)
-	fp := activities.Fingerprint(l)
-	fire(t, l)
-	got := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
-		rec := record(r, fp)
-		return rec != nil && rec.Phase == v1alpha1.AlertRefused
-	})
-	rec := record(got, fp)
+	firedUntil(t, rule, l, v1alpha1.AlertRefused)
+	rec := record(ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true }), activities.Fingerprint(l))
 	assert.Equal(t, workflows.ReasonGitOpsManaged, rec.Reason)
 	assert.Empty(t, requestsOf(t, ns, rule.Name), "nothing ran")
 	return rec, l
