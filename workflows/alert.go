@@ -233,7 +233,7 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 // resolve under resolvePolicy Cancel withdraws the request.
 func (r *alertRun) acquire(ctx workflow.Context) bool {
 	spec := r.plan.Spec
-	req := activities.GuardAcquire{AlertID: r.id, Rule: r.in.Rule, Target: r.plan.Target, MaxConcurrent: int(spec.MaxConcurrent),
+	req := activities.GuardAcquire{AlertID: r.id, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID, Rule: r.in.Rule, Target: r.plan.Target, MaxConcurrent: int(spec.MaxConcurrent),
 		Cooldown: r.plan.Cooldown, BreakerWindow: r.plan.BreakerWindow, Slots: r.plan.Workloads}
 	if spec.CircuitBreaker != nil {
 		req.BreakerRuns = int(spec.CircuitBreaker.MaxRuns)

@@ -259,6 +259,14 @@ type AlertRecord struct {
 	DryRun []string `json:"dryRun,omitempty"`
 	// +optional
 	At *metav1.Time `json:"at,omitempty"`
+	// RunID is the workflow run this record is of. With Started it makes
+	// the rule's counters idempotent per run: a retried status write of the
+	// same run counts nothing again.
+	// +optional
+	RunID string `json:"runID,omitempty"`
+	// Started is set once the run was counted in runsStarted.
+	// +optional
+	Started bool `json:"started,omitempty"`
 }
 
 // Refusal is the last alert the rule did not act on, and why.

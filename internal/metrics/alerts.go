@@ -32,6 +32,14 @@ var (
 		Name: "remedy_alert_guard_trips_total",
 		Help: "Alert guards tripped (circuit breaker, storm mode), by guard.",
 	}, []string{"guard"})
+	// AlertSweeps counts the receiver's rounds looking for lost resolves, by
+	// result: ok, unreachable (Alertmanager could not be read: nothing was
+	// resolved), restarted (Alertmanager started within the grace: its alerts
+	// are still coming back, nothing was resolved).
+	AlertSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alert_sweeps_total",
+		Help: "Rounds of the receiver's sweep for lost resolves, by result (ok, unreachable, restarted).",
+	}, []string{"result"})
 	// AlertGateWaits counts alert runs held before acting, by gate: Frozen
 	// (a freeze calendar), GatedByAlert (blockWhileFiring) and GateUnknown
 	// (Alertmanager could not be read, so the gate held the run).
@@ -52,10 +60,14 @@ var (
 	AlertGuards  = []string{"CircuitOpen", "Storm"}
 	AlertGates   = []string{"Frozen", "GatedByAlert", "GateUnknown"}
 	SilenceOps   = []string{"created", "renewed", "expired", "failed"}
+	SweepResults = []string{"ok", "unreachable", "restarted"}
 )
 
 func init() {
-	register(AlertsReceived, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips, AlertGateWaits, AlertSilences)
+	register(AlertsReceived, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips, AlertGateWaits, AlertSilences, AlertSweeps)
+	for _, r := range SweepResults {
+		AlertSweeps.WithLabelValues(r)
+	}
 	for _, r := range AlertResults {
 		AlertsReceived.WithLabelValues(r)
 	}
