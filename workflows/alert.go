@@ -320,6 +320,15 @@ func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 		r.holdSilence(ctx, silenceFor)
 	}
 	_ = workflow.Await(ctx, ended)
+	if ctx.Err() != nil {
+		// This run was canceled: its request must not run on without the
+		// guard's permit, which this run releases on its way out.
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		r.endSilence(dctx)
+		_ = workflow.RequestCancelExternalWorkflow(dctx, ref.WorkflowID, "").Get(dctx, nil)
+		r.record(dctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonCanceled, "the alert's run was canceled: RemediationRequest "+ref.Name+" canceled")
+		return
+	}
 	r.endSilence(ctx)
 	if fut.IsReady() {
 		done = true

@@ -63,12 +63,25 @@ func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 				assert.True(t, holds(), "the closed run did not release its permit")
 			}
 
-			// Its RemediationRequest runs on without it, and holds the target until a person ends it.
 			rrs := requestsOf(t, ns, rule.Name)
 			require.Len(t, rrs, 1)
 			rr := &rrs[0]
-			require.NoError(t, harness.Temporal().CancelWorkflow(ctx, rr.Status.WorkflowID, ""))
-			harness.Eventually(t, rr, 60*time.Second, func(r *v1alpha1.RemediationRequest) bool { return r.Status.Phase.Terminal() })
+			if how == "canceled" {
+				// A canceled run cancels its RemediationRequest on its way out and says so.
+				harness.Eventually(t, rr, 60*time.Second, func(r *v1alpha1.RemediationRequest) bool { return r.Status.Phase.Terminal() })
+				assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
+				assert.Contains(t, rr.Status.Message, "cancel")
+				rec := record(ruleStatus(t, rule, 30*time.Second, func(r *v1alpha1.RemediationRule) bool {
+					rec := record(r, fp)
+					return rec != nil && rec.Phase == v1alpha1.AlertCanceled
+				}), fp)
+				assert.Equal(t, workflows.ReasonCanceled, rec.Reason)
+			} else {
+				// A terminated or timed-out run leaves its RemediationRequest running, holding the target until a person ends it.
+				harness.Eventually(t, rr, 30*time.Second, func(r *v1alpha1.RemediationRequest) bool { return r.Status.WorkflowID != "" })
+				require.NoError(t, harness.Temporal().CancelWorkflow(ctx, rr.Status.WorkflowID, ""))
+				harness.Eventually(t, rr, 60*time.Second, func(r *v1alpha1.RemediationRequest) bool { return r.Status.Phase.Terminal() })
+			}
 
 			next := labels(ns, "Next", "deployment", "web")
 			fire(t, next)
