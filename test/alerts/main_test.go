@@ -92,12 +92,24 @@ type amAlert struct {
 	GeneratorURL string            `json:"generatorURL,omitempty"`
 }
 
-// post sends alerts to Alertmanager's own API.
+// post sends alerts to the harness's Alertmanager's own API.
 func post(t *testing.T, alerts ...amAlert) {
 	t.Helper()
-	body, err := json.Marshal(alerts)
+	postTo(t, harness.Alertmanager().URL, alerts...)
+}
+
+// postTo sends alerts to the API of the Alertmanager at amURL.
+func postTo(t testing.TB, amURL string, alerts ...amAlert) {
+	t.Helper()
+	postJSON(t, amURL+"/api/v2/alerts", alerts)
+}
+
+// postJSON posts v to url as JSON and expects 200.
+func postJSON(t testing.TB, url string, v any) {
+	t.Helper()
+	body, err := json.Marshal(v)
 	require.NoError(t, err)
-	resp, err := http.Post(harness.Alertmanager().URL+"/api/v2/alerts", "application/json", bytes.NewReader(body))
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
