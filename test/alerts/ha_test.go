@@ -65,7 +65,7 @@ func (r *recorder) recorded() [][]byte {
 // the receiver, through a recorder. The two are not clustered: each
 // delivers every alert it holds, which is what HA Alertmanager falls back
 // to whenever its gossip lags or a peer is unreachable.
-func secondReplica(t *testing.T) (*devenv.Alertmanager, *recorder) {
+func secondReplica(t testing.TB) (*devenv.Alertmanager, *recorder) {
 	t.Helper()
 	rec := &recorder{target: harness.AlertsURL()}
 	proxy := httptest.NewServer(rec)

@@ -186,7 +186,7 @@ func TestClientCertificatesAndTokens(t *testing.T) {
 
 // silence silences alerts with these labels in the Alertmanager at amURL
 // for an hour, through its silences API.
-func silence(t *testing.T, amURL string, labels map[string]string) {
+func silence(t testing.TB, amURL string, labels map[string]string) {
 	t.Helper()
 	type matcher struct {
 		Name    string `json:"name"`
