@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,7 +59,7 @@ func (h *Requester) remediationRule(ctx context.Context, req admission.Request) 
 	}
 	author, authorize := specAuthor(req.UserInfo, oldSpec, &curSpec, oldAuthor)
 	if authorize {
-		if err := h.authorizeRule(ctx, *author, req.Namespace, cur.Spec.Template.Steps); err != nil {
+		if err := authz.RuleSteps(ctx, h.Authorize, *author, req.Namespace, cur.Spec.Template.Steps); err != nil {
 			var denied *authz.Denied
 			if !errors.As(err, &denied) {
 				return admission.Errored(http.StatusInternalServerError, err)
@@ -104,32 +103,6 @@ func (h *Requester) remediationRule(ctx context.Context, req admission.Request) 
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode object: %w", err))
 	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
-}
-
-// authorizeRule requires the author to run each step's action on its target
-// kind in the namespace. A templated name is unknown until an alert comes,
-// so the grant is asked for the whole namespace; a literal name is asked for
-// as written.
-func (h *Requester) authorizeRule(ctx context.Context, author v1alpha1.Requester, namespace string, steps []v1alpha1.RemediationStep) error {
-	var denials []string
-	for _, s := range steps {
-		t := s.Execution.Target
-		t.Namespace = namespace
-		if strings.Contains(t.Name, "{{") {
-			t.Name = ""
-		}
-		err := h.Authorize(ctx, authz.Request{Requester: author, Namespace: namespace, Action: s.Execution.Action, Target: t})
-		var denied *authz.Denied
-		if errors.As(err, &denied) {
-			denials = append(denials, "step "+s.Name+": "+denied.Msg)
-		} else if err != nil {
-			return err
-		}
-	}
-	if len(denials) > 0 {
-		return &authz.Denied{Msg: strings.Join(denials, "; ")}
-	}
-	return nil
 }
 
 // alertRequester is the requester of a RemediationRequest that names the
