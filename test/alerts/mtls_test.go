@@ -127,7 +127,7 @@ func TestAlertmanagerWithAClientCertificateDelivers(t *testing.T) {
 	l := labels(ns, "MTLS", "deployment", "web")
 	// The worker confirms every alert with the harness's Alertmanager, so
 	// that one holds it too, silenced: only the mTLS one notifies.
-	silence(t, harness.Alertmanager().URL, l)
+	silenceFor(t, harness.Alertmanager().URL, l)
 	a := amAlert{Labels: l, StartsAt: time.Now().Add(-time.Second), EndsAt: time.Now().Add(time.Hour)}
 	postTo(t, harness.Alertmanager().URL, a)
 	postTo(t, am.URL, a)
@@ -184,25 +184,19 @@ func TestClientCertificatesAndTokens(t *testing.T) {
 	}
 }
 
-// silence silences alerts with these labels in the Alertmanager at amURL
+// silenceFor silences alerts with these labels in the Alertmanager at amURL
 // for an hour, through its silences API.
-func silence(t testing.TB, amURL string, labels map[string]string) {
+func silenceFor(t testing.TB, amURL string, labels map[string]string) {
 	t.Helper()
-	type matcher struct {
-		Name    string `json:"name"`
-		Value   string `json:"value"`
-		IsRegex bool   `json:"isRegex"`
-		IsEqual bool   `json:"isEqual"`
-	}
 	s := struct {
-		Matchers  []matcher `json:"matchers"`
-		StartsAt  time.Time `json:"startsAt"`
-		EndsAt    time.Time `json:"endsAt"`
-		CreatedBy string    `json:"createdBy"`
-		Comment   string    `json:"comment"`
+		Matchers  []activities.SilenceMatcher `json:"matchers"`
+		StartsAt  time.Time                   `json:"startsAt"`
+		EndsAt    time.Time                   `json:"endsAt"`
+		CreatedBy string                      `json:"createdBy"`
+		Comment   string                      `json:"comment"`
 	}{StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), CreatedBy: "test", Comment: "delivered by another Alertmanager"}
 	for k, v := range labels {
-		s.Matchers = append(s.Matchers, matcher{Name: k, Value: v, IsEqual: true})
+		s.Matchers = append(s.Matchers, activities.SilenceMatcher{Name: k, Value: v, IsEqual: true})
 	}
 	postJSON(t, amURL+"/api/v2/silences", s)
 }
