@@ -237,6 +237,7 @@ func (h *Receiver) signal(ctx context.Context, rule *v1alpha1.RemediationRule, a
 		return fmt.Errorf("signal %s: %w", id, err)
 	}
 	if h.handed.recently(id, a.StartsAt, h.now()) {
+		metrics.AlertsRedelivered.Inc()
 		return nil
 	}
 	in := workflows.AlertInput{Namespace: rule.Namespace, Rule: rule.Name, Alert: alertrule.Alert{

@@ -47,6 +47,14 @@ var (
 		Name: "remedy_alert_gate_waits_total",
 		Help: "Alert runs held before acting by a freeze or a health gate, by gate (one per hold).",
 	}, []string{"gate"})
+	// AlertsRedelivered counts repeats the receiver answered without
+	// signalling again: the same firing handed to Temporal within
+	// alerts.RedeliveryWindow (a resent notification, an HA duplicate).
+	// Repeats that reach the run are remedy_alerts_deduplicated_total.
+	AlertsRedelivered = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "remedy_alerts_redelivered_total",
+		Help: "Repeats of an alert firing already handed to Temporal within the redelivery window, answered without signalling its workflow again.",
+	})
 	// AlertSilences counts Alertmanager silences held by alert runs, by operation.
 	AlertSilences = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "remedy_alert_silences_total",
@@ -64,7 +72,7 @@ var (
 )
 
 func init() {
-	register(AlertsReceived, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips, AlertGateWaits, AlertSilences, AlertSweeps)
+	register(AlertsReceived, AlertsRedelivered, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips, AlertGateWaits, AlertSilences, AlertSweeps)
 	for _, r := range SweepResults {
 		AlertSweeps.WithLabelValues(r)
 	}

@@ -113,11 +113,13 @@ func TestTwoReplicasAndAReplayedNotificationAreOneRun(t *testing.T) {
 	signals := harness.SignalsReceived(t, id, workflows.SignalAlert)
 
 	body := rec.recorded()[0]
+	redelivered := testutil.ToFloat64(metrics.AlertsRedelivered)
 	for range 2 {
 		assert.Equal(t, http.StatusOK, notifyRaw(t, harness.AlertsToken(), body))
 	}
 	assert.GreaterOrEqual(t, accepted()-before, 4.0, "the replays were read and accepted")
 	assert.Equal(t, signals, harness.SignalsReceived(t, id, workflows.SignalAlert), "handed over already: no signal again")
+	assert.Equal(t, 2.0, testutil.ToFloat64(metrics.AlertsRedelivered)-redelivered, "each replay counted as redelivered")
 	r := ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true })
 	assert.Equal(t, int64(1), r.Status.Matches)
 	assert.Equal(t, int64(1), r.Status.RunsStarted)
