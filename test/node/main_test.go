@@ -10,5 +10,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Main(m, harness.Options{Node: true, Remedy: true}))
+	os.Exit(harness.Main(m, harness.Options{Node: true, Remedy: true,
+		// Finished Jobs are collected after their TTL (TestJobCollectedPastItsTTLIsNotRunAgain).
+		ExtraControllers: []string{"ttl-after-finished-controller"}}))
 }
