@@ -277,6 +277,22 @@ func cordon(t *testing.T) (uncordon func()) {
 	return uncordon
 }
 
+// diesWhilePending runs an attempt that creates the Job and watches its
+// Pod, held pending by a cordon, and kills it: the worker dies.
+func diesWhilePending(t *testing.T, jobs *activities.Jobs, in activities.JobInput) *jobAttempt {
+	t.Helper()
+	ctx, kill := context.WithCancel(context.Background())
+	a := attempt(ctx, nil)
+	runs := a.run(jobs, in)
+	jobPods(t, activities.JobName(in), 1, corev1.PodPending)
+	<-a.beats                          // about to watch
+	time.Sleep(500 * time.Millisecond) // and watching
+	kill()
+	require.Error(t, await(t, runs, 10*time.Second).err, "the dead attempt does not report a result")
+	require.NotNil(t, a.heartbeat(), "the attempt recorded its Job")
+	return a
+}
+
 // TestJobResumesAfterTheWorkerDies: the worker dies while its Job's Pod
 // waits to be scheduled; the retry finds the Job, watches its Pod run and
 // returns its plan. One Job, one Pod, one write.
@@ -288,17 +304,9 @@ func TestJobResumesAfterTheWorkerDies(t *testing.T) {
 	name := activities.JobName(in)
 	uncordon := cordon(t)
 
-	ctx, kill := context.WithCancel(context.Background())
-	first := attempt(ctx, nil)
-	runs := first.run(jobs, in)
-	jobPods(t, name, 1, corev1.PodPending)
-	<-first.beats                      // about to watch
-	time.Sleep(500 * time.Millisecond) // and watching
-	kill()
-	require.Error(t, await(t, runs, 10*time.Second).err, "the dead attempt does not report a result")
-
+	first := diesWhilePending(t, jobs, in)
 	retry := attempt(context.Background(), first.heartbeat())
-	runs = retry.run(jobs, in)
+	runs := retry.run(jobs, in)
 	<-retry.beats // the retry found the Job and watches it
 	uncordon()
 
@@ -328,13 +336,7 @@ func TestJobCollectedPastItsTTLIsNotRunAgain(t *testing.T) {
 	name := activities.JobName(in)
 	uncordon := cordon(t)
 
-	ctx, kill := context.WithCancel(context.Background())
-	first := attempt(ctx, nil)
-	runs := first.run(jobs, in)
-	jobPods(t, name, 1, corev1.PodPending)
-	<-first.beats
-	kill()
-	require.Error(t, await(t, runs, 10*time.Second).err)
+	first := diesWhilePending(t, jobs, in)
 	uncordon()
 
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: devenv.Namespace, Name: name}}

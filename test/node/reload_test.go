@@ -34,7 +34,8 @@ func TestReloadIsACompletedRollout(t *testing.T) {
 		},
 	}))
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns, Labels: map[string]string{"reload": "true"}},
+		// The policy's scope label: a ConfigMap applies to the workloads of its env.
+		ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns, Labels: map[string]string{"reload": "true", "env": "prod"}},
 		Data:       map[string]string{"mode": "a"},
 	}
 	require.NoError(t, harness.Kube().Create(ctx, cm))
@@ -42,7 +43,7 @@ func TestReloadIsACompletedRollout(t *testing.T) {
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "settings", MountPath: "/etc/demo"}}
 	labels := map[string]string{"app": "web"}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: map[string]string{"app": "web", "env": "prod"}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
