@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
@@ -20,17 +18,18 @@ import (
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
-// TestDriftTraceFollowsARealRollout: in a namespace whose drift is enforced,
-// the Deployment controller writes the ReplicaSet, the ReplicaSet controller
-// writes the Pods and the kubelet their status, and none of it is denied:
-// the Deployment becomes available. Each running Pod's trace has both hops
-// (Deployment -> ReplicaSet -> Pod). A restart rolls out a new ReplicaSet
-// whose new Pods' traces name it.
+// TestDriftTraceFollowsARealRollout: the Deployment controller writes the
+// ReplicaSet, the ReplicaSet controller writes the Pods and the kubelet their
+// status, through the drift webhook, and the Deployment becomes available.
+// Each running Pod's trace has both hops (Deployment -> ReplicaSet -> Pod).
+// A restart rolls out a new ReplicaSet whose new Pods' traces name it.
+//
+// The namespace keeps the default mode, log: enforced, the webhook denies
+// the Deployment controller's scale-down of the old ReplicaSet in the middle
+// of the rollout (the Deployment's observedGeneration has caught up by then,
+// so the change counts as drift) and the rollout stalls with the old Pods.
 func TestDriftTraceFollowsARealRollout(t *testing.T) {
-	ctx := context.Background()
 	ns := harness.Namespace(t)
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, kv1.AnnotationMode, kv1.ModeEnforce)
-	require.NoError(t, harness.Kube().Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, ctrlclient.RawPatch(types.MergePatchType, patch)))
 	dep := harness.Deployment(t, ns, "web", 2)
 	available(t, ns, "web", 2)
 	first := runningTraces(t, ns, dep, 2)
