@@ -151,22 +151,22 @@ func appError(t *testing.T, err error) *temporal.ApplicationError {
 	return app
 }
 
-// jobPods lists the Pods of Job name, once there are at least n of them in
-// phase (any phase when empty).
+// jobPods lists the Pods of Job name in phase, once there are at least n.
 func jobPods(t *testing.T, name string, n int, phase corev1.PodPhase) []corev1.Pod {
 	t.Helper()
-	var pods corev1.PodList
+	var in []corev1.Pod
 	require.Eventually(t, func() bool {
+		var pods corev1.PodList
 		require.NoError(t, harness.Kube().List(context.Background(), &pods, ctrlclient.InNamespace(devenv.Namespace), ctrlclient.MatchingLabels{"job-name": name}))
-		in := 0
+		in = in[:0]
 		for _, p := range pods.Items {
-			if phase == "" || p.Status.Phase == phase {
-				in++
+			if p.Status.Phase == phase {
+				in = append(in, p)
 			}
 		}
-		return in >= n
+		return len(in) >= n
 	}, runTimeout, 100*time.Millisecond, "%d pods of job %s in phase %q", n, name, phase)
-	return pods.Items
+	return in
 }
 
 // terminated is the exec container's termination, as the kubelet wrote it.
