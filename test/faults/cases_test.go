@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/test/procs"
 	"github.com/remedy-dev/remedy/workflows"
@@ -272,65 +271,84 @@ func inlineWrite(t *testing.T, p *parts, what string) string {
 	return fmt.Sprintf("generation +%d; %s; retries %d: %s", generation(t, ns, "web")-gen, k.Status.Phase, res.RetriesAttempted, how)
 }
 
-// jobPastTTL: the worker dies while its Job runs; the Job finishes (the
-// test plays the kubelet, running `remedy exec` as the action's account)
-// and is collected by its TTL before a worker is back. The action is not
-// run again, and the run fails saying so.
+// jobPastTTL: the Job's Pod runs `remedy exec` from the image on the real
+// node and scales the target; the worker, which saw the Job finish, is
+// killed while it reads the Pod's result (its request held at the proxy), and
+// the TTL controller collects the finished Job before a worker is back. The
+// action is not run again, and the run fails saying so.
 func jobPastTTL(t *testing.T, p *parts, what string) string {
 	ns := harness.Namespace(t)
 	gen := target(t, ns)
 	spec := scaleSpec(ns, 5)
 	spec.Executor = v1alpha1.ExecutorJob
-	k := settle(t, execution(t, ns, "scale-web", spec), v1alpha1.PhaseExecuting, 90*time.Second)
-	require.Eventually(t, func() bool {
-		jobs := harness.JobsOf(t, k)
-		return len(jobs) == 1 && harness.RecordedJobUID(t, k.Status.WorkflowID) == string(jobs[0].UID)
-	}, time.Minute, 100*time.Millisecond, "the run records the UID of the Job it created")
-	job := harness.JobsOf(t, k)[0]
+	// The worker lists a finished Job's Pods to read their result.
+	read := p.proxy.HoldBefore(t, func(r *http.Request, _ []byte) bool {
+		return r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/"+devenv.Namespace+"/pods" && strings.Contains(r.URL.Query().Get("labelSelector"), "job-name=")
+	})
+	k := execution(t, ns, "scale-web", spec)
+	select {
+	case <-read.Reached():
+	case <-time.After(2 * time.Minute):
+		require.FailNow(t, "the worker never read a finished Job's Pods")
+	}
+	k = harness.Eventually(t, k, time.Minute, func(k *v1alpha1.KubernetesExecution) bool { return k.Status.WorkflowID != "" })
+	jobs := harness.JobsOf(t, k)
+	require.Len(t, jobs, 1)
+	job := jobs[0]
+	require.True(t, succeeded(job), "the Job completed in a real Pod: %+v", job.Status)
+	require.Equal(t, string(job.UID), harness.RecordedJobUID(t, k.Status.WorkflowID), "the run recorded the UID of the Job it created")
+	require.Equal(t, gen+1, generation(t, ns, "web"), "the Job's Pod scaled the Deployment")
+	pod := jobPod(t, job.Name)
 
 	p.kill(t, what)
-	pod := harness.PendingPod(t, job.Name)
-	msg := runExec(t, pod)
-	harness.FinishPod(t, pod, 0, msg)
-	require.Equal(t, gen+1, generation(t, ns, "web"), "the Job's pod scaled the Deployment")
+	if what != worker {
+		// The result reaches a worker that cannot report it.
+		read.Release()
+	}
 	require.Eventually(t, func() bool { return len(harness.JobsOf(t, k)) == 0 }, time.Minute, 200*time.Millisecond, "the TTL controller collects the finished Job")
 	p.restart(t, what)
+	read.Release()
 
 	k = harness.Eventually(t, k, 2*time.Minute, func(k *v1alpha1.KubernetesExecution) bool {
 		return k.Status.Phase == v1alpha1.PhaseRollbackReady || k.Status.Phase.Terminal()
 	})
 	if what == worker {
-		// Nobody saw the Job's result before it was collected.
+		// Nobody recorded the Job's result before it was collected.
 		assert.Equal(t, v1alpha1.PhaseFailed, k.Status.Phase)
 		assert.Equal(t, activities.ReasonExecutionFailed, k.Status.Reason)
 		assert.Contains(t, k.Status.Message, "it is not run again")
 	} else {
-		// The worker saw it succeed and reports it once Temporal is back; a
+		// The worker read the result and reports it once Temporal is back; a
 		// worker that could not, fails it as unknown. Either way it ran once.
 		assert.Contains(t, []v1alpha1.Phase{v1alpha1.PhaseRollbackReady, v1alpha1.PhaseCompleted, v1alpha1.PhaseFailed}, k.Status.Phase, k.Status.Message)
 	}
 	assert.Empty(t, harness.JobsOf(t, k), "the collected Job was not created again")
 	assert.Equal(t, gen+1, generation(t, ns, "web"), "the action ran exactly once")
-	return fmt.Sprintf("Job collected by TTL (3s) while down; generation +%d; %s (%s), Job not recreated", generation(t, ns, "web")-gen, k.Status.Phase, k.Status.Reason)
+	return fmt.Sprintf("Job completed in Pod %s and collected by TTL (3s) while down; generation +%d; %s (%s), Job not recreated",
+		pod, generation(t, ns, "web")-gen, k.Status.Phase, k.Status.Reason)
 }
 
-// runExec plays the kubelet: it runs the pod's command, `remedy exec`, as
-// the pod's ServiceAccount, and returns its termination message.
-func runExec(t *testing.T, pod *corev1.Pod) string {
-	t.Helper()
-	dir := t.TempDir()
-	termLog := filepath.Join(dir, "termination-log")
-	c := pod.Spec.Containers[0]
-	cmd := exec.Command(procs.Bin(), "exec", "--termination-log", termLog)
-	cmd.Env = []string{"KUBECONFIG=" + procs.AccountKubeconfig(t, dir, pod.Spec.ServiceAccountName), "HOME=" + dir}
-	for _, e := range c.Env {
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+// succeeded: the Job controller decided the Job succeeded (the Pod's count
+// may still be uncounted then, as when the worker reads the result).
+func succeeded(job batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobSuccessCriteriaMet) && c.Status == corev1.ConditionTrue {
+			return true
+		}
 	}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "remedy exec: %s", out)
-	msg, err := os.ReadFile(termLog)
-	require.NoError(t, err)
-	return string(msg)
+	return false
+}
+
+// jobPod is the name of Job name's one Pod, which succeeded on the node.
+func jobPod(t *testing.T, job string) string {
+	t.Helper()
+	var pods corev1.PodList
+	require.NoError(t, harness.Kube().List(context.Background(), &pods, ctrlclient.InNamespace(devenv.Namespace), ctrlclient.MatchingLabels{"job-name": job}))
+	require.Len(t, pods.Items, 1)
+	pod := pods.Items[0]
+	require.Equal(t, corev1.PodSucceeded, pod.Status.Phase)
+	require.NotEmpty(t, pod.Spec.NodeName, "the Pod ran on the node")
+	return pod.Name
 }
 
 const debounce = 5 * time.Second
@@ -363,7 +381,7 @@ func reloadDebounce(t *testing.T, p *parts, what string) string {
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{harness.DemoContainer("web")}},
 			},
 		},
 	})

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/test/procs"
@@ -155,6 +160,7 @@ func TestFaults(t *testing.T) {
 		t.Run(c.process+"/"+c.point, func(t *testing.T) {
 			begun := time.Now()
 			detail := c.run(t, p)
+			dropWorkloads(t)
 			if c.process == apiserver {
 				// kube-controller-manager's and the processes' watches come back
 				// with backoff: the next case starts once a Deployment settles again.
@@ -173,6 +179,22 @@ func TestFaults(t *testing.T) {
 		})
 	}
 	t.Run("leader failover", func(t *testing.T) { leaderFailover(t, p) })
+}
+
+// dropWorkloads deletes the Deployments the cases made (their namespaces
+// are t-...), so the node runs no case's Pods past its end: the cases scale
+// them up, and the suite holds many.
+func dropWorkloads(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var nss corev1.NamespaceList
+	require.NoError(t, harness.Kube().List(ctx, &nss))
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "t-") {
+			err := harness.Kube().DeleteAllOf(ctx, &appsv1.Deployment{}, ctrlclient.InNamespace(ns.Name), ctrlclient.PropagationPolicy(metav1.DeletePropagationBackground))
+			require.NoError(t, err)
+		}
+	}
 }
 
 type faultCase struct {

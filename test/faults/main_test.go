@@ -11,6 +11,7 @@
 package faults
 
 import (
+	"flag"
 	"os"
 	"testing"
 
@@ -18,9 +19,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
 	os.Exit(procs.Main(m, procs.Options{
 		Name: "faults", Restartable: true,
 		// A finished Job is collected after the worker's --job-ttl.
 		ExtraControllers: []string{"ttl-after-finished-controller"},
+		// The Job's Pod runs `remedy exec` on a real node; the upgrade
+		// test, in a process of its own (make faults), runs no Job.
+		Node: flag.Lookup("test.run").Value.String() != "TestUpgrade",
 	}))
 }

@@ -31,6 +31,9 @@ import (
 type Options struct {
 	// ControllerManager runs kube-controller-manager's built-in controllers.
 	ControllerManager bool
+	// ExtraControllers are more kube-controller-manager controllers
+	// (ttl-after-finished-controller collects finished Jobs).
+	ExtraControllers []string
 	// Remedy runs the operator and the worker.
 	Remedy bool
 	// Drift, when set, runs the drift webhook and installs its configuration
@@ -97,7 +100,8 @@ func Main(m *testing.M, o Options) int {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		return 1
 	}
-	opts.ControllerManager = o.ControllerManager || o.Node
+	opts.ControllerManager = o.ControllerManager || o.Node || len(o.ExtraControllers) > 0
+	opts.ExtraControllers = o.ExtraControllers
 	if o.Node {
 		imageDir, err := os.MkdirTemp("", "remedy-images-")
 		if err != nil {
@@ -106,7 +110,7 @@ func Main(m *testing.M, o Options) int {
 		}
 		// containerd has imported them once Start returns.
 		defer os.RemoveAll(imageDir)
-		if opts.Node, err = nodeOptions(imageDir); err != nil {
+		if opts.Node, err = NodeOptions(imageDir); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: node:", err)
 			return 1
 		}
@@ -187,8 +191,9 @@ func Main(m *testing.M, o Options) int {
 	return code
 }
 
-// nodeOptions builds the images a test node imports into dir.
-func nodeOptions(dir string) (*devenv.NodeOptions, error) {
+// NodeOptions finds the node's parts and builds the images a test node
+// imports (Remedy's from this tree, and the pause image) into dir.
+func NodeOptions(dir string) (*devenv.NodeOptions, error) {
 	o, err := devenv.NodeOptionsFromEnv(Root)
 	if err != nil {
 		return nil, err

@@ -62,7 +62,7 @@ func reloadDeployment(t testing.TB, ns, name, env string, mutate ...func(*appsv1
 			Selector: &metav1.LabelSelector{MatchLabels: sel},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: sel},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "nginx:1.27"}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{harness.DemoContainer(name)}},
 			},
 		},
 	}

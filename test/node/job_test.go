@@ -2,18 +2,24 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	sdkworker "go.temporal.io/sdk/worker"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -27,34 +33,115 @@ import (
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
-// allowAll stands in for the write gate: these tests are about the Pod.
-type allowAll struct{}
+// gateAsks stands in for the write gate in these tests of the Job and its
+// Pod alone, and counts what it is asked; the gate itself runs in the runs
+// of TestJobExecutorScalesFromARealPod and the trust tests.
+type gateAsks struct{ n atomic.Int32 }
 
-func (allowAll) Check(context.Context, activities.Write) error { return nil }
+func (g *gateAsks) Check(context.Context, activities.Write) error {
+	g.n.Add(1)
+	return nil
+}
 
-// runJob runs the job executor's activity as the worker's ServiceAccount
-// with image, for a scale of ns/name, and returns its error.
-func runJob(t *testing.T, image, ns, name string, timeout time.Duration) (activities.ExecuteResult, error) {
+// asked is how often jobs asked the gate: once per Job created.
+func asked(jobs *activities.Jobs) int32 { return jobs.Gate.(*gateAsks).n.Load() }
+
+// newJobs builds the activity as the worker's own ServiceAccount (the
+// generated worker Role is what lets it manage Jobs), with the image the
+// node imported.
+func newJobs(t *testing.T) *activities.Jobs {
 	t.Helper()
 	cfg, err := devenv.ServiceAccountConfig(context.Background(), harness.Config(), devenv.Namespace, "remedy-worker")
 	require.NoError(t, err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	jobs := &activities.Jobs{Client: cs, Namespace: devenv.Namespace, Image: image, HeartbeatEvery: time.Second, Gate: allowAll{}}
+	return &activities.Jobs{Client: cs, Namespace: devenv.Namespace, Image: release.Image(), HeartbeatEvery: time.Second, Gate: &gateAsks{}}
+}
+
+// jobInput scales Deployment ns/name to 2 in a Job.
+func jobInput(ns, name string, timeout time.Duration, maxRetries int32) activities.JobInput {
+	return activities.JobInput{
+		ExecutionNamespace: ns, ExecutionName: "scale-" + name, ExecutionUID: string(uuid.NewUUID()),
+		Request:    actions.Request{Action: "scale", Target: target(ns, name), Params: v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)}},
+		Timeout:    timeout,
+		MaxRetries: maxRetries,
+	}
+}
+
+type jobRun struct {
+	res activities.ExecuteResult
+	err error
+}
+
+// jobAttempt is one attempt of the activity. Cancelling its context is the
+// worker dying; prior, when set, is the heartbeat the attempt before left,
+// as Temporal hands it to a retry.
+type jobAttempt struct {
+	ctx   context.Context
+	prior converter.EncodedValues
+	// beats receives a value on heartbeats; details holds the last heartbeat's.
+	beats   chan struct{}
+	details atomic.Value
+}
+
+func attempt(ctx context.Context, prior converter.EncodedValues) *jobAttempt {
+	return &jobAttempt{ctx: ctx, prior: prior, beats: make(chan struct{}, 1)}
+}
+
+// run runs the activity in the background through Temporal's activity test environment.
+func (a *jobAttempt) run(jobs *activities.Jobs, in activities.JobInput) <-chan jobRun {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
+	env.SetWorkerOptions(sdkworker.Options{BackgroundActivityContext: a.ctx})
+	if a.prior != nil {
+		var progress json.RawMessage
+		if a.prior.Get(&progress) == nil {
+			env.SetHeartbeatDetails(progress)
+		}
+	}
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
+		if d != nil && d.HasValues() {
+			a.details.Store(d)
+		}
+		select {
+		case a.beats <- struct{}{}:
+		default:
+		}
+	})
 	env.RegisterActivity(jobs)
-	in := activities.JobInput{
-		ExecutionNamespace: ns, ExecutionName: "scale-" + name, ExecutionUID: string(uuid.NewUUID()),
-		Request: actions.Request{Action: "scale", Target: target(ns, name), Params: v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)}},
-		Timeout: timeout,
+	out := make(chan jobRun, 1)
+	go func() {
+		var r jobRun
+		val, err := env.ExecuteActivity(jobs.RunJob, in)
+		if r.err = err; err == nil {
+			r.err = val.Get(&r.res)
+		}
+		out <- r
+	}()
+	return out
+}
+
+// heartbeat is the last heartbeat's details.
+func (a *jobAttempt) heartbeat() converter.EncodedValues {
+	d, _ := a.details.Load().(converter.EncodedValues)
+	return d
+}
+
+// runJob runs one attempt to its end.
+func runJob(t *testing.T, jobs *activities.Jobs, in activities.JobInput, timeout time.Duration) jobRun {
+	t.Helper()
+	return await(t, attempt(context.Background(), nil).run(jobs, in), timeout)
+}
+
+func await(t *testing.T, runs <-chan jobRun, timeout time.Duration) jobRun {
+	t.Helper()
+	select {
+	case r := <-runs:
+		return r
+	case <-time.After(timeout):
+		require.FailNow(t, "RunJob did not return", "after %s", timeout)
+		return jobRun{}
 	}
-	var res activities.ExecuteResult
-	val, err := env.ExecuteActivity(jobs.RunJob, in)
-	if err == nil {
-		err = val.Get(&res)
-	}
-	return res, err
 }
 
 func appError(t *testing.T, err error) *temporal.ApplicationError {
@@ -64,36 +151,213 @@ func appError(t *testing.T, err error) *temporal.ApplicationError {
 	return app
 }
 
-// TestJobPodFailureCarriesItsMessage: `remedy exec` in the Pod fails (the
-// Deployment does not exist) and exits non-zero; the run's error is the
-// Pod's own termination message.
-func TestJobPodFailureCarriesItsMessage(t *testing.T) {
-	ns := harness.Namespace(t)
-	_, err := runJob(t, release.Image(), ns, "missing", time.Minute)
-	require.Error(t, err)
-	app := appError(t, err)
-	assert.Equal(t, activities.ReasonExecutionFailed, app.Type(), app.Error())
-	assert.Contains(t, app.Error(), `"missing" not found`)
+// jobPods lists the Pods of Job name in phase, once there are at least n.
+func jobPods(t *testing.T, name string, n int, phase corev1.PodPhase) []corev1.Pod {
+	t.Helper()
+	var in []corev1.Pod
+	require.Eventually(t, func() bool {
+		var pods corev1.PodList
+		require.NoError(t, harness.Kube().List(context.Background(), &pods, ctrlclient.InNamespace(devenv.Namespace), ctrlclient.MatchingLabels{"job-name": name}))
+		in = in[:0]
+		for _, p := range pods.Items {
+			if p.Status.Phase == phase {
+				in = append(in, p)
+			}
+		}
+		return len(in) >= n
+	}, runTimeout, 100*time.Millisecond, "%d pods of job %s in phase %q", n, name, phase)
+	return in
 }
 
-// TestJobPodTimeout: a Pod that cannot start (the node is cordoned; the
-// admission policy admits no other image to make it hang) runs into the
+// terminated is the exec container's termination, as the kubelet wrote it.
+func terminated(t *testing.T, pod corev1.Pod) *corev1.ContainerStateTerminated {
+	t.Helper()
+	require.Len(t, pod.Status.ContainerStatuses, 1)
+	term := pod.Status.ContainerStatuses[0].State.Terminated
+	require.NotNil(t, term, "pod %s: %+v", pod.Name, pod.Status.ContainerStatuses[0].State)
+	return term
+}
+
+// TestJobSucceedsAfterARetry: the first Pod runs `remedy exec` before its
+// target exists and exits non-zero; the Job controller starts a second Pod
+// after its backoff, which scales the target. The result is the second
+// Pod's plan, its logs and one retry.
+func TestJobSucceedsAfterARetry(t *testing.T) {
+	ns := harness.Namespace(t)
+	jobs := newJobs(t)
+	in := jobInput(ns, "web", time.Minute, 1)
+	runs := attempt(context.Background(), nil).run(jobs, in)
+
+	name := activities.JobName(in)
+	first := jobPods(t, name, 1, corev1.PodFailed)[0]
+	term := terminated(t, first)
+	assert.NotZero(t, term.ExitCode)
+	assert.Contains(t, term.Message, `"web" not found`, "the kubelet read the termination log")
+	harness.Deployment(t, ns, "web", 1)
+
+	var job batchv1.Job
+	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKey{Namespace: devenv.Namespace, Name: name}, &job))
+	assert.LessOrEqual(t, len(name), 63)
+	assert.Equal(t, map[string]string{
+		"app.kubernetes.io/part-of": "remedy", "remedy.dev/action": "scale", "remedy.dev/execution-name": "scale-web",
+		"remedy.dev/execution-namespace": ns, "remedy.dev/execution-uid": in.ExecutionUID,
+	}, job.Labels)
+	assert.Empty(t, job.OwnerReferences, "owner references cannot cross namespaces")
+	assert.Equal(t, ptr.To[int32](300), job.Spec.TTLSecondsAfterFinished)
+	assert.Equal(t, ptr.To[int32](1), job.Spec.BackoffLimit)
+	assert.Equal(t, ptr.To[int64](60), job.Spec.ActiveDeadlineSeconds)
+	pod := job.Spec.Template.Spec
+	assert.Equal(t, "remedy-action-scale", pod.ServiceAccountName)
+	assert.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
+	require.Len(t, pod.Containers, 1)
+	c := pod.Containers[0]
+	assert.Equal(t, release.Image(), c.Image)
+	assert.Equal(t, []string{"/remedy", "exec"}, c.Command)
+	req, err := json.Marshal(in.Request)
+	require.NoError(t, err)
+	assert.Equal(t, []corev1.EnvVar{{Name: activities.RequestEnv, Value: string(req)}}, c.Env)
+	require.NotNil(t, c.SecurityContext)
+	assert.Equal(t, ptr.To(false), c.SecurityContext.AllowPrivilegeEscalation)
+	assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+	assert.Equal(t, ptr.To(true), pod.SecurityContext.RunAsNonRoot)
+
+	r := await(t, runs, runTimeout)
+	require.NoError(t, r.err)
+	assert.Equal(t, "replicas: 1", r.res.Plan.Change.Before)
+	assert.Equal(t, "replicas: 2", r.res.Plan.Change.After)
+	assert.Equal(t, int32(1), r.res.Retries, "one failed pod")
+	assert.Equal(t, name, r.res.JobName)
+	assert.Contains(t, r.res.Logs, "scaled "+ns+"/Deployment/web", "the kubelet served the second Pod's log")
+	second := jobPods(t, name, 1, corev1.PodSucceeded)[0]
+	assert.NotEqual(t, first.Name, second.Name)
+	assert.Zero(t, terminated(t, second).ExitCode)
+	available(t, ns, "web", 2)
+}
+
+// TestJobFailureCarriesTheTerminationMessage: `remedy exec` in the Pod fails
+// (the Deployment does not exist) and exits non-zero; the run's error is the
+// Pod's own termination message.
+func TestJobFailureCarriesTheTerminationMessage(t *testing.T) {
+	ns := harness.Namespace(t)
+	r := runJob(t, newJobs(t), jobInput(ns, "missing", time.Minute, 0), runTimeout)
+	require.Error(t, r.err)
+	app := appError(t, r.err)
+	assert.Equal(t, activities.ReasonExecutionFailed, app.Type(), app.Error())
+	assert.True(t, app.NonRetryable())
+	assert.Contains(t, app.Error(), `scale `+ns+`/Deployment/missing: deployments.apps "missing" not found`)
+}
+
+// TestJobDeadlineIsATimeout: a Pod that cannot start (the node is cordoned;
+// the admission policy admits no other image to make it hang) runs into the
 // Job's deadline, and the run fails ExecutionTimeout.
-func TestJobPodTimeout(t *testing.T) {
+func TestJobDeadlineIsATimeout(t *testing.T) {
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
-	cordon(t, true)
-	t.Cleanup(func() { cordon(t, false) })
+	cordon(t)
 	start := time.Now()
-	_, err := runJob(t, release.Image(), ns, "web", 3*time.Second)
-	require.Error(t, err)
-	assert.Equal(t, activities.ReasonExecutionTimeout, appError(t, err).Type(), err.Error())
+	r := runJob(t, newJobs(t), jobInput(ns, "web", 3*time.Second, 0), runTimeout)
+	require.Error(t, r.err)
+	app := appError(t, r.err)
+	assert.Equal(t, activities.ReasonExecutionTimeout, app.Type(), r.err.Error())
+	assert.True(t, app.NonRetryable())
 	t.Logf("timed out after %.1fs", time.Since(start).Seconds())
 }
 
-func cordon(t *testing.T, unschedulable bool) {
+// cordon holds Pods unscheduled until the test ends or uncordons.
+func cordon(t *testing.T) (uncordon func()) {
 	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: devenv.NodeName}}
-	patch := []byte(fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, unschedulable))
-	require.NoError(t, harness.Kube().Patch(context.Background(), node, ctrlclient.RawPatch(types.MergePatchType, patch)))
+	harness.Cordon(t, true)
+	var once atomic.Bool
+	uncordon = func() {
+		if once.CompareAndSwap(false, true) {
+			harness.Cordon(t, false)
+		}
+	}
+	t.Cleanup(uncordon)
+	return uncordon
+}
+
+// diesWhilePending runs an attempt that creates the Job and watches its
+// Pod, held pending by a cordon, and kills it: the worker dies.
+func diesWhilePending(t *testing.T, jobs *activities.Jobs, in activities.JobInput) *jobAttempt {
+	t.Helper()
+	ctx, kill := context.WithCancel(context.Background())
+	a := attempt(ctx, nil)
+	runs := a.run(jobs, in)
+	jobPods(t, activities.JobName(in), 1, corev1.PodPending)
+	<-a.beats                          // about to watch
+	time.Sleep(500 * time.Millisecond) // and watching
+	kill()
+	require.Error(t, await(t, runs, 10*time.Second).err, "the dead attempt does not report a result")
+	require.NotNil(t, a.heartbeat(), "the attempt recorded its Job")
+	return a
+}
+
+// TestJobResumesAfterTheWorkerDies: the worker dies while its Job's Pod
+// waits to be scheduled; the retry finds the Job, watches its Pod run and
+// returns its plan. One Job, one Pod, one write.
+func TestJobResumesAfterTheWorkerDies(t *testing.T) {
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 1)
+	jobs := newJobs(t)
+	in := jobInput(ns, "web", time.Minute, 0)
+	name := activities.JobName(in)
+	uncordon := cordon(t)
+
+	first := diesWhilePending(t, jobs, in)
+	retry := attempt(context.Background(), first.heartbeat())
+	runs := retry.run(jobs, in)
+	<-retry.beats // the retry found the Job and watches it
+	uncordon()
+
+	r := await(t, runs, runTimeout)
+	require.NoError(t, r.err)
+	assert.Equal(t, "replicas: 2", r.res.Plan.Change.After)
+	var list batchv1.JobList
+	require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(devenv.Namespace),
+		ctrlclient.MatchingLabels{activities.LabelExecutionUID: in.ExecutionUID}))
+	require.Len(t, list.Items, 1, "a retried activity never creates a second Job")
+	assert.Equal(t, int32(1), asked(jobs), "the gate is asked before the one Job is created, not again for a Job that exists")
+	assert.Len(t, jobPods(t, name, 1, corev1.PodSucceeded), 1)
+	available(t, ns, "web", 2)
+}
+
+// TestJobCollectedPastItsTTLIsNotRunAgain: the worker dies while its Job's
+// Pod waits; the Pod then runs and scales the target, and the TTL controller
+// collects the finished Job before a retry comes. The retry, handed the
+// dead attempt's heartbeat, knows the Job it created and does not create it,
+// and so the action, again.
+func TestJobCollectedPastItsTTLIsNotRunAgain(t *testing.T) {
+	ns := harness.Namespace(t)
+	d := harness.Deployment(t, ns, "web", 1)
+	jobs := newJobs(t)
+	jobs.TTL = time.Second
+	in := jobInput(ns, "web", time.Minute, 0)
+	name := activities.JobName(in)
+	uncordon := cordon(t)
+
+	first := diesWhilePending(t, jobs, in)
+	uncordon()
+
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: devenv.Namespace, Name: name}}
+	harness.Eventually(t, job, runTimeout, func(j *batchv1.Job) bool { return j.Status.Succeeded == 1 })
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(job), &batchv1.Job{}))
+	}, runTimeout, 100*time.Millisecond, "the TTL controller collects the finished Job")
+	available(t, ns, "web", 2)
+	gen := generation(t, d)
+
+	r := await(t, attempt(context.Background(), first.heartbeat()).run(jobs, in), runTimeout)
+	require.Error(t, r.err)
+	app := appError(t, r.err)
+	assert.Equal(t, activities.ReasonExecutionFailed, app.Type())
+	assert.Contains(t, app.Error(), "it is not run again")
+	assert.Equal(t, int32(1), asked(jobs), "no second Job")
+	assert.Equal(t, gen, generation(t, d), "the action ran once")
+}
+
+func generation(t *testing.T, d *appsv1.Deployment) int64 {
+	t.Helper()
+	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(d), d))
+	return d.Generation
 }

@@ -18,10 +18,14 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/test/harness"
 )
 
 // Options say what a package needs beyond the default parts.
@@ -37,6 +41,9 @@ type Options struct {
 	// NoInstall leaves the install to the package (README's procedure is
 	// the default): test/helm installs the chart instead.
 	NoInstall bool
+	// Node runs a real node (see harness.Options.Node), so the job
+	// executor's Pods run `remedy exec` from the image built from this tree.
+	Node bool
 }
 
 var (
@@ -115,6 +122,13 @@ func Main(m *testing.M, o Options) int {
 	if o.Restartable {
 		opts.StateDir = filepath.Join(dir, "state")
 	}
+	if o.Node {
+		// containerd has imported the images once Start returns.
+		if opts.Node, err = harness.NodeOptions(dir); err != nil {
+			fmt.Fprintln(os.Stderr, o.Name+": node:", err)
+			return 1
+		}
+	}
 	opts.Log = logFile
 	opts.DieWithParent = true
 	ctx := context.Background()
@@ -127,6 +141,12 @@ func Main(m *testing.M, o Options) int {
 	if err := install(ctx, dir, o.NoInstall); err != nil {
 		fmt.Fprintln(os.Stderr, o.Name+": install:", err, "(logs:", logPath+")")
 		return 1
+	}
+	if o.Node && !o.NoInstall {
+		if err := scaleManagerToZero(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, o.Name+": node:", err)
+			return 1
+		}
 	}
 	if err := <-built; err != nil {
 		fmt.Fprintln(os.Stderr, o.Name+":", err)
@@ -144,4 +164,26 @@ func Main(m *testing.M, o Options) int {
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// scaleManagerToZero keeps the node from running deploy/manager's
+// Deployments as Pods beside the processes this package runs in their stead
+// (a second operator would contend for the lease, a second webhook for the
+// Services): the node runs the job executor's Pods only.
+func scaleManagerToZero(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	deps, err := cs.AppsV1().Deployments(devenv.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list deployments: %w", err)
+	}
+	for _, d := range deps.Items {
+		patch := []byte(`{"spec":{"replicas":0}}`)
+		if _, err := cs.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("scale %s to zero: %w", d.Name, err)
+		}
+	}
+	return nil
 }

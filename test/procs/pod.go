@@ -456,9 +456,3 @@ func (w prefixWriter) Write(p []byte) (int, error) {
 }
 
 func prefixed(name string) io.Writer { return prefixWriter{prefix: name + ": "} }
-
-// AccountKubeconfig writes into dir a kubeconfig with a token of the
-// ServiceAccount remedy-system/account, as a pod running as it mounts.
-func AccountKubeconfig(t testing.TB, dir, account string) string {
-	return kubeconfig(t, dir, account, PodOptions{})
-}
