@@ -106,7 +106,7 @@ func Main(m *testing.M, o Options) int {
 		}
 		// containerd has imported them once Start returns.
 		defer os.RemoveAll(imageDir)
-		if opts.Node, err = nodeOptions(imageDir); err != nil {
+		if opts.Node, err = image.NodeOptions(context.Background(), Root, runtime.GOARCH, imageDir); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: node:", err)
 			return 1
 		}
@@ -185,20 +185,6 @@ func Main(m *testing.M, o Options) int {
 		_ = os.Remove(logPath)
 	}
 	return code
-}
-
-// nodeOptions builds the images a test node imports into dir.
-func nodeOptions(dir string) (*devenv.NodeOptions, error) {
-	o, err := devenv.NodeOptionsFromEnv(Root)
-	if err != nil {
-		return nil, err
-	}
-	remedy, pause, err := image.BuildNodeImages(context.Background(), Root, runtime.GOARCH, dir)
-	if err != nil {
-		return nil, err
-	}
-	o.Images, o.SandboxImage = []string{remedy, pause}, image.PauseReference()
-	return &o, nil
 }
 
 // Kube is a cluster-admin client for setup and assertions.

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/image"
 )
 
 // Options say what a package needs beyond the default parts.
@@ -37,6 +38,12 @@ type Options struct {
 	// NoInstall leaves the install to the package (README's procedure is
 	// the default): test/helm installs the chart instead.
 	NoInstall bool
+	// Node runs a real node with Remedy's image built from this tree and
+	// imported (and the pause image), and binds Temporal on the node's IP:
+	// the installed Deployments then run as Pods, which reach Temporal there.
+	// Start no processes (StartPod) beside them. One node runs per machine:
+	// packages with one take turns.
+	Node bool
 }
 
 var (
@@ -86,18 +93,34 @@ func Main(m *testing.M, o Options) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
 	log.SetOutput(logFile)
 
+	var node *devenv.NodeOptions
 	built := make(chan error, 1)
 	bin = filepath.Join(dir, "remedy")
-	go func() {
-		// The image's build: static, no cgo (internal/image).
-		build := exec.Command("go", "build", "-o", bin, "./cmd/remedy")
-		build.Dir, build.Env = Root, append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		if err != nil {
-			err = fmt.Errorf("build remedy: %w: %s", err, out)
+	if o.Node {
+		// The image's binary is this tree's; the node imports the image before it starts.
+		built <- nil
+		images := filepath.Join(dir, "images")
+		if err := os.Mkdir(images, 0o700); err != nil {
+			fmt.Fprintln(os.Stderr, o.Name+":", err)
+			return 1
 		}
-		built <- err
-	}()
+		if node, err = image.NodeOptions(context.Background(), Root, runtime.GOARCH, images); err != nil {
+			fmt.Fprintln(os.Stderr, o.Name+": node:", err)
+			return 1
+		}
+		bin = filepath.Join(images, "remedy")
+	} else {
+		go func() {
+			// The image's build: static, no cgo (internal/image).
+			build := exec.Command("go", "build", "-o", bin, "./cmd/remedy")
+			build.Dir, build.Env = Root, append(os.Environ(), "CGO_ENABLED=0")
+			out, err := build.CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("build remedy: %w: %s", err, out)
+			}
+			built <- err
+		}()
+	}
 
 	opts, err := devenv.OptionsFromEnv(Root)
 	if err != nil {
@@ -112,6 +135,9 @@ func Main(m *testing.M, o Options) int {
 	// Webhook Services resolve through their EndpointSlices, as kube-proxy-less
 	// clusters (and this one, which has no Service network) route them.
 	opts.APIServerFlags = map[string]string{"enable-aggregator-routing": "true"}
+	if o.Node {
+		opts.Node, opts.TemporalForPods = node, true
+	}
 	if o.Restartable {
 		opts.StateDir = filepath.Join(dir, "state")
 	}
