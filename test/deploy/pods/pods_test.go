@@ -22,14 +22,9 @@ import (
 
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/image"
-	"github.com/remedy-dev/remedy/internal/install"
 	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/procs"
 )
-
-// readyTimeout bounds how long the installed Deployments take to become
-// Ready once their certificates exist; they take seconds.
-const readyTimeout = 3 * time.Minute
 
 // TestDeployedPods: deploy/, installed by the install doc's procedure as
 // written, runs as Pods; the webhooks are served by them through their
@@ -39,7 +34,7 @@ func TestDeployedPods(t *testing.T) {
 	ctx := context.Background()
 	cs := procs.Clientset(t)
 	kubectl := procs.NewKubectl(t)
-	deployments := installedDeployments(t)
+	deployments := procs.InstalledDeployments(t)
 	require.NotEmpty(t, deployments)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -58,40 +53,8 @@ func TestDeployedPods(t *testing.T) {
 	// The NetworkPolicies, as the install doc applies them.
 	kubectl.Run(t, "apply", "-k", filepath.Join(procs.Root, "deploy", "network"))
 
-	t.Run("every Deployment of deploy/ becomes Ready as Pods of the image", func(t *testing.T) {
-		pending := map[string]bool{}
-		for _, d := range deployments {
-			pending[d.Name] = true
-		}
-		var last string
-		require.Eventually(t, func() bool {
-			for name := range pending {
-				d, err := cs.AppsV1().Deployments(devenv.Namespace).Get(ctx, name, metav1.GetOptions{})
-				if err != nil || !rolledOut(d) {
-					last = describe(ctx, t, name)
-					continue
-				}
-				delete(pending, name)
-				t.Logf("%s: %d/%d Ready %.1fs after its certificates were issued", name, d.Status.ReadyReplicas, *d.Spec.Replicas, time.Since(issued).Seconds())
-			}
-			return len(pending) == 0
-		}, readyTimeout, 250*time.Millisecond, "not Ready: %v; last seen:\n%s", pending, last)
-		for _, d := range deployments {
-			for _, p := range runningPods(t, d) {
-				t.Logf("%s: created to Ready in %s", p.Name, podReadyAfter(p))
-				assert.Equal(t, devenv.NodeName, p.Spec.NodeName)
-				assert.Equal(t, release.Image(), p.Spec.Containers[0].Image, "the image built from this tree, imported, never pulled")
-			}
-		}
-	})
-
-	t.Run("what runs in the Pods is what deploy/ declares", func(t *testing.T) {
-		for _, d := range deployments {
-			for _, p := range runningPods(t, d) {
-				checkPodParity(t, d, p)
-			}
-		}
-	})
+	// Since the certificates were issued: the Pods that mount them wait for them.
+	procs.CheckDeployedPods(t, deployments, issued)
 
 	t.Run("the webhook Services route to the Pods", func(t *testing.T) {
 		for _, svc := range []string{"remedy-webhook", "remedy-drift-webhook"} {
@@ -129,8 +92,8 @@ data: {broken.rego: "package remedy.safety\ndeny contains msg if {"}
 
 	ns := "pods"
 	kubectl.Run(t, "create", "namespace", ns)
-	kubectl.Apply(t, demoDeployment(ns, "web", 1))
-	waitAvailable(t, ns, "web", 1)
+	kubectl.Apply(t, procs.DemoDeployment(ns, "web", 1))
+	procs.WaitAvailable(t, ns, "web", 1)
 
 	t.Run("a frozen parent's child change is denied by the drift webhook's Pods", func(t *testing.T) {
 		out := kubectl.FrozenChildChange(t, ns, "web", "pods freeze")
@@ -141,9 +104,9 @@ data: {broken.rego: "package remedy.safety\ndeny contains msg if {"}
 	})
 
 	t.Run("a KubernetesExecution completes through the in-cluster worker", func(t *testing.T) {
-		scale(t, kubectl, ns, "scale-web", "inline", 2)
+		procs.Scale(t, kubectl, ns, "scale-web", "inline", 2)
 		workers := map[string]bool{}
-		for _, p := range runningPods(t, deploymentNamed(t, deployments, "remedy-worker")) {
+		for _, p := range procs.RunningPods(t, deploymentNamed(t, deployments, "remedy-worker")) {
 			workers[p.Name] = true
 		}
 		wid := kubectl.Run(t, "get", "kubernetesexecution", "scale-web", "-n", ns, "-o", "jsonpath={.status.workflowID}")
@@ -158,7 +121,7 @@ data: {broken.rego: "package remedy.safety\ndeny contains msg if {"}
 	})
 
 	t.Run("a Job-executor run completes in a Pod running remedy exec", func(t *testing.T) {
-		scale(t, kubectl, ns, "scale-by-job", "job", 3)
+		procs.Scale(t, kubectl, ns, "scale-by-job", "job", 3)
 		job := kubectl.Run(t, "get", "kubernetesexecution", "scale-by-job", "-n", ns, "-o", "jsonpath={.status.executionResults.jobName}")
 		require.NotEmpty(t, job)
 		pods, err := cs.CoreV1().Pods(devenv.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
@@ -191,7 +154,7 @@ data: {broken.rego: "package remedy.safety\ndeny contains msg if {"}
 			assert.Equal(t, int32(1), got.Status.DisruptionsAllowed, "%s: two healthy, one must stay", pdb.Name)
 		}
 		// The worker's: evicting both its Pods at once leaves none, so the second is refused.
-		pods := runningPods(t, deploymentNamed(t, deployments, "remedy-worker"))
+		pods := procs.RunningPods(t, deploymentNamed(t, deployments, "remedy-worker"))
 		require.Len(t, pods, 2)
 		evict := func(p corev1.Pod) error {
 			return cs.CoreV1().Pods(devenv.Namespace).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
@@ -204,33 +167,13 @@ data: {broken.rego: "package remedy.safety\ndeny contains msg if {"}
 		w := deploymentNamed(t, deployments, "remedy-worker")
 		require.Eventually(t, func() bool {
 			d, err := cs.AppsV1().Deployments(devenv.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
-			return err == nil && rolledOut(d)
-		}, readyTimeout, 250*time.Millisecond, "the worker's replacement Pod never became Ready")
+			return err == nil && procs.RolledOut(d)
+		}, procs.ReadyTimeout, 250*time.Millisecond, "the worker's replacement Pod never became Ready")
 	})
 }
 
 // jobPod is the Job executor's Pod, for the NetworkPolicy check.
 var jobPod *corev1.Pod
-
-// installedDeployments are the Deployments the install procedure applies
-// (internal/install renders its steps), as declared.
-func installedDeployments(t *testing.T) []appsv1.Deployment {
-	t.Helper()
-	var out []appsv1.Deployment
-	for _, part := range install.Parts {
-		objs, err := install.Render(procs.Root, part)
-		require.NoError(t, err)
-		for _, o := range objs {
-			if o["kind"] != "Deployment" {
-				continue
-			}
-			var d appsv1.Deployment
-			require.NoError(t, procs.Convert(o, &d))
-			out = append(out, d)
-		}
-	}
-	return out
-}
 
 func deploymentNamed(t *testing.T, ds []appsv1.Deployment, name string) appsv1.Deployment {
 	t.Helper()
@@ -241,51 +184,6 @@ func deploymentNamed(t *testing.T, ds []appsv1.Deployment, name string) appsv1.D
 	}
 	require.FailNow(t, "no Deployment "+name)
 	return appsv1.Deployment{}
-}
-
-// rolledOut: every replica runs the current template and is Ready.
-func rolledOut(d *appsv1.Deployment) bool {
-	want := *d.Spec.Replicas
-	return d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == want &&
-		d.Status.UpdatedReplicas == want && d.Status.ReadyReplicas == want && d.Status.AvailableReplicas == want
-}
-
-// runningPods are d's live Pods.
-func runningPods(t *testing.T, d appsv1.Deployment) []corev1.Pod {
-	t.Helper()
-	pods, err := procs.Clientset(t).CoreV1().Pods(d.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()})
-	require.NoError(t, err)
-	var out []corev1.Pod
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-			out = append(out, p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// podReadyAfter is how long p took from creation to Ready, by the API's timestamps (seconds).
-func podReadyAfter(p corev1.Pod) time.Duration {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Sub(p.CreationTimestamp.Time)
-		}
-	}
-	return -1
-}
-
-// describe says where name's Pods are, for a failure message.
-func describe(ctx context.Context, t *testing.T, name string) string {
-	pods, err := procs.Clientset(t).CoreV1().Pods(devenv.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
-	if err != nil {
-		return err.Error()
-	}
-	var b strings.Builder
-	for _, p := range pods.Items {
-		fmt.Fprintf(&b, "%s %s %+v\n", p.Name, p.Status.Phase, p.Status.ContainerStatuses)
-	}
-	return b.String()
 }
 
 // readyEndpoints are the ready addresses of svc's EndpointSlices.
@@ -312,57 +210,6 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// demoDeployment is the demo app from the image, with its readiness probe.
-func demoDeployment(ns, name string, replicas int) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %[1]s, namespace: %[2]s, labels: {app: %[1]s}}
-spec:
-  replicas: %[3]d
-  selector: {matchLabels: {app: %[1]s}}
-  template:
-    metadata: {labels: {app: %[1]s}}
-    spec:
-      containers:
-        - name: %[1]s
-          image: %[4]s
-          args: [demo-app]
-          ports: [{name: http, containerPort: 8080}]
-          readinessProbe: {httpGet: {path: /readyz, port: http}, periodSeconds: 1}
-`, name, ns, replicas, release.Image())
-}
-
-func waitAvailable(t *testing.T, ns, name string, replicas int32) {
-	t.Helper()
-	cs := procs.Clientset(t)
-	require.Eventually(t, func() bool {
-		d, err := cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
-		return err == nil && *d.Spec.Replicas == replicas && rolledOut(d)
-	}, 90*time.Second, 200*time.Millisecond, "%s/%s never had %d available replicas", ns, name, replicas)
-}
-
-// scale runs a KubernetesExecution that scales ns/web to replicas with
-// executor, and waits until it completed and the replicas are available.
-func scale(t *testing.T, kubectl procs.Kubectl, ns, name, executor string, replicas int32) {
-	t.Helper()
-	start := time.Now()
-	kubectl.Apply(t, fmt.Sprintf(`apiVersion: remedy.dev/v1alpha1
-kind: KubernetesExecution
-metadata: {name: %s, namespace: %s}
-spec:
-  action: scale
-  executor: %s
-  target: {apiVersion: apps/v1, kind: Deployment, namespace: %s, name: web}
-  parameters: {replicas: %d}
-  rollbackWindow: 1s
-`, name, ns, executor, ns, replicas))
-	kubectl.WaitPhase(t, ns, name, "Completed", "Failed")
-	phase := kubectl.Run(t, "get", "kubernetesexecution", name, "-n", ns, "-o", "jsonpath={.status.phase} {.status.reason}: {.status.message}")
-	require.True(t, strings.HasPrefix(phase, "Completed"), phase)
-	waitAvailable(t, ns, "web", replicas)
-	t.Logf("%s run completed and rolled out in %.1fs", executor, time.Since(start).Seconds())
 }
 
 // activityIdentities are the identities of the workers that started the

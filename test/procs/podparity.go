@@ -1,4 +1,4 @@
-package pods
+package procs
 
 import (
 	"bufio"
@@ -9,28 +9,26 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/image"
-	"github.com/remedy-dev/remedy/test/procs"
 )
 
 // tokenPath is where the kubelet mounts a Pod's ServiceAccount token.
 const tokenPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// checkPodParity compares Pod p of Deployment d with what deploy/ declares
+// CheckPodParity compares Pod p of Deployment d with what deploy/ declares
 // for it, first as the API server stored it, then as the kubelet ran it:
 // the container's process, read from the host's /proc.
-func checkPodParity(t *testing.T, d appsv1.Deployment, p corev1.Pod) {
+func CheckPodParity(t testing.TB, d appsv1.Deployment, p corev1.Pod) {
 	t.Helper()
 	want, got := d.Spec.Template.Spec, p.Spec
 	c, pc := want.Containers[0], got.Containers[0]
@@ -81,7 +79,7 @@ func checkPodParity(t *testing.T, d appsv1.Deployment, p corev1.Pod) {
 
 	token, err := os.ReadFile(filepath.Join("/proc", pid, "root", tokenPath, "token"))
 	require.NoError(t, err, "%s: its token", p.Name)
-	review, err := procs.Clientset(t).AuthenticationV1().TokenReviews().Create(context.Background(),
+	review, err := Clientset(t).AuthenticationV1().TokenReviews().Create(context.Background(),
 		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: string(token)}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "system:serviceaccount:"+devenv.Namespace+":"+want.ServiceAccountName, review.Status.User.Username, "%s: the Pod acts as its ServiceAccount", p.Name)
@@ -93,7 +91,7 @@ func declaredArgs(args []string) []string {
 	out := append([]string(nil), args...)
 	for i, a := range out {
 		if strings.HasPrefix(a, "--temporal-address=") {
-			out[i] = "--temporal-address=" + procs.Env().TemporalAddress
+			out[i] = "--temporal-address=" + env.TemporalAddress
 		}
 	}
 	return out
@@ -119,7 +117,7 @@ func handlerOf(p *corev1.Probe) *corev1.ProbeHandler {
 }
 
 // containerPID is the first process of the container, found in its cgroup.
-func containerPID(t *testing.T, containerID string) string {
+func containerPID(t testing.TB, containerID string) string {
 	t.Helper()
 	_, id, ok := strings.Cut(containerID, "://")
 	require.True(t, ok, containerID)
@@ -164,74 +162,18 @@ func mountOptions(mountinfo string) map[string]bool {
 	return ro
 }
 
-// checkNetworkPolicies: deploy/network's policies exist and select what
-// they say. Whether traffic is dropped cannot be checked here: the node's
-// bridge CNI does not enforce NetworkPolicy (docs/operate.md says so).
-func checkNetworkPolicies(t *testing.T, deployments []appsv1.Deployment) {
-	ctx := context.Background()
-	cs := procs.Clientset(t)
-	components := map[string]bool{}
-	served := map[string]bool{}
-	for _, d := range deployments {
-		for _, p := range runningPods(t, d) {
-			components[p.Name] = true
-			for _, port := range p.Spec.Containers[0].Ports {
-				served[port.Name] = true
+// CheckDeployedPods waits until the Deployments ds are rolled out as Pods
+// (logging how long each took since since) and checks every Pod against
+// what deploy/ declares (CheckPodParity).
+func CheckDeployedPods(t *testing.T, ds []appsv1.Deployment, since time.Time) {
+	t.Run("every Deployment of deploy/ becomes Ready as Pods of the image", func(t *testing.T) {
+		WaitRolledOut(t, ds, since)
+	})
+	t.Run("what runs in the Pods is what deploy/ declares", func(t *testing.T) {
+		for _, d := range ds {
+			for _, p := range RunningPods(t, d) {
+				CheckPodParity(t, d, p)
 			}
 		}
-	}
-	require.NotNil(t, jobPod, "the Job executor's Pod ran")
-	all, err := cs.CoreV1().Pods(devenv.Namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	ns, err := cs.CoreV1().Namespaces().Get(ctx, devenv.Namespace, metav1.GetOptions{})
-	require.NoError(t, err)
-	selects := func(sel metav1.LabelSelector) map[string]bool {
-		s, err := metav1.LabelSelectorAsSelector(&sel)
-		require.NoError(t, err)
-		out := map[string]bool{}
-		for _, p := range all.Items {
-			if s.Matches(labels.Set(p.Labels)) {
-				out[p.Name] = true
-			}
-		}
-		return out
-	}
-	everyPod := map[string]bool{}
-	for _, p := range all.Items {
-		everyPod[p.Name] = true
-	}
-	for _, o := range procs.Manifests(t, filepath.Join("deploy", "network", "*.yaml")) {
-		if o["kind"] != "NetworkPolicy" {
-			continue
-		}
-		var np networkingv1.NetworkPolicy
-		require.NoError(t, procs.Convert(o, &np))
-		_, err := cs.NetworkingV1().NetworkPolicies(np.Namespace).Get(ctx, np.Name, metav1.GetOptions{})
-		require.NoError(t, err, "%s installed", np.Name)
-		switch np.Name {
-		case "remedy-default-deny-ingress":
-			assert.Equal(t, everyPod, selects(np.Spec.PodSelector), "denies ingress to every Pod of %s, the Job's too", devenv.Namespace)
-			assert.Empty(t, np.Spec.Ingress)
-		case "remedy-serving":
-			assert.Equal(t, components, selects(np.Spec.PodSelector), "opens the components' ports, not the Job Pod's")
-			allowed := map[string]bool{}
-			for _, r := range np.Spec.Ingress {
-				for _, port := range r.Ports {
-					allowed[port.Port.String()] = true
-				}
-			}
-			assert.Equal(t, served, allowed, "exactly the ports the components declare")
-		case "temporal-frontend":
-			require.Len(t, np.Spec.Ingress, 1)
-			require.Len(t, np.Spec.Ingress[0].From, 1)
-			from := np.Spec.Ingress[0].From[0]
-			nsSel, err := metav1.LabelSelectorAsSelector(from.NamespaceSelector)
-			require.NoError(t, err)
-			assert.True(t, nsSel.Matches(labels.Set(ns.Labels)), "admits %s", devenv.Namespace)
-			assert.Equal(t, components, selects(*from.PodSelector), "only the components reach Temporal, not the Job Pod")
-			// Its own selector names temporal-dev.yaml's Pods; here Temporal runs on the host.
-		default:
-			t.Errorf("NetworkPolicy %s: what should it select?", np.Name)
-		}
-	}
+	})
 }
