@@ -21,7 +21,9 @@ import (
 )
 
 // The three processes of deploy/manager, as written, do Remedy's work with
-// only the RBAC deploy/ grants.
+// only the RBAC deploy/ grants. test/deploy/pods checks the same manifests
+// as Pods on a real node (procs.CheckPodParity: what runs in each Pod is
+// what deploy/ declares).
 func TestDeployedProcesses(t *testing.T) {
 	start := time.Now()
 	cas := procs.IssueCertificates(t)
