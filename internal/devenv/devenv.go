@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,11 @@ type Options struct {
 	// Node, when set, also runs a real node (containerd, kube-scheduler and
 	// the kubelet; Linux, root) so that Pods run. It needs ControllerManager.
 	Node *NodeOptions
+	// TemporalForPods makes the Temporal frontend reachable from Pods: Env's
+	// TemporalAddress is then on the node's IP (a forwarder to the dev
+	// server on loopback), for Remedy's own Deployments installed as
+	// written. It needs Node. The node IP is on this machine: nothing leaves it.
+	TemporalForPods bool
 }
 
 // Env is a running set of real parts.
@@ -93,6 +99,9 @@ type Env struct {
 	node      *node
 	tmpDir    string
 	log       io.Writer
+
+	// temporalForward puts the dev server on the node's IP (TemporalForPods).
+	temporalForward *forwarder
 }
 
 // OptionsFromEnv fills the binary paths from KUBEBUILDER_ASSETS and
@@ -183,6 +192,9 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		}
 		dbDir = o.StateDir
 	}
+	if o.TemporalForPods && o.Node == nil {
+		return env, errors.New("Temporal for Pods needs a node (Options.Node)")
+	}
 	if o.Node != nil {
 		if !o.ControllerManager {
 			return env, errors.New("a node needs kube-controller-manager (Options.ControllerManager)")
@@ -225,6 +237,12 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	}
 	env.Temporal = tr.srv.Client()
 	env.TemporalAddress = tr.srv.FrontendHostPort()
+	if o.TemporalForPods {
+		if env.temporalForward, err = forward(net.JoinHostPort(NodeIP, "0"), env.TemporalAddress); err != nil {
+			return env, fmt.Errorf("forward Temporal to the node's IP: %w", err)
+		}
+		env.TemporalAddress = env.temporalForward.Addr()
+	}
 
 	if o.ControllerManager {
 		if err := env.startControllerManager(o); err != nil {
@@ -348,6 +366,10 @@ func (e *Env) Stop() error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", part, err))
 		}
+	}
+	// Before the node's teardown removes its IP.
+	if e.temporalForward != nil {
+		timed("the Temporal forwarder", e.temporalForward.Close)
 	}
 	// The kubelet goes first: it reports to the API server until it stops.
 	if e.node != nil {

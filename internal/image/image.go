@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/crypto/x509roots/fallback/bundle"
 
+	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/release"
 )
 
@@ -228,4 +229,19 @@ func BuildNodeImages(ctx context.Context, repoRoot, arch, dir string) (remedy, p
 		return "", "", err
 	}
 	return remedy, pause, BuildPause(ctx, repoRoot, arch, pause)
+}
+
+// NodeOptions are a test node's options with Remedy's image and the pause
+// image built from repoRoot into dir (Remedy's binary is dir/remedy).
+func NodeOptions(ctx context.Context, repoRoot, arch, dir string) (*devenv.NodeOptions, error) {
+	o, err := devenv.NodeOptionsFromEnv(repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	remedy, pause, err := BuildNodeImages(ctx, repoRoot, arch, dir)
+	if err != nil {
+		return nil, err
+	}
+	o.Images, o.SandboxImage = []string{remedy, pause}, PauseReference()
+	return &o, nil
 }

@@ -21,7 +21,9 @@ import (
 )
 
 // The three processes of deploy/manager, as written, do Remedy's work with
-// only the RBAC deploy/ grants.
+// only the RBAC deploy/ grants. test/deploy/pods checks the same manifests
+// as Pods on a real node (procs.CheckPodParity: what runs in each Pod is
+// what deploy/ declares).
 func TestDeployedProcesses(t *testing.T) {
 	start := time.Now()
 	cas := procs.IssueCertificates(t)
@@ -95,19 +97,7 @@ func TestDeployedProcesses(t *testing.T) {
 	})
 
 	t.Run("a frozen parent's child change is denied by the drift webhook", func(t *testing.T) {
-		var rs string
-		require.Eventually(t, func() bool {
-			rs = kubectl.Run(t, "get", "rs", "-n", ns, "-l", "app=web", "-o", `jsonpath={.items[0].metadata.name}`)
-			return rs != "" && kubectl.Run(t, "get", "rs", rs, "-n", ns, "-o", `jsonpath={.metadata.annotations.kausality\.io/updaters}`) != ""
-		}, 60*time.Second, 200*time.Millisecond, "the drift webhook never traced the ReplicaSet")
-		kubectl.Run(t, "annotate", "deployment", "web", "-n", ns, `kausality.io/freeze={"user":"oncall","message":"parity freeze","at":"2026-01-01T00:00:00Z"}`)
-		// The webhook reads the parent from its informer cache: the freeze lands within moments.
-		var out string
-		require.Eventually(t, func() bool {
-			var err error
-			out, err = kubectl.Try("patch", "rs", rs, "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":5}}`)
-			return err != nil
-		}, 10*time.Second, 200*time.Millisecond, "a person's change to a frozen parent's child was admitted: %s", out)
+		out := kubectl.FrozenChildChange(t, ns, "web", "parity freeze")
 		assert.Contains(t, out, "Forbidden")
 		assert.Contains(t, out, "parity freeze")
 	})

@@ -110,7 +110,7 @@ func Main(m *testing.M, o Options) int {
 		}
 		// containerd has imported them once Start returns.
 		defer os.RemoveAll(imageDir)
-		if opts.Node, err = NodeOptions(imageDir); err != nil {
+		if opts.Node, err = image.NodeOptions(context.Background(), Root, runtime.GOARCH, imageDir); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: node:", err)
 			return 1
 		}
@@ -189,21 +189,6 @@ func Main(m *testing.M, o Options) int {
 		_ = os.Remove(logPath)
 	}
 	return code
-}
-
-// NodeOptions finds the node's parts and builds the images a test node
-// imports (Remedy's from this tree, and the pause image) into dir.
-func NodeOptions(dir string) (*devenv.NodeOptions, error) {
-	o, err := devenv.NodeOptionsFromEnv(Root)
-	if err != nil {
-		return nil, err
-	}
-	remedy, pause, err := image.BuildNodeImages(context.Background(), Root, runtime.GOARCH, dir)
-	if err != nil {
-		return nil, err
-	}
-	o.Images, o.SandboxImage = []string{remedy, pause}, image.PauseReference()
-	return &o, nil
 }
 
 // Kube is a cluster-admin client for setup and assertions.

@@ -19,7 +19,6 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/release"
@@ -43,7 +42,7 @@ func TestChartInstalledAndWalkedThrough(t *testing.T) {
 		"operator":        map[string]any{"replicas": 1},
 		"worker":          map[string]any{"replicas": 1, "resources": map[string]any{"limits": map[string]any{"memory": "512Mi"}}},
 	}
-	cfg := helmConfig(t)
+	cfg := procs.HelmConfig(t)
 	ch, err := loader.Load(filepath.Join(procs.Root, "deploy", "helm", "remedy"))
 	require.NoError(t, err)
 	inst := action.NewInstall(cfg)
@@ -109,7 +108,7 @@ func TestChartInstalledAndWalkedThrough(t *testing.T) {
 	})
 
 	t.Run("helm upgrade changes the values in place", func(t *testing.T) {
-		up := action.NewUpgrade(helmConfig(t))
+		up := action.NewUpgrade(procs.HelmConfig(t))
 		up.Namespace, up.ReuseValues = "default", true
 		rel, err := up.RunWithContext(ctx, "remedy", ch, map[string]any{"worker": map[string]any{"replicas": 3}})
 		require.NoError(t, err, "helm upgrade")
@@ -117,18 +116,6 @@ func TestChartInstalledAndWalkedThrough(t *testing.T) {
 		assert.Equal(t, "3 "+release.Image()+"@"+digest+" 512Mi", deployment("remedy-worker"))
 	})
 	t.Logf("helm test took %.1fs", time.Since(start).Seconds())
-}
-
-// helmConfig is the Helm SDK's configuration for the test's API server,
-// keeping releases as Secrets (Helm's default driver).
-func helmConfig(t *testing.T) *action.Configuration {
-	t.Helper()
-	flags := genericclioptions.NewConfigFlags(false)
-	kubeconfig, ns := procs.AdminKubeconfig(), "default"
-	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
-	cfg := new(action.Configuration)
-	require.NoError(t, cfg.Init(flags, ns, "secret", func(format string, v ...any) { fmt.Fprintf(procs.Log(), "helm: "+format+"\n", v...) }))
-	return cfg
 }
 
 // plugin runs `kubectl remedy` (the built binary as kubectl-remedy) as cluster-admin.

@@ -62,10 +62,16 @@ func (k Kubectl) Run(t testing.TB, args ...string) string {
 // Apply applies manifest.
 func (k Kubectl) Apply(t testing.TB, manifest string) {
 	t.Helper()
-	cmd := exec.Command(k.path, "--kubeconfig", k.kubeconfig, "apply", "-f", "-")
-	cmd.Stdin = strings.NewReader(manifest)
-	out, err := cmd.CombinedOutput()
+	out, err := k.TryInput(manifest, "apply", "-f", "-")
 	require.NoError(t, err, "%s", out)
+}
+
+// TryInput runs kubectl with input on its stdin and returns its trimmed output.
+func (k Kubectl) TryInput(input string, args ...string) (string, error) {
+	cmd := exec.Command(k.path, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(input)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
 }
 
 // WaitPhase waits for the KubernetesExecution to reach one of phases.
@@ -81,4 +87,27 @@ func (k Kubectl) WaitPhase(t testing.TB, ns, name string, phases ...string) {
 		}
 		return false
 	}, 90*time.Second, 250*time.Millisecond, "%s/%s phase %q, want %v", ns, name, phase, phases)
+}
+
+// FrozenChildChange freezes Deployment ns/name (kausality.io/freeze, with
+// message) once the drift webhook has traced its ReplicaSet, and returns
+// what kubectl says to a person's change of that ReplicaSet. The change
+// must be refused: the webhook reads the parent from its informer cache, so
+// the freeze lands within moments.
+func (k Kubectl) FrozenChildChange(t testing.TB, ns, name, message string) string {
+	t.Helper()
+	var rs string
+	require.Eventually(t, func() bool {
+		rs, _ = k.Try("get", "rs", "-n", ns, "-l", "app="+name, "-o", `jsonpath={.items[0].metadata.name}`)
+		updaters, _ := k.Try("get", "rs", rs, "-n", ns, "-o", `jsonpath={.metadata.annotations.kausality\.io/updaters}`)
+		return rs != "" && updaters != ""
+	}, 60*time.Second, 200*time.Millisecond, "the drift webhook never traced the ReplicaSet")
+	k.Run(t, "annotate", "deployment", name, "-n", ns, `kausality.io/freeze={"user":"oncall","message":"`+message+`","at":"2026-01-01T00:00:00Z"}`)
+	var out string
+	require.Eventually(t, func() bool {
+		var err error
+		out, err = k.Try("patch", "rs", rs, "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":5}}`)
+		return err != nil
+	}, 10*time.Second, 200*time.Millisecond, "a person's change to a frozen parent's child was admitted: %s", out)
+	return out
 }

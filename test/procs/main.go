@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/remedy-dev/remedy/internal/devenv"
-	"github.com/remedy-dev/remedy/test/harness"
+	"github.com/remedy-dev/remedy/internal/image"
 )
 
 // Options say what a package needs beyond the default parts.
@@ -41,9 +41,16 @@ type Options struct {
 	// NoInstall leaves the install to the package (README's procedure is
 	// the default): test/helm installs the chart instead.
 	NoInstall bool
-	// Node runs a real node (see harness.Options.Node), so the job
-	// executor's Pods run `remedy exec` from the image built from this tree.
+	// Node runs a real node with Remedy's image built from this tree and
+	// imported (and the pause image): the job executor's Pods run
+	// `remedy exec` from it. One node runs per machine: packages with one
+	// take turns.
 	Node bool
+	// Pods runs the installed Deployments as Pods on the node, which reach
+	// Temporal on the node's IP; start no processes (StartPod) beside them.
+	// Without it, the node runs no Deployment of deploy/manager (scaled to
+	// zero after the install), only what the processes create.
+	Pods bool
 }
 
 var (
@@ -93,18 +100,34 @@ func Main(m *testing.M, o Options) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
 	log.SetOutput(logFile)
 
+	var node *devenv.NodeOptions
 	built := make(chan error, 1)
 	bin = filepath.Join(dir, "remedy")
-	go func() {
-		// The image's build: static, no cgo (internal/image).
-		build := exec.Command("go", "build", "-o", bin, "./cmd/remedy")
-		build.Dir, build.Env = Root, append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		if err != nil {
-			err = fmt.Errorf("build remedy: %w: %s", err, out)
+	if o.Node {
+		// The image's binary is this tree's; the node imports the image before it starts.
+		built <- nil
+		images := filepath.Join(dir, "images")
+		if err := os.Mkdir(images, 0o700); err != nil {
+			fmt.Fprintln(os.Stderr, o.Name+":", err)
+			return 1
 		}
-		built <- err
-	}()
+		if node, err = image.NodeOptions(context.Background(), Root, runtime.GOARCH, images); err != nil {
+			fmt.Fprintln(os.Stderr, o.Name+": node:", err)
+			return 1
+		}
+		bin = filepath.Join(images, "remedy")
+	} else {
+		go func() {
+			// The image's build: static, no cgo (internal/image).
+			build := exec.Command("go", "build", "-o", bin, "./cmd/remedy")
+			build.Dir, build.Env = Root, append(os.Environ(), "CGO_ENABLED=0")
+			out, err := build.CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("build remedy: %w: %s", err, out)
+			}
+			built <- err
+		}()
+	}
 
 	opts, err := devenv.OptionsFromEnv(Root)
 	if err != nil {
@@ -119,15 +142,10 @@ func Main(m *testing.M, o Options) int {
 	// Webhook Services resolve through their EndpointSlices, as kube-proxy-less
 	// clusters (and this one, which has no Service network) route them.
 	opts.APIServerFlags = map[string]string{"enable-aggregator-routing": "true"}
+	// containerd has imported the images once Start returns.
+	opts.Node, opts.TemporalForPods = node, o.Pods
 	if o.Restartable {
 		opts.StateDir = filepath.Join(dir, "state")
-	}
-	if o.Node {
-		// containerd has imported the images once Start returns.
-		if opts.Node, err = harness.NodeOptions(dir); err != nil {
-			fmt.Fprintln(os.Stderr, o.Name+": node:", err)
-			return 1
-		}
 	}
 	opts.Log = logFile
 	opts.DieWithParent = true
@@ -142,7 +160,7 @@ func Main(m *testing.M, o Options) int {
 		fmt.Fprintln(os.Stderr, o.Name+": install:", err, "(logs:", logPath+")")
 		return 1
 	}
-	if o.Node && !o.NoInstall {
+	if o.Node && !o.Pods && !o.NoInstall {
 		if err := scaleManagerToZero(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, o.Name+": node:", err)
 			return 1

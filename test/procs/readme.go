@@ -13,9 +13,10 @@ import (
 )
 
 // ReadmeBlocks are the blocks of docs/operate.md's "Running against a real cluster"
-// marked `doctest: deploy`, in order: the install, the Temporal namespace,
-// the secured Temporal's Secrets and the scaling.
-type ReadmeBlocks struct{ Install, Temporal, TLS, Scale docs.Block }
+// marked `doctest: deploy`, in order: the install, the overlay that points
+// the processes at another Temporal, the Temporal namespace, the secured
+// Temporal's Secrets and the scaling.
+type ReadmeBlocks struct{ Install, Address, Temporal, TLS, Scale docs.Block }
 
 // installDoc holds the install procedure the deploy tests run as written.
 const installDoc = "docs/operate.md"
@@ -36,7 +37,7 @@ func ParseReadme() (ReadmeBlocks, error) {
 			deploy = append(deploy, b)
 		}
 	}
-	want := []string{"kubectl apply -k deploy/manager", "temporal operator namespace create", "secret generic remedy-temporal-tls", "scale deploy/remedy-worker"}
+	want := []string{"kubectl apply -k deploy/manager", "kubectl apply -k remedy-manager", "temporal operator namespace create", "secret generic remedy-temporal-tls", "scale deploy/remedy-worker"}
 	if len(deploy) != len(want) {
 		return ReadmeBlocks{}, fmt.Errorf("%s has %d `doctest: deploy` blocks, this test runs %d", installDoc, len(deploy), len(want))
 	}
@@ -45,7 +46,7 @@ func ParseReadme() (ReadmeBlocks, error) {
 			return ReadmeBlocks{}, fmt.Errorf("%s: deploy block %d should contain %q", deploy[i], i+1, w)
 		}
 	}
-	return ReadmeBlocks{deploy[0], deploy[1], deploy[2], deploy[3]}, nil
+	return ReadmeBlocks{deploy[0], deploy[1], deploy[2], deploy[3], deploy[4]}, nil
 }
 
 // RunReadme runs b as a person would from a checkout, in dir (which holds
@@ -99,8 +100,12 @@ func install(ctx context.Context, dir string, none bool) error {
 	if err := os.WriteFile(filepath.Join(work, "client-ca.crt"), ca, 0o600); err != nil {
 		return fmt.Errorf("write client-ca.crt: %w", err)
 	}
-	if err := RunReadme(blocks.Install, work); err != nil {
-		return err
+	// Then the processes are pointed at this package's Temporal: on the
+	// node's IP with a node, where its Pods reach it.
+	for _, b := range []docs.Block{blocks.Install, blocks.Address} {
+		if err := RunReadme(b, work); err != nil {
+			return err
+		}
 	}
 	return devenv.Install(ctx, env.Config, filepath.Join(Root, "deploy", "rbac", "approver-example.yaml"))
 }

@@ -1,0 +1,89 @@
+package pods
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/test/procs"
+)
+
+// checkNetworkPolicies: deploy/network's policies exist and select what
+// they say. Whether traffic is dropped cannot be checked here: the node's
+// bridge CNI does not enforce NetworkPolicy (docs/operate.md says so).
+func checkNetworkPolicies(t *testing.T, deployments []appsv1.Deployment) {
+	ctx := context.Background()
+	cs := procs.Clientset(t)
+	components := map[string]bool{}
+	served := map[string]bool{}
+	for _, d := range deployments {
+		for _, p := range procs.RunningPods(t, d) {
+			components[p.Name] = true
+			for _, port := range p.Spec.Containers[0].Ports {
+				served[port.Name] = true
+			}
+		}
+	}
+	require.NotNil(t, jobPod, "the Job executor's Pod ran")
+	all, err := cs.CoreV1().Pods(devenv.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, devenv.Namespace, metav1.GetOptions{})
+	require.NoError(t, err)
+	selects := func(sel metav1.LabelSelector) map[string]bool {
+		s, err := metav1.LabelSelectorAsSelector(&sel)
+		require.NoError(t, err)
+		out := map[string]bool{}
+		for _, p := range all.Items {
+			if s.Matches(labels.Set(p.Labels)) {
+				out[p.Name] = true
+			}
+		}
+		return out
+	}
+	everyPod := map[string]bool{}
+	for _, p := range all.Items {
+		everyPod[p.Name] = true
+	}
+	for _, o := range procs.Manifests(t, filepath.Join("deploy", "network", "*.yaml")) {
+		if o["kind"] != "NetworkPolicy" {
+			continue
+		}
+		var np networkingv1.NetworkPolicy
+		require.NoError(t, procs.Convert(o, &np))
+		_, err := cs.NetworkingV1().NetworkPolicies(np.Namespace).Get(ctx, np.Name, metav1.GetOptions{})
+		require.NoError(t, err, "%s installed", np.Name)
+		switch np.Name {
+		case "remedy-default-deny-ingress":
+			assert.Equal(t, everyPod, selects(np.Spec.PodSelector), "denies ingress to every Pod of %s, the Job's too", devenv.Namespace)
+			assert.Empty(t, np.Spec.Ingress)
+		case "remedy-serving":
+			assert.Equal(t, components, selects(np.Spec.PodSelector), "opens the components' ports, not the Job Pod's")
+			allowed := map[string]bool{}
+			for _, r := range np.Spec.Ingress {
+				for _, port := range r.Ports {
+					allowed[port.Port.String()] = true
+				}
+			}
+			assert.Equal(t, served, allowed, "exactly the ports the components declare")
+		case "temporal-frontend":
+			require.Len(t, np.Spec.Ingress, 1)
+			require.Len(t, np.Spec.Ingress[0].From, 1)
+			from := np.Spec.Ingress[0].From[0]
+			nsSel, err := metav1.LabelSelectorAsSelector(from.NamespaceSelector)
+			require.NoError(t, err)
+			assert.True(t, nsSel.Matches(labels.Set(ns.Labels)), "admits %s", devenv.Namespace)
+			assert.Equal(t, components, selects(*from.PodSelector), "only the components reach Temporal, not the Job Pod")
+			// Its own selector names temporal-dev.yaml's Pods; here Temporal runs on the host.
+		default:
+			t.Errorf("NetworkPolicy %s: what should it select?", np.Name)
+		}
+	}
+}
