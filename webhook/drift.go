@@ -230,6 +230,7 @@ func (d *Drift) parent(u *unstructured.Unstructured) *kausality.Parent {
 		Annotations: u.GetAnnotations(), Deleting: u.GetDeletionTimestamp() != nil,
 		Init: d.Policies.Current().Initialization(u.GroupVersionKind().Group, u.GetKind()),
 	}
+	p.RollingOut, _, _ = unstructured.NestedBool(u.Object, rollingOutField)
 	if og, ok := kausality.ObservedGeneration(u); ok {
 		p.ObservedGeneration = &og
 	} else if og, err := strconv.ParseInt(p.Annotations[kv1.AnnotationObservedGeneration], 10, 64); err == nil {

@@ -16,11 +16,16 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/webhook/kausality"
 )
 
 // specHashField holds the parent's SpecHash in the trimmed cache copy; the
 // spec itself is dropped to keep the cache small.
 const specHashField = "remedySpecHash"
+
+// rollingOutField holds kausality.RollingOut of the parent in the trimmed
+// cache copy, read before its spec and replica counts are dropped.
+const rollingOutField = "remedyRollingOut"
 
 // cacheSyncTimeout bounds the first lookup of a kind, which starts its informer.
 const cacheSyncTimeout = 10 * time.Second
@@ -256,7 +261,8 @@ func restMapping(mapper meta.RESTMapper, ref metav1.OwnerReference) (*meta.RESTM
 }
 
 // trimParent keeps what the decision reads: metadata without managedFields,
-// status.observedGeneration and status.conditions, plus the spec's hash.
+// status.observedGeneration and status.conditions, plus the spec's hash and
+// whether the parent is rolling out.
 func trimParent(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -265,6 +271,9 @@ func trimParent(obj any) (any, error) {
 	meta, _, _ := unstructured.NestedMap(u.Object, "metadata")
 	delete(meta, "managedFields")
 	out := map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta, specHashField: kv1.SpecHash(u.Object)}
+	if kausality.RollingOut(u) {
+		out[rollingOutField] = true
+	}
 	status := map[string]any{}
 	if og, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "observedGeneration"); ok {
 		status["observedGeneration"] = og

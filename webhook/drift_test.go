@@ -104,6 +104,12 @@ func TestTrimParentKeepsWhatTheDecisionReads(t *testing.T) {
 	assert.Equal(t, "initialized", tu.GetAnnotations()[kv1.AnnotationPhase])
 	assert.Equal(t, map[string]any{"observedGeneration": int64(4), "conditions": []any{map[string]any{"type": "Available", "status": "True"}}}, tu.Object["status"])
 	assert.Equal(t, kv1.SpecHash(u.Object), SpecHash(tu))
+	assert.Equal(t, true, tu.Object[rollingOutField], "no replica runs the new template yet: rolling out")
+
+	_ = unstructured.SetNestedField(u.Object, int64(1), "status", "updatedReplicas")
+	got, err = trimParent(u)
+	assert.NoError(t, err)
+	assert.NotContains(t, got.(*unstructured.Unstructured).Object, rollingOutField, "rolled out")
 }
 
 func TestSpecGenerationIgnoresAnnotationOnlyBumps(t *testing.T) {

@@ -47,8 +47,8 @@ func identify(userHash string, updaters []string, parent *Parent) role {
 
 // extends reports whether the child's new trace extends the parent's, in
 // kausality's terms: never for someone other than the controller; while the
-// parent reconciles a spec change, for the controller and for an
-// undetermined requester alike; when the parent reports no
+// parent reconciles a spec change (or still rolls it out), for the
+// controller and for an undetermined requester alike; when the parent reports no
 // observedGeneration, only for a confirmed controller. A stable parent's
 // controller changing a child starts a new origin: that change was not
 // caused by the parent.
@@ -59,5 +59,5 @@ func extends(r role, p *Parent) bool {
 	case p.ObservedGeneration == nil:
 		return r == roleController
 	}
-	return *p.ObservedGeneration < p.Generation
+	return reconciling(*p)
 }

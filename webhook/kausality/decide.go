@@ -148,7 +148,11 @@ func (d *decider) decide() (res Result, extend bool, label map[string]string) {
 		return allow(DecisionNewOrigin, "kausality: change by someone other than the parent's controller: new causal origin"), extend, nil
 	}
 	if expected(*p) {
-		return allow(DecisionExpected, "kausality: the parent's controller is reconciling a spec change"), extend, nil
+		why := "kausality: the parent's controller is reconciling a spec change"
+		if p.RollingOut {
+			why = "kausality: the parent's controller is rolling out its spec"
+		}
+		return allow(DecisionExpected, why), extend, nil
 	}
 	res, label = d.drift()
 	return res, extend, label

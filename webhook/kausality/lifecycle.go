@@ -49,9 +49,15 @@ func hasTrue(cs []Condition, typ string) bool {
 }
 
 // expected reports whether the parent's controller has not yet observed its
-// last spec change, so changes to children are the reconciliation of it. A
-// parent that reports no observedGeneration at all cannot show drift:
-// like kausality, be lenient and call it expected.
+// last spec change, or has but is still rolling it out, so changes to
+// children are the reconciliation of it. A parent that reports no
+// observedGeneration at all cannot show drift: like kausality, be lenient
+// and call it expected.
 func expected(p Parent) bool {
-	return p.ObservedGeneration == nil || *p.ObservedGeneration < p.Generation
+	return p.ObservedGeneration == nil || reconciling(p)
+}
+
+// reconciling: the controller has a spec change to observe or to finish rolling out.
+func reconciling(p Parent) bool {
+	return *p.ObservedGeneration < p.Generation || p.RollingOut
 }

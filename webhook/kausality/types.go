@@ -40,7 +40,8 @@ type Parent struct {
 	// Generation is the generation of the parent's last SPEC change. The
 	// adapter computes it (Deployments bump metadata.generation on
 	// annotation-only changes; writing an approval must not open an
-	// "expected" window). Expected change iff ObservedGeneration < Generation.
+	// "expected" window). Expected change iff ObservedGeneration < Generation
+	// or the parent is RollingOut.
 	Generation int64
 	// MetadataGeneration is the parent's metadata.generation; 0 when
 	// unknown. Approvals and rejections naming a generation it reached
@@ -51,7 +52,11 @@ type Parent struct {
 	ObservedGeneration *int64
 	Annotations        map[string]string
 	Conditions         []Condition
-	Deleting           bool
+	// RollingOut: the parent's status shows its controller still rolling
+	// out the spec it observed (RollingOut); its changes to children are
+	// then expected too.
+	RollingOut bool
+	Deleting   bool
 	// Init replaces the default initialization order for the parent's
 	// kind (a policy's initialization rule); nil: the default.
 	Init *InitRule
