@@ -11,10 +11,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
+	"github.com/remedy-dev/remedy/webhook"
 )
 
 // TestDriftTraceFollowsARealRollout: the Deployment controller writes the
@@ -22,16 +24,87 @@ import (
 // status, through the drift webhook, and the Deployment becomes available.
 // Each running Pod's trace has both hops (Deployment -> ReplicaSet -> Pod).
 //
-// A later rollout (a restart) is not asserted here: with real Pods the
-// webhook judges the Deployment controller's ReplicaSet writes during it as
-// drift (its new ReplicaSet starts a new origin, and enforced, the old one's
-// scale-down is denied and the rollout stalls), which is an open issue.
+// Then, with the namespace enforced, a restart rolls out: the Deployment
+// controller's many ReplicaSet writes after observedGeneration caught up
+// are not drift (issue 23: the old ReplicaSet's scale-down was denied and
+// the rollout stalled), and the new Pods continue the restart's origin. A
+// real drift is still caught: the controller putting back a person's scale
+// of the settled Deployment's ReplicaSet is denied.
 func TestDriftTraceFollowsARealRollout(t *testing.T) {
+	ctx := context.Background()
 	ns := harness.Namespace(t)
 	dep := harness.Deployment(t, ns, "web", 2)
 	available(t, ns, "web", 2)
 	traces := runningTraces(t, ns, dep, 2)
 	assert.Len(t, traces, 2)
+
+	require.NoError(t, harness.Kube().Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		ctrlclient.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+kv1.AnnotationMode+`":"enforce"}}}`))))
+	restart := []byte(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"` + time.Now().UTC().Format(time.RFC3339) + `"}}}}}`)
+	require.NoError(t, harness.Kube().Patch(ctx, dep, ctrlclient.RawPatch(types.MergePatchType, restart)))
+	dep = available(t, ns, "web", 2)
+	origin, err := kv1.ParseTrace(dep.Annotations[kv1.AnnotationTrace])
+	require.NoError(t, err)
+	require.NotEmpty(t, origin)
+
+	after := runningTraces(t, ns, dep, 2)
+	require.Eventually(t, func() bool {
+		after = runningTraces(t, ns, dep, 2)
+		return len(after) == 2 && !sharesPod(after, traces)
+	}, runTimeout, 200*time.Millisecond, "the old Pods are still running")
+	rs := newReplicaSet(t, dep)
+	for pod, trace := range after {
+		assert.Equal(t, origin[0], trace[0], "%s continues the restart's origin", pod)
+		assert.Equal(t, rs.Name, trace[1].Name, "%s is of the new ReplicaSet", pod)
+	}
+	assert.Empty(t, driftDenied(t, ns), "controller writes of the rollout were denied as drift")
+
+	// A person scales the settled Deployment's ReplicaSet: a new origin;
+	// the controller putting it back, with nothing changed, is drift.
+	require.NoError(t, harness.Kube().Patch(ctx, rs, ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`))))
+	require.Eventually(t, func() bool { return len(driftDenied(t, ns)) > 0 }, runTimeout, 100*time.Millisecond, "no DriftDenied Event")
+	assert.Contains(t, driftDenied(t, ns)[0].Message, "ReplicaSet "+rs.Name)
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rs), rs))
+		require.Equal(t, int32(3), *rs.Spec.Replicas, "enforce mode let the drift through")
+	}
+}
+
+func sharesPod(a, b map[string]kv1.Trace) bool {
+	for p := range a {
+		if _, ok := b[p]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// newReplicaSet is dep's ReplicaSet with its replicas.
+func newReplicaSet(t *testing.T, dep *appsv1.Deployment) *appsv1.ReplicaSet {
+	t.Helper()
+	var list appsv1.ReplicaSetList
+	require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(dep.Namespace)))
+	for i := range list.Items {
+		if rs := &list.Items[i]; metav1.IsControlledBy(rs, dep) && rs.Spec.Replicas != nil && *rs.Spec.Replicas > 0 {
+			return rs
+		}
+	}
+	require.Fail(t, "no scaled ReplicaSet of "+dep.Name)
+	return nil
+}
+
+// driftDenied lists the DriftDenied Events in ns.
+func driftDenied(t *testing.T, ns string) []corev1.Event {
+	t.Helper()
+	var list corev1.EventList
+	require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(ns)))
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.Reason == webhook.ReasonDriftDenied {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // runningTraces waits until ns holds at least n running Pods of dep (any
