@@ -81,6 +81,11 @@ func TestKausalityTraceCases(t *testing.T) {
 		// last spec change, so the parent is stable.
 		{"observedGeneration past the spec generation: new origin", 3, ptr(int64(5)), []string{dcHash}, []string{dcHash}, dc, false},
 	}
+	rolling := parent()
+	rolling.RollingOut = true
+	assert.True(t, extends(roleController, rolling), "departure (rollouts): a parent still rolling out, its controller: extend")
+	assert.True(t, extends(roleUnknown, rolling), "a parent still rolling out, controller undeterminable: extend")
+	assert.False(t, extends(roleOther, rolling), "a parent still rolling out, someone else: new origin")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := parent()
@@ -150,20 +155,26 @@ func TestKausalityGenerationCases(t *testing.T) {
 	tests := []struct {
 		name          string
 		gen, observed int64
+		rollingOut    bool
 		drift         bool
 	}{
-		{"generation ahead of observedGeneration: expected", 5, 4, false},
-		{"generation observed: drift", 5, 5, true},
+		{"generation ahead of observedGeneration: expected", 5, 4, false, false},
+		{"generation observed: drift", 5, 5, false, true},
 		// Departure (spec-change generation): kausality calls any
 		// mismatch expected; Remedy's generation is the last spec
 		// change, which metadata.generation (what controllers observe)
 		// may have passed through annotation edits.
-		{"observedGeneration ahead of the spec generation: drift", 3, 5, true},
+		{"observedGeneration ahead of the spec generation: drift", 3, 5, false, true},
+		// Departure (rollouts): kausality calls every controller change
+		// after observedGeneration caught up drift; a rolling update's
+		// later passes come after it (issue 23).
+		{"generation observed, rollout still in progress: expected", 5, 5, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := with(update(), func(r *Request) {
 				r.Parent.Generation, r.Parent.ObservedGeneration = tt.gen, ptr(tt.observed)
+				r.Parent.RollingOut = tt.rollingOut
 			})
 			res := Decide(req)
 			assert.True(t, res.Allowed, "log mode")
