@@ -61,7 +61,7 @@ func BenchmarkNode100PodsCost(b *testing.B) {
 		b.StartTimer()
 		sum = add(sum, measure(costWindow))
 		b.StopTimer()
-		removeNamespace(b, ns)
+		removeDeployment(b, d)
 	}
 	node := sum[nodeDaemons]
 	for _, g := range []group{shims, pods} {
@@ -143,14 +143,15 @@ func reportCost(b *testing.B, sum map[group]cost, g group) {
 	b.ReportMetric(node.rssMB/cp.rssMB, "x-control-plane-rss")
 }
 
-// removeNamespace deletes ns and waits until the kubelet has stopped its
+// removeDeployment deletes d and waits until the kubelet has stopped its
 // Pods (they are gone from the API server), so the next benchmark starts
-// from an idle node.
-func removeNamespace(b *testing.B, ns string) {
-	require.NoError(b, harness.Kube().Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+// from an idle node. (The harness runs no namespace controller: deleting the
+// namespace would leave its Pods running.)
+func removeDeployment(b *testing.B, d *appsv1.Deployment) {
+	require.NoError(b, harness.Kube().Delete(context.Background(), d, ctrlclient.PropagationPolicy(metav1.DeletePropagationForeground)))
 	start := time.Now()
-	require.Eventually(b, func() bool { return podCount(b, ns) == 0 }, 10*time.Minute, time.Second, "the Pods of %s did not stop", ns)
-	b.Logf("Pods of %s stopped in %.1fs; %d processes left in the pod cgroups", ns, time.Since(start).Seconds(), len(podPIDs()))
+	require.Eventually(b, func() bool { return podCount(b, d.Namespace) == 0 }, 10*time.Minute, time.Second, "the Pods of %s did not stop", d.Name)
+	b.Logf("Pods stopped in %.1fs; %d processes left in the pod cgroups", time.Since(start).Seconds(), len(podPIDs()))
 }
 
 func podCount(b *testing.B, ns string) int {
