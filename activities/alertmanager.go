@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,13 +38,53 @@ type ActiveAlert struct {
 // namespace, or all of them for "" (silenced and inhibited ones included:
 // they still fire).
 func (a *Alertmanager) Active(ctx context.Context, namespace string) ([]ActiveAlert, error) {
-	q := url.Values{"active": {"true"}, "silenced": {"true"}, "inhibited": {"true"}, "unprocessed": {"true"}}
+	var filter []string
 	if namespace != "" {
-		q.Set("filter", fmt.Sprintf("namespace=%q", namespace))
+		filter = []string{fmt.Sprintf("namespace=%q", namespace)}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(a.URL, "/")+"/api/v2/alerts?"+q.Encode(), nil)
+	return a.Matching(ctx, filter)
+}
+
+// Matching lists the firing alerts (silenced and inhibited ones included)
+// that satisfy every matcher of filter, in Alertmanager's syntax.
+func (a *Alertmanager) Matching(ctx context.Context, filter []string) ([]ActiveAlert, error) {
+	q := url.Values{"active": {"true"}, "silenced": {"true"}, "inhibited": {"true"}, "unprocessed": {"true"}, "filter": filter}
+	var out []ActiveAlert
+	if err := a.call(ctx, http.MethodGet, "/api/v2/alerts?"+q.Encode(), nil, &out); err != nil {
+		return nil, fmt.Errorf("list alertmanager alerts: %w", err)
+	}
+	return out, nil
+}
+
+// Started is when Alertmanager started (its status's uptime). It holds no
+// alerts across a restart: until its senders have sent them again, an
+// alert missing from its list may still fire.
+func (a *Alertmanager) Started(ctx context.Context) (time.Time, error) {
+	var st struct {
+		Uptime time.Time `json:"uptime"`
+	}
+	if err := a.call(ctx, http.MethodGet, "/api/v2/status", nil, &st); err != nil {
+		return time.Time{}, fmt.Errorf("read alertmanager status: %w", err)
+	}
+	return st.Uptime, nil
+}
+
+// call sends one request to Alertmanager's API and decodes a 200's body into out.
+func (a *Alertmanager) call(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode body: %w", err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(a.URL, "/")+path, rd)
 	if err != nil {
-		return nil, fmt.Errorf("build alertmanager request: %w", err)
+		return fmt.Errorf("build alertmanager request: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	c := a.Client
 	if c == nil {
@@ -51,19 +92,29 @@ func (a *Alertmanager) Active(ctx context.Context, namespace string) ([]ActiveAl
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("list alertmanager alerts: %w", err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("list alertmanager alerts: %s: %s", resp.Status, b)
+		return &amError{Status: resp.StatusCode, Msg: fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(b))}
 	}
-	var out []ActiveAlert
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&out); err != nil {
-		return nil, fmt.Errorf("decode alertmanager alerts: %w", err)
+	if out == nil {
+		return nil
 	}
-	return out, nil
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out); err != nil {
+		return fmt.Errorf("decode alertmanager response: %w", err)
+	}
+	return nil
 }
+
+// amError is a non-200 answer of Alertmanager's API.
+type amError struct {
+	Status int
+	Msg    string
+}
+
+func (e *amError) Error() string { return e.Msg }
 
 // Fingerprint is Alertmanager's fingerprint of a label set.
 func Fingerprint(labels map[string]string) string {

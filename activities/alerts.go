@@ -82,7 +82,12 @@ func (a *Alerts) VerifyAlert(ctx context.Context, in AlertSubject) (AlertPlan, e
 	}
 	var rule v1alpha1.RemediationRule
 	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Rule}, &rule); err != nil {
-		return AlertPlan{}, classify(ReasonSubjectMismatch, fmt.Errorf("read RemediationRule %s/%s: %w", in.Namespace, in.Rule, err))
+		err = fmt.Errorf("read RemediationRule %s/%s: %w", in.Namespace, in.Rule, err)
+		if apierrors.IsNotFound(err) {
+			// A start for a rule that does not exist is no alert's: forged, or stale.
+			return AlertPlan{}, permanent(ReasonSubjectMismatch, err)
+		}
+		return AlertPlan{}, classify(ReasonSubjectMismatch, err)
 	}
 	if rule.Spec.Suspend {
 		return AlertPlan{}, permanent(ReasonAlertSuspended, fmt.Errorf("RemediationRule %s is suspended", rule.Name))
@@ -238,9 +243,7 @@ type RequestRef struct {
 // author's name (the requester webhook admits it only from the worker and
 // only for that author); its name is the run's, so a retry finds it.
 func (a *Alerts) CreateAlertRequest(ctx context.Context, in AlertRequestInput) (RequestRef, error) {
-	info := activity.GetInfo(ctx)
-	runID := info.WorkflowExecution.RunID
-	name := fmt.Sprintf("%s-%s-%s", truncate(in.Subject.Rule, 40), in.Subject.Alert.Fingerprint[:min(8, len(in.Subject.Alert.Fingerprint))], strings.ReplaceAll(runID, "-", "")[:8])
+	name := alertRequestName(in.Subject.Rule, in.Subject.Alert.Fingerprint, activity.GetInfo(ctx).WorkflowExecution.RunID)
 	author := in.Plan.Author
 	rr := &v1alpha1.RemediationRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: in.Subject.Namespace, Labels: map[string]string{
@@ -260,6 +263,11 @@ func (a *Alerts) CreateAlertRequest(ctx context.Context, in AlertRequestInput) (
 		return RequestRef{}, classify(ReasonInvalidParameters, fmt.Errorf("create RemediationRequest %s: %w", name, err))
 	}
 	return RequestRef{Name: rr.Name, UID: string(rr.UID), WorkflowID: fmt.Sprintf("rr/%s/%s/%s", rr.Namespace, rr.Name, rr.UID)}, nil
+}
+
+// alertRequestName is the RemediationRequest of one run of an alert's workflow.
+func alertRequestName(rule, fingerprint, runID string) string {
+	return fmt.Sprintf("%s-%s-%s", truncate(rule, 40), fingerprint[:min(8, len(fingerprint))], strings.ReplaceAll(runID, "-", "")[:min(8, len(runID))])
 }
 
 // AwaitRequest polls the RemediationRequest until it has a final phase,

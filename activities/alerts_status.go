@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,70 +39,105 @@ type AlertRecordInput struct {
 }
 
 // RecordAlert writes the alert's record, counters, last run or refusal and
-// guard conditions into the rule's status, and an Event for a refusal.
+// guard conditions into the rule's status, and an Event for a refusal. It
+// counts each run's match, start and refusal once: a retried activity (its
+// write landed, its answer was lost) or a retried write counts nothing again,
+// in status or in metrics.
 func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 	now := metav1.Now()
-	rec := in.Record
-	rec.At = &now
-	refused := rec.Phase == v1alpha1.AlertRefused
-	mergeRecord := func(r *v1alpha1.RemediationRule) bool {
-		st := &r.Status
-		if in.Matched {
-			st.Matches++
-		}
-		if in.Started {
-			st.RunsStarted++
-			st.LastRun = &now
-		}
-		if refused {
-			st.LastRefusal = &v1alpha1.Refusal{Reason: rec.Reason, Message: rec.Message, Fingerprint: rec.Fingerprint, At: &now}
-		}
-		if in.StormUntil != nil {
-			st.StormUntil = &metav1.Time{Time: *in.StormUntil}
-		}
-		if in.Guard != "" {
-			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: in.Guard, Status: metav1.ConditionTrue, Reason: rec.Reason,
-				Message: truncate(rec.Message, 1024), ObservedGeneration: r.Generation})
-		}
-		if in.Started && rec.Phase != v1alpha1.AlertRefused {
-			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Acting",
-				Message: "the rule starts remediations for matching alerts", ObservedGeneration: r.Generation})
-		}
-		st.ObservedGeneration = r.Generation
-		out := []v1alpha1.AlertRecord{rec}
-		for _, o := range st.Alerts {
-			if o.Fingerprint != rec.Fingerprint && len(out) < maxAlertRecords {
-				out = append(out, o)
-			}
-		}
-		st.Alerts = out
-		return true
-	}
+	runID := activity.GetInfo(ctx).WorkflowExecution.RunID
+	var counted alertCounts
 	var rule *v1alpha1.RemediationRule
 	// Every alert of a storm writes the same rule: conflicts are the rule, not the exception.
 	err := retry.OnError(ruleStatusBackoff, apierrors.IsConflict, func() error {
 		var err error
-		rule, _, err = writeStatus(ctx, a.Client, "RemediationRule", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Rule}, in.RuleUID, mergeRecord)
+		rule, _, err = writeStatus(ctx, a.Client, "RemediationRule", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Rule}, in.RuleUID,
+			func(r *v1alpha1.RemediationRule) bool {
+				counted = mergeAlertRecord(&r.Status, r.Generation, in, runID, now)
+				return true
+			})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	switch {
-	case in.Matched:
+	if counted.matched {
 		metrics.AlertsMatched.WithLabelValues(in.Namespace).Inc()
-	case in.Started:
+	}
+	if counted.started {
 		metrics.AlertRunsStarted.WithLabelValues(in.Namespace).Inc()
 	}
-	if refused {
-		metrics.AlertsRefused.WithLabelValues(rec.Reason).Inc()
+	rec := in.Record
+	if counted.gateWait {
+		metrics.AlertGateWaits.WithLabelValues(rec.Reason).Inc()
 	}
+	if !counted.refused {
+		return nil
+	}
+	metrics.AlertsRefused.WithLabelValues(rec.Reason).Inc()
 	if in.Guard != "" {
 		metrics.AlertGuardTrips.WithLabelValues(in.Guard).Inc()
 	}
-	if refused && rule != nil && a.Events != nil {
-		a.Events.event(ctx, rule, "RemediationRule", "refused/"+rec.Fingerprint+"/"+now.Format(time.RFC3339Nano), v1alpha1.PhaseFailed, rec.Reason,
+	if rule != nil && a.Events != nil {
+		a.Events.event(ctx, rule, "RemediationRule", "refused/"+rec.Fingerprint+"/"+runID, v1alpha1.PhaseFailed, rec.Reason,
 			"alert "+rec.AlertName+" ("+rec.Fingerprint+"): "+rec.Message)
 	}
 	return nil
+}
+
+// alertCounts says what one RecordAlert counted for the first time.
+type alertCounts struct{ matched, started, refused, gateWait bool }
+
+// mergeAlertRecord writes in's record of run runID into st. A run's match,
+// start and refusal are counted only when the alert's stored record does
+// not show them counted for the same run already.
+func mergeAlertRecord(st *v1alpha1.RemediationRuleStatus, generation int64, in AlertRecordInput, runID string, now metav1.Time) alertCounts {
+	rec := in.Record
+	rec.At, rec.RunID = &now, runID
+	var prev *v1alpha1.AlertRecord
+	for i := range st.Alerts {
+		if st.Alerts[i].Fingerprint == rec.Fingerprint && runID != "" && st.Alerts[i].RunID == runID {
+			prev = &st.Alerts[i]
+		}
+	}
+	var c alertCounts
+	if prev != nil {
+		rec.Started = prev.Started
+	}
+	// Any record of this run means its match was counted: the match is a run's first record.
+	if in.Matched && prev == nil {
+		c.matched = true
+		st.Matches++
+	}
+	if in.Started && !rec.Started {
+		c.started, rec.Started = true, true
+		st.RunsStarted++
+		st.LastRun = &now
+	}
+	entered := prev == nil || prev.Phase != rec.Phase || prev.Reason != rec.Reason
+	switch rec.Reason {
+	case ReasonFrozen, ReasonGatedByAlert, ReasonGateUnknown:
+		c.gateWait = entered
+	}
+	if rec.Phase == v1alpha1.AlertRefused {
+		c.refused = entered
+		if c.refused || st.LastRefusal == nil {
+			st.LastRefusal = &v1alpha1.Refusal{Reason: rec.Reason, Message: rec.Message, Fingerprint: rec.Fingerprint, At: &now}
+		}
+	}
+	if in.StormUntil != nil {
+		st.StormUntil = &metav1.Time{Time: *in.StormUntil}
+	}
+	if in.Guard != "" {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: in.Guard, Status: metav1.ConditionTrue, Reason: rec.Reason,
+			Message: truncate(rec.Message, 1024), ObservedGeneration: generation})
+	}
+	out := []v1alpha1.AlertRecord{rec}
+	for _, o := range st.Alerts {
+		if o.Fingerprint != rec.Fingerprint && len(out) < maxAlertRecords {
+			out = append(out, o)
+		}
+	}
+	st.Alerts = out
+	return c
 }

@@ -67,6 +67,8 @@ type Receiver struct {
 	TemporalTimeout time.Duration
 	Log             logr.Logger
 	Now             func() time.Time
+
+	handed handedOver
 }
 
 // response is the JSON body of every answer, for Alertmanager's logs and people.
@@ -163,10 +165,7 @@ func (h *Receiver) authenticated(r *http.Request) bool {
 // notification, and what was delivered before folds into the same workflows.
 func (h *Receiver) deliver(ctx context.Context, msg *Message) (response, error) {
 	var res response
-	now := time.Now()
-	if h.Now != nil {
-		now = h.Now()
-	}
+	now := h.now()
 	rules := map[string][]v1alpha1.RemediationRule{}
 	type delivery struct {
 		rule  *v1alpha1.RemediationRule
@@ -232,9 +231,13 @@ func (h *Receiver) signal(ctx context.Context, rule *v1alpha1.RemediationRule, a
 		err := h.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalAlert, note)
 		var nf *serviceerror.NotFound
 		if err == nil || errors.As(err, &nf) {
+			h.handed.forget(id, a.StartsAt)
 			return nil
 		}
 		return fmt.Errorf("signal %s: %w", id, err)
+	}
+	if h.handed.recently(id, a.StartsAt, h.now()) {
+		return nil
 	}
 	in := workflows.AlertInput{Namespace: rule.Namespace, Rule: rule.Name, Alert: alertrule.Alert{
 		Labels: a.Labels, Annotations: a.Annotations, Fingerprint: a.Fingerprint, StartsAt: a.StartsAt, GeneratorURL: a.GeneratorURL}}
@@ -249,7 +252,15 @@ func (h *Receiver) signal(ctx context.Context, rule *v1alpha1.RemediationRule, a
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", id, err)
 	}
+	h.handed.remember(id, a.StartsAt, h.now())
 	return nil
+}
+
+func (h *Receiver) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 func (h *Receiver) maxAge() time.Duration {

@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	workflowservice "go.temporal.io/api/workflowservice/v1"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -25,11 +27,28 @@ type Lister interface {
 // resolve to each workflow whose alert Alertmanager no longer holds. When
 // Alertmanager cannot be read, the round is skipped: nothing is resolved on
 // a guess.
+//
+// Nor is anything resolved while Alertmanager has been up for less than
+// Grace: it keeps no alerts across a restart, and a firing alert is back in
+// its list only once its sender (Prometheus, every resend delay) sends it again.
 type Sweep struct {
 	Temporal     Lister
 	Alertmanager *activities.Alertmanager
 	Every        time.Duration
-	Log          logr.Logger
+	// Grace after Alertmanager starts before its list is trusted (default DefaultSweepGrace).
+	Grace time.Duration
+	Log   logr.Logger
+}
+
+// DefaultSweepGrace covers Prometheus's default resend delay (1m) and a
+// rule evaluation interval or two.
+const DefaultSweepGrace = 2 * time.Minute
+
+// errRestarted skips a round: Alertmanager restarted within the grace.
+type errRestarted struct{ started time.Time }
+
+func (e errRestarted) Error() string {
+	return fmt.Sprintf("Alertmanager started at %s: its senders have not sent every firing alert again yet", e.started.UTC().Format(time.RFC3339))
 }
 
 // Run sweeps until ctx ends.
@@ -43,10 +62,18 @@ func (s *Sweep) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		n, err := s.Once(ctx)
-		if err != nil {
-			s.Log.Info("alert sweep skipped", "error", err.Error())
+		var restarted errRestarted
+		switch {
+		case errors.As(err, &restarted):
+			metrics.AlertSweeps.WithLabelValues("restarted").Inc()
+			s.Log.Info("alert sweep skipped: nothing is resolved on a list still filling", "reason", err.Error())
+			continue
+		case err != nil:
+			metrics.AlertSweeps.WithLabelValues("unreachable").Inc()
+			s.Log.Info("alert sweep skipped: nothing is resolved on a guess", "error", err.Error())
 			continue
 		}
+		metrics.AlertSweeps.WithLabelValues("ok").Inc()
 		if n > 0 {
 			s.Log.Info("alert sweep found lost resolves", "resolved", n)
 		}
@@ -58,6 +85,17 @@ func (s *Sweep) Once(ctx context.Context) (int, error) {
 	// Only runs started before the list was read can be judged by it: a run
 	// started since may be for a firing the list does not show yet.
 	listed := time.Now()
+	started, err := s.Alertmanager.Started(ctx)
+	if err != nil {
+		return 0, err
+	}
+	grace := s.Grace
+	if grace <= 0 {
+		grace = DefaultSweepGrace
+	}
+	if listed.Sub(started) < grace {
+		return 0, errRestarted{started}
+	}
 	active, err := s.Alertmanager.Active(ctx, "")
 	if err != nil {
 		return 0, err

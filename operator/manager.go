@@ -4,11 +4,13 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/authz"
 )
 
 // Options configure the manager.
@@ -134,6 +137,16 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	if err := reload.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up ConfigReloadPolicy reconciler: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("build clientset: %w", err)
+	}
+	review, mapper := authz.SARReview(cs.AuthorizationV1().SubjectAccessReviews()), mgr.GetRESTMapper()
+	rules := &RuleReconciler{Client: mgr.GetClient(),
+		Authorize: func(ctx context.Context, r authz.Request) error { return authz.Authorize(ctx, review, mapper, r) }}
+	if err := rules.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up RemediationRule reconciler: %w", err)
 	}
 	if err := setupCleanup(mgr, o.Temporal, o.FinishedTTL, o.WorkflowCheckInterval); err != nil {
 		return nil, err

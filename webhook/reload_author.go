@@ -2,19 +2,13 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -31,52 +25,25 @@ var reloadKinds = []string{"Deployment", "StatefulSet", "DaemonSet"}
 // is whoever last changed its spec, as the API server authenticated them;
 // nothing in the body chooses it.
 func (h *Requester) reloadPolicy(ctx context.Context, req admission.Request) admission.Response {
-	var cur v1alpha1.ConfigReloadPolicy
-	if err := decodeObject(req.Object.Raw, &cur); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode ConfigReloadPolicy: %w", err))
-	}
-	var old *v1alpha1.ConfigReloadPolicy
-	if req.Operation == admissionv1.Update {
-		old = &v1alpha1.ConfigReloadPolicy{}
-		if err := decodeObject(req.OldObject.Raw, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode old ConfigReloadPolicy: %w", err))
-		}
+	cur, old, err := decodeWrite[v1alpha1.ConfigReloadPolicy](req, "ConfigReloadPolicy")
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if errs := validateReloadSelectors(&cur.Spec); len(errs) > 0 {
 		resp := admission.Denied(errs.ToAggregate().Error())
 		resp.Result.Code, resp.Result.Reason = http.StatusUnprocessableEntity, metav1.StatusReasonInvalid
 		return resp
 	}
-	author, authorize := ReloadAuthor(req.UserInfo, old, &cur)
+	author, authorize := ReloadAuthor(req.UserInfo, old, cur)
 	if authorize {
 		if err := h.authorizeAuthor(ctx, *author, req.Namespace); err != nil {
-			var denied *authz.Denied
-			if !errors.As(err, &denied) {
-				return admission.Errored(http.StatusInternalServerError, err)
-			}
-			log.FromContext(ctx).Info("ConfigReloadPolicy refused", "user", req.UserInfo.Username, "object", req.Namespace+"/"+req.Name, "reason", denied.Msg)
-			resp := admission.Denied("the author of a ConfigReloadPolicy must be allowed to restart what it selects: " + denied.Msg)
-			resp.Result.Code, resp.Result.Reason = http.StatusForbidden, metav1.StatusReasonForbidden
-			return resp
+			return authorRefused(ctx, req, "ConfigReloadPolicy", "restart what it selects", err)
 		}
 	}
-	if author == nil && cur.Spec.Author == nil || author != nil && cur.Spec.Author != nil && sameRequester(*cur.Spec.Author, *author) {
+	if authorUnchanged(cur.Spec.Author, author) {
 		return admission.Allowed("")
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
-	}
-	if author == nil {
-		unstructured.RemoveNestedField(obj, "spec", "author")
-	} else if err := setRequester(obj, *author, "spec", "author"); err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode object: %w", err))
-	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	return patchAuthor(req, author, nil)
 }
 
 // ReloadAuthor is the author a written policy gets, and whether that author

@@ -2,16 +2,12 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,16 +26,9 @@ import (
 // the author is whoever last changed the spec, as the API server
 // authenticated them.
 func (h *Requester) remediationRule(ctx context.Context, req admission.Request) admission.Response {
-	var cur v1alpha1.RemediationRule
-	if err := decodeObject(req.Object.Raw, &cur); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode RemediationRule: %w", err))
-	}
-	var old *v1alpha1.RemediationRule
-	if req.Operation == admissionv1.Update {
-		old = &v1alpha1.RemediationRule{}
-		if err := decodeObject(req.OldObject.Raw, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode old RemediationRule: %w", err))
-		}
+	cur, old, err := decodeWrite[v1alpha1.RemediationRule](req, "RemediationRule")
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if errs := alertrule.Check(req.Namespace, &cur.Spec); len(errs) > 0 {
 		log.FromContext(ctx).Info("RemediationRule refused", "user", req.UserInfo.Username, "object", req.Namespace+"/"+req.Name, "reason", errs.ToAggregate().Error())
@@ -49,87 +38,40 @@ func (h *Requester) remediationRule(ctx context.Context, req admission.Request) 
 	var oldSpec *v1alpha1.RemediationRuleSpec
 	var oldAuthor *v1alpha1.Requester
 	if old != nil {
-		oldSpec, oldAuthor = &old.Spec, old.Spec.Author
+		s := old.Spec
+		s.Author, oldAuthor = nil, old.Spec.Author
+		oldSpec = &s
 	}
 	curSpec := cur.Spec
 	curSpec.Author = nil
-	if oldSpec != nil {
-		s := *oldSpec
-		s.Author = nil
-		oldSpec = &s
-	}
 	author, authorize := specAuthor(req.UserInfo, oldSpec, &curSpec, oldAuthor)
 	if authorize {
-		if err := h.authorizeRule(ctx, *author, req.Namespace, cur.Spec.Template.Steps); err != nil {
-			var denied *authz.Denied
-			if !errors.As(err, &denied) {
-				return admission.Errored(http.StatusInternalServerError, err)
-			}
-			log.FromContext(ctx).Info("RemediationRule refused", "user", req.UserInfo.Username, "object", req.Namespace+"/"+req.Name, "reason", denied.Msg)
-			resp := admission.Denied("the author of a RemediationRule must be allowed to run every action of its template: " + denied.Msg)
-			resp.Result.Code, resp.Result.Reason = http.StatusForbidden, metav1.StatusReasonForbidden
-			return resp
+		if err := authz.RuleSteps(ctx, h.Authorize, *author, req.Namespace, cur.Spec.Template.Steps); err != nil {
+			return authorRefused(ctx, req, "RemediationRule", "run every action of its template", err)
 		}
 	}
-	sameAuthor := author == nil && cur.Spec.Author == nil || author != nil && cur.Spec.Author != nil && sameRequester(*cur.Spec.Author, *author)
-	if sameAuthor && !slices.ContainsFunc(cur.Spec.Template.Steps, func(s v1alpha1.RemediationStep) bool { return s.Execution.Target.Namespace == "" }) {
+	if authorUnchanged(cur.Spec.Author, author) && !slices.ContainsFunc(cur.Spec.Template.Steps, func(s v1alpha1.RemediationStep) bool { return s.Execution.Target.Namespace == "" }) {
 		return admission.Allowed("")
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
-	}
-	if author == nil {
-		unstructured.RemoveNestedField(obj, "spec", "author")
-	} else if err := setRequester(obj, *author, "spec", "author"); err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	// A template's target is in the rule's namespace: written out, so the
-	// schema's rules for executions hold and kubectl shows it.
-	steps, _, _ := unstructured.NestedSlice(obj, "spec", "template", "steps")
-	for _, st := range steps {
-		if m, ok := st.(map[string]any); ok {
-			if ns, _, _ := unstructured.NestedString(m, "execution", "target", "namespace"); ns == "" {
-				_ = unstructured.SetNestedField(m, req.Namespace, "execution", "target", "namespace")
+	return patchAuthor(req, author, func(obj map[string]any) error {
+		// A template's target is in the rule's namespace: written out, so the
+		// schema's rules for executions hold and kubectl shows it.
+		steps, _, _ := unstructured.NestedSlice(obj, "spec", "template", "steps")
+		for _, st := range steps {
+			if m, ok := st.(map[string]any); ok {
+				if ns, _, _ := unstructured.NestedString(m, "execution", "target", "namespace"); ns == "" {
+					_ = unstructured.SetNestedField(m, req.Namespace, "execution", "target", "namespace")
+				}
 			}
 		}
-	}
-	if len(steps) > 0 {
+		if len(steps) == 0 {
+			return nil
+		}
 		if err := unstructured.SetNestedSlice(obj, steps, "spec", "template", "steps"); err != nil {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("set spec.template.steps: %w", err))
+			return fmt.Errorf("set spec.template.steps: %w", err)
 		}
-	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode object: %w", err))
-	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
-}
-
-// authorizeRule requires the author to run each step's action on its target
-// kind in the namespace. A templated name is unknown until an alert comes,
-// so the grant is asked for the whole namespace; a literal name is asked for
-// as written.
-func (h *Requester) authorizeRule(ctx context.Context, author v1alpha1.Requester, namespace string, steps []v1alpha1.RemediationStep) error {
-	var denials []string
-	for _, s := range steps {
-		t := s.Execution.Target
-		t.Namespace = namespace
-		if strings.Contains(t.Name, "{{") {
-			t.Name = ""
-		}
-		err := h.Authorize(ctx, authz.Request{Requester: author, Namespace: namespace, Action: s.Execution.Action, Target: t})
-		var denied *authz.Denied
-		if errors.As(err, &denied) {
-			denials = append(denials, "step "+s.Name+": "+denied.Msg)
-		} else if err != nil {
-			return err
-		}
-	}
-	if len(denials) > 0 {
-		return &authz.Denied{Msg: strings.Join(denials, "; ")}
-	}
-	return nil
+		return nil
+	})
 }
 
 // alertRequester is the requester of a RemediationRequest that names the

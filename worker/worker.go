@@ -122,7 +122,7 @@ func New(o Options) (sdkworker.Worker, error) {
 		alerting.Alertmanager = &activities.Alertmanager{URL: o.AlertmanagerURL, Client: &http.Client{Timeout: 10 * time.Second}}
 	}
 	w.RegisterActivity(alerting)
-	w.RegisterActivity(&activities.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue})
+	w.RegisterActivity(&activities.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue, Client: kc})
 	w.RegisterActivity(&activities.Subjects{Client: kc})
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})

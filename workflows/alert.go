@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"
@@ -92,6 +93,12 @@ type alertRun struct {
 	permit   *Permit
 	plan     activities.AlertPlan
 	result   AlertResult
+	// frozen is set when a freeze made this run ask for approval.
+	frozen *activities.AlertGates
+	// until is when a freeze that holds the run ends (for its records).
+	until *time.Time
+	// silence is the Alertmanager silence the run holds, or held.
+	silence string
 }
 
 // AlertWorkflow acts once on one alert for one rule, through every guard:
@@ -152,7 +159,13 @@ func (r *alertRun) act(ctx workflow.Context) {
 			return
 		}
 	}
+	gp := r.gatePlan(ctx)
 	if approve && !r.approved(ctx) {
+		return
+	}
+	// A person who approved the run approved it whatever the calendar says.
+	gp.approveFreeze = gp.approveFreeze && !approve
+	if (gp.freeze || gp.approveFreeze || gp.gate) && !r.awaitGates(ctx, gp) {
 		return
 	}
 	if !r.acquire(ctx) {
@@ -163,7 +176,7 @@ func (r *alertRun) act(ctx workflow.Context) {
 		r.shadow(ctx)
 		return
 	}
-	r.remediate(ctx)
+	r.remediate(ctx, gp.silence)
 }
 
 // approved asks a person; a resolve under resolvePolicy Cancel withdraws the question.
@@ -182,6 +195,12 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 			Action: step.Action, Target: step.Target, Requester: r.plan.Author.Username},
 		Timeout: timeout,
 		Opened: func(ctx workflow.Context, _ time.Time) {
+			if r.frozen != nil {
+				r.until = r.frozen.Until
+				r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertWaiting, activities.ReasonFrozen, r.frozen.Message+"; spec.freeze.action RequireApproval: a person decides instead")
+				r.until = nil
+				return
+			}
 			r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertWaiting, "ApprovalRequested", "")
 		},
 		Superseded: func() string {
@@ -190,6 +209,9 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 			}
 			return ""
 		},
+	}
+	if r.frozen != nil {
+		ask.Context.Reason += " inside a change freeze (spec.freeze)"
 	}
 	var g approvalGate
 	d, err := g.awaitDecision(ctx, ask)
@@ -211,7 +233,7 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 // resolve under resolvePolicy Cancel withdraws the request.
 func (r *alertRun) acquire(ctx workflow.Context) bool {
 	spec := r.plan.Spec
-	req := activities.GuardAcquire{AlertID: r.id, Rule: r.in.Rule, Target: r.plan.Target, MaxConcurrent: int(spec.MaxConcurrent),
+	req := activities.GuardAcquire{AlertID: r.id, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID, Rule: r.in.Rule, Target: r.plan.Target, MaxConcurrent: int(spec.MaxConcurrent),
 		Cooldown: r.plan.Cooldown, BreakerWindow: r.plan.BreakerWindow, Slots: r.plan.Workloads}
 	if spec.CircuitBreaker != nil {
 		req.BreakerRuns = int(spec.CircuitBreaker.MaxRuns)
@@ -268,7 +290,7 @@ func (r *alertRun) shadow(ctx workflow.Context) {
 
 // remediate runs the RemediationRequest and waits for it; a resolve under
 // resolvePolicy Cancel cancels the request's workflow (steps not started never run).
-func (r *alertRun) remediate(ctx workflow.Context) {
+func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 	var ref activities.RequestRef
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepCreateOptions), alerts.CreateAlertRequest,
 		activities.AlertRequestInput{Subject: activities.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}, Plan: r.plan}).Get(ctx, &ref)
@@ -277,6 +299,11 @@ func (r *alertRun) remediate(ctx workflow.Context) {
 		return
 	}
 	r.result.Request = ref.Name
+	var silenceFor time.Duration
+	if silence {
+		silenceFor = r.plan.Spec.Silence.Duration.Or(alertrule.DefaultSilence)
+		r.holdSilence(ctx, silenceFor)
+	}
 	r.record(ctx, activities.AlertRecordInput{Started: true}, v1alpha1.AlertRunning, "Started", "RemediationRequest "+ref.Name)
 	actx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
@@ -284,7 +311,25 @@ func (r *alertRun) remediate(ctx workflow.Context) {
 	var st v1alpha1.RemediationRequestStatus
 	done := false
 	cancelOnResolve := r.plan.Spec.ResolvePolicy != v1alpha1.ResolveFinish
-	_ = workflow.Await(ctx, func() bool { return fut.IsReady() || (cancelOnResolve && r.resolved) })
+	ended := func() bool { return fut.IsReady() || (cancelOnResolve && r.resolved) }
+	// The silence is renewed each time half of it has passed, while the run runs.
+	for r.silence != "" {
+		if ok, _ := workflow.AwaitWithTimeout(ctx, silenceFor/2, ended); ok {
+			break
+		}
+		r.holdSilence(ctx, silenceFor)
+	}
+	_ = workflow.Await(ctx, ended)
+	if ctx.Err() != nil {
+		// This run was canceled: its request must not run on without the
+		// guard's permit, which this run releases on its way out.
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		r.endSilence(dctx)
+		_ = workflow.RequestCancelExternalWorkflow(dctx, ref.WorkflowID, "").Get(dctx, nil)
+		r.record(dctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonCanceled, "the alert's run was canceled: RemediationRequest "+ref.Name+" canceled")
+		return
+	}
+	r.endSilence(ctx)
 	if fut.IsReady() {
 		done = true
 		err = fut.Get(ctx, &st)
@@ -322,7 +367,10 @@ func (r *alertRun) record(ctx workflow.Context, in activities.AlertRecordInput, 
 	in.Namespace, in.Rule, in.RuleUID = r.in.Namespace, r.in.Rule, r.plan.RuleUID
 	in.Record = v1alpha1.AlertRecord{Fingerprint: r.in.Alert.Fingerprint, AlertName: r.in.Alert.Labels["alertname"], Phase: phase, Reason: reason,
 		Message: capMessage(msg), Target: r.plan.Target, Request: r.result.Request, WorkflowID: r.id, GeneratorURL: r.in.Alert.GeneratorURL,
-		Labels: r.in.Alert.Labels, DryRun: r.result.DryRun}
+		Labels: r.in.Alert.Labels, DryRun: r.result.DryRun, Silence: r.silence}
+	if r.until != nil {
+		in.Record.Until = &metav1.Time{Time: *r.until}
+	}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alerts.RecordAlert, in).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("alert not recorded on the rule", "error", err)
 	}

@@ -233,6 +233,7 @@ func AlertGuardWorkflow(ctx workflow.Context, in GuardInput) (GuardResult, error
 		return GuardResult{}, err
 	}
 	signals := 0
+	rc := newReclaimer(ctx)
 	for {
 		got := false
 		for {
@@ -244,6 +245,8 @@ func AlertGuardWorkflow(ctx workflow.Context, in GuardInput) (GuardResult, error
 			horizon = max(horizon, r.BreakerWindow, r.Cooldown)
 			if known, granted := s.add(r); known && granted {
 				answerAlert(ctx, &s, answer{r.AlertID, Permit{Granted: true}})
+			} else if !known {
+				rc.arrived()
 			}
 		}
 		for {
@@ -262,6 +265,10 @@ func AlertGuardWorkflow(ctx workflow.Context, in GuardInput) (GuardResult, error
 		if got {
 			continue
 		}
+		if rc.due(&s, now) {
+			rc.reclaim(ctx, &s)
+			continue
+		}
 		if s.idle(now, horizon) {
 			return GuardResult{State: s}, nil
 		}
@@ -273,6 +280,7 @@ func AlertGuardWorkflow(ctx workflow.Context, in GuardInput) (GuardResult, error
 		if !wake.IsZero() {
 			timeout = wake.Sub(now)
 		}
+		timeout = rc.bound(&s, now, timeout)
 		_, _ = workflow.AwaitWithTimeout(ctx, max(timeout, time.Second), func() bool {
 			return acquire.Len() > 0 || release.Len() > 0
 		})

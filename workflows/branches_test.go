@@ -59,6 +59,8 @@ var reasonHistories = map[string][]string{
 	ReasonResolved:            {"alert-resolved-approval.json"},
 	ReasonRejected:            {"alert-rejected.json"},
 	"Suspended":               {"alert-suspended.json"},
+	"Frozen":                  {"alert-frozen.json", "alert-frozen-approval.json"},
+	"GatedByAlert":            {"alert-gated.json"},
 }
 
 // phaseHistories maps each v1alpha1.Phase to histories whose status reaches it.
@@ -106,6 +108,8 @@ var otherBranches = []struct {
 		func(h recorded) bool { return h.activities["RecordDecision"] }},
 	{"a reload restart refused for good fails the run", "reload-protected-namespace.json",
 		func(h recorded) bool { return h.closed == "EVENT_TYPE_WORKFLOW_EXECUTION_FAILED" }},
+	{"an alert run silences its alert while remediating, renews and expires the silence", "alert-silenced.json",
+		func(h recorded) bool { return h.activities["HoldSilence"] && h.activities["EndSilence"] }},
 	{"a reload whose workload is gone ends without failing", "reload-workload-gone.json",
 		func(h recorded) bool {
 			return h.closed == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED" && h.reasons["WorkloadGone"]
@@ -123,6 +127,8 @@ var notRecorded = map[string]string{
 		"reads, never a run's reason (workflows/signals_test.go, test/integration/signal_warnings_test.go)",
 	"reason WorkflowLost": "written by the operator when a run's workflow is gone, so no workflow history reaches it " +
 		"(test/integration/workflow_lost_test.go)",
+	"reason GateUnknown": "an alert run held because Alertmanager cannot be read for spec.blockWhileFiring; stopping the " +
+		"package's shared Alertmanager would disturb every other alert test (activities/alert_gates_test.go)",
 	"reason CallbackNotConfigured": "reached only when a URL leaves the configuration between a drift's detection and its report, " +
 		"as the workflow posts only to URLs the worker just read (activities/drift_callback_test.go)",
 }

@@ -51,6 +51,83 @@ type BudgetSpec struct {
 	MaxPercent int32 `json:"maxPercent,omitempty"`
 }
 
+// FreezeAction says what a rule does with an alert inside a freeze window.
+// +kubebuilder:validation:Enum=Wait;RequireApproval
+type FreezeAction string
+
+const (
+	// FreezeWait holds the run on a durable timer until the window ends.
+	FreezeWait FreezeAction = "Wait"
+	// FreezeRequireApproval asks a person instead of acting on their own.
+	FreezeRequireApproval FreezeAction = "RequireApproval"
+)
+
+// TimeRange is a times entry of Alertmanager's time_intervals: "HH:MM",
+// start inclusive, end exclusive (end_time may be "24:00").
+type TimeRange struct {
+	// +kubebuilder:validation:Pattern=`^[0-9]{2}:[0-9]{2}$`
+	StartTime string `json:"start_time"`
+	// +kubebuilder:validation:Pattern=`^[0-9]{2}:[0-9]{2}$`
+	EndTime string `json:"end_time"`
+}
+
+// TimeInterval is one entry of Alertmanager's time_intervals, in its own
+// syntax (github.com/prometheus/alertmanager/timeinterval): a time matches
+// when it is within every field that is set. Ranges are "a:b" or a single
+// value, e.g. weekdays ["monday:friday"], days_of_month ["1:5", "-1"],
+// months ["december"], years ["2026"]; location is an IANA zone (UTC if unset).
+type TimeInterval struct {
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Times []TimeRange `json:"times,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	Weekdays []string `json:"weekdays,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	DaysOfMonth []string `json:"days_of_month,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	Months []string `json:"months,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	Years []string `json:"years,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Location string `json:"location,omitempty"`
+}
+
+// FreezeSpec is a change freeze: while the time is inside any of
+// TimeIntervals, the rule does not act on its own.
+type FreezeSpec struct {
+	// TimeIntervals in Alertmanager's time_intervals syntax; the rule is
+	// frozen while the time is inside any of them.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	TimeIntervals []TimeInterval `json:"timeIntervals"`
+	// Action: Wait (default) holds the run until the window ends;
+	// RequireApproval asks a person before acting inside the window.
+	// +optional
+	// +kubebuilder:default=Wait
+	Action FreezeAction `json:"action,omitempty"`
+}
+
+// SilenceSpec silences the alert in Alertmanager while its remediation runs.
+type SilenceSpec struct {
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// Duration of the silence; it is renewed for as long again each time
+	// half of it has passed while the remediation still runs, and expired
+	// when the run ends.
+	// +optional
+	// +kubebuilder:default="10m"
+	Duration *Duration `json:"duration,omitempty"`
+}
+
 // RemediationTemplate is the RemediationRequest a matching alert starts.
 // Every string in it is a Go text/template over {.Labels, .Annotations,
 // .Fingerprint, .StartsAt} of the alert, with the functions lower, upper,
@@ -112,6 +189,21 @@ type RemediationRuleSpec struct {
 	// +optional
 	// +kubebuilder:default=Refuse
 	GitOps GitOpsPolicy `json:"gitOps,omitempty"`
+	// Freeze is a change-freeze calendar: inside it the rule waits, or asks
+	// for approval, instead of acting.
+	// +optional
+	Freeze *FreezeSpec `json:"freeze,omitempty"`
+	// BlockWhileFiring is a health gate: matchers in Alertmanager's syntax
+	// (e.g. `alertname="ClusterDegraded"`); while any alert in Alertmanager
+	// matches one of them, the run waits before acting and checks again.
+	// An Alertmanager that cannot be read holds the run too (fail closed).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=1024
+	BlockWhileFiring []string `json:"blockWhileFiring,omitempty"`
+	// Silence the alert in Alertmanager while its remediation runs.
+	// +optional
+	Silence *SilenceSpec `json:"silence,omitempty"`
 	// Suspend stops new alerts from starting anything.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
@@ -156,11 +248,25 @@ type AlertRecord struct {
 	GeneratorURL string `json:"generatorURL,omitempty"`
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// Until is when a run held by a freeze (reason Frozen) may act.
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
+	// Silence is the ID of the Alertmanager silence the run holds on the alert.
+	// +optional
+	Silence string `json:"silence,omitempty"`
 	// DryRun holds, in shadow mode, each step's server-side dry-run diff.
 	// +optional
 	DryRun []string `json:"dryRun,omitempty"`
 	// +optional
 	At *metav1.Time `json:"at,omitempty"`
+	// RunID is the workflow run this record is of. With Started it makes
+	// the rule's counters idempotent per run: a retried status write of the
+	// same run counts nothing again.
+	// +optional
+	RunID string `json:"runID,omitempty"`
+	// Started is set once the run was counted in runsStarted.
+	// +optional
+	Started bool `json:"started,omitempty"`
 }
 
 // Refusal is the last alert the rule did not act on, and why.

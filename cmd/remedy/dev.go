@@ -238,8 +238,8 @@ func runDev(ctx context.Context, args []string) error {
   Temporal Web UI: %s/namespaces/default/workflows
   logs:            %s
   metrics:         %s
-  kubectl, temporal, kubectl-remedy: %s (the pinned ones, linked)
-  environment:     source %s   (KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, and PATH with %s first)
+  kubectl, temporal, kubectl-remedy, amtool: %s (the pinned ones, linked)
+  environment:     source %s   (KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, ALERTMANAGER_URL, and PATH with %s first)
 
   Try it:
     source %s
@@ -250,8 +250,8 @@ func runDev(ctx context.Context, args []string) error {
   Deployment controller's revert be judged, and find RemedyKind='Drift' in the Web UI.
 
   Alerts (docs/alerts.md): Alertmanager UI %s, receiver %s;
-    amtool alert add DemoHighLatency namespace=demo deployment=web
-    kubectl get rrule -n demo
+    amtool --alertmanager.url "$ALERTMANAGER_URL" alert add DemoHighLatency namespace=demo deployment=web
+    kubectl get rr -n demo -l remedy.dev/rule=demo-latency -w
 
 `, remedyrelease.String(), kubeconfig, env.TemporalAddress, webUI, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
 		envFile, binDir, envFile, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), am.URL, receiver)

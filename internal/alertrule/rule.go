@@ -174,6 +174,7 @@ func Check(namespace string, spec *v1alpha1.RemediationRuleSpec) field.ErrorList
 			errs = append(errs, field.Invalid(field.NewPath("spec", "matchers").Index(i), s, "not an Alertmanager matcher: "+err.Error()))
 		}
 	}
+	errs = append(errs, checkGates(spec)...)
 	steps := field.NewPath("spec", "template", "steps")
 	for i, st := range spec.Template.Steps {
 		p := steps.Index(i).Child("execution")

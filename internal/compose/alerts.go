@@ -35,6 +35,8 @@ type AlertsOptions struct {
 	// AlertmanagerURL, when set, is swept every SweepEvery (default 1m) for lost resolves.
 	AlertmanagerURL string
 	SweepEvery      time.Duration
+	// SweepGrace after Alertmanager starts before the sweep trusts its list (0: alerts.DefaultSweepGrace).
+	SweepGrace time.Duration
 	// TemporalTimeout bounds handing one notification to Temporal (0: the receiver's default).
 	TemporalTimeout time.Duration
 	// Temporal overrides the client the receiver hands alerts to (tests).
@@ -93,7 +95,7 @@ func ServeAlerts(ctx context.Context, cfg *rest.Config, tc alerts.Temporal, list
 		if every <= 0 {
 			every = time.Minute
 		}
-		sw := &alerts.Sweep{Temporal: lister, Every: every, Log: ctrl.Log.WithName("alerts-sweep"),
+		sw := &alerts.Sweep{Temporal: lister, Every: every, Grace: o.SweepGrace, Log: ctrl.Log.WithName("alerts-sweep"),
 			Alertmanager: &activities.Alertmanager{URL: o.AlertmanagerURL, Client: &http.Client{Timeout: 10 * time.Second}}}
 		go sw.Run(ctx)
 	}

@@ -196,6 +196,22 @@ func freeLoopbackPort() (int, error) {
 // namespace, resolves sent, the bearer token read from tokenFile (so a
 // rotated token applies at once).
 func RouteToRemedy(url, tokenFile, groupWait, groupInterval, repeatInterval string) string {
+	return routeToRemedy(url, fmt.Sprintf(`authorization:
+            type: Bearer
+            credentials_file: %s`, tokenFile), groupWait, groupInterval, repeatInterval)
+}
+
+// RouteToRemedyTLS is RouteToRemedy authenticating with a client
+// certificate instead (http_config.tls_config): Alertmanager presents
+// certFile/keyFile and verifies the receiver's serving certificate with caFile.
+func RouteToRemedyTLS(url, caFile, certFile, keyFile, groupWait, groupInterval, repeatInterval string) string {
+	return routeToRemedy(url, fmt.Sprintf(`tls_config:
+            ca_file: %s
+            cert_file: %s
+            key_file: %s`, caFile, certFile, keyFile), groupWait, groupInterval, repeatInterval)
+}
+
+func routeToRemedy(url, httpConfig, groupWait, groupInterval, repeatInterval string) string {
 	return fmt.Sprintf(`route:
   receiver: remedy
   group_by: [alertname, namespace]
@@ -208,8 +224,6 @@ receivers:
       - url: %s
         send_resolved: true
         http_config:
-          authorization:
-            type: Bearer
-            credentials_file: %s
-`, groupWait, groupInterval, repeatInterval, url, tokenFile)
+          %s
+`, groupWait, groupInterval, repeatInterval, url, httpConfig)
 }

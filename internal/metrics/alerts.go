@@ -32,21 +32,53 @@ var (
 		Name: "remedy_alert_guard_trips_total",
 		Help: "Alert guards tripped (circuit breaker, storm mode), by guard.",
 	}, []string{"guard"})
+	// AlertSweeps counts the receiver's rounds looking for lost resolves, by
+	// result: ok, unreachable (Alertmanager could not be read: nothing was
+	// resolved), restarted (Alertmanager started within the grace: its alerts
+	// are still coming back, nothing was resolved).
+	AlertSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alert_sweeps_total",
+		Help: "Rounds of the receiver's sweep for lost resolves, by result (ok, unreachable, restarted).",
+	}, []string{"result"})
+	// AlertGateWaits counts alert runs held before acting, by gate: Frozen
+	// (a freeze calendar), GatedByAlert (blockWhileFiring) and GateUnknown
+	// (Alertmanager could not be read, so the gate held the run).
+	AlertGateWaits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alert_gate_waits_total",
+		Help: "Alert runs held before acting by a freeze or a health gate, by gate (one per hold).",
+	}, []string{"gate"})
+	// AlertSilences counts Alertmanager silences held by alert runs, by operation.
+	AlertSilences = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alert_silences_total",
+		Help: "Alertmanager silences of alerts under remediation, by operation: created, renewed, expired, failed.",
+	}, []string{"op"})
 )
 
 // Results of AlertsReceived and guards of AlertGuardTrips, exposed at 0 from the start.
 var (
 	AlertResults = []string{"accepted", "unmatched", "stale", "malformed", "unauthorized", "too_large", "temporal_unavailable"}
 	AlertGuards  = []string{"CircuitOpen", "Storm"}
+	AlertGates   = []string{"Frozen", "GatedByAlert", "GateUnknown"}
+	SilenceOps   = []string{"created", "renewed", "expired", "failed"}
+	SweepResults = []string{"ok", "unreachable", "restarted"}
 )
 
 func init() {
-	register(AlertsReceived, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips)
+	register(AlertsReceived, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips, AlertGateWaits, AlertSilences, AlertSweeps)
+	for _, r := range SweepResults {
+		AlertSweeps.WithLabelValues(r)
+	}
 	for _, r := range AlertResults {
 		AlertsReceived.WithLabelValues(r)
 	}
 	for _, g := range AlertGuards {
 		AlertGuardTrips.WithLabelValues(g)
+	}
+	for _, g := range AlertGates {
+		AlertGateWaits.WithLabelValues(g)
+	}
+	for _, op := range SilenceOps {
+		AlertSilences.WithLabelValues(op)
 	}
 }
 

@@ -112,6 +112,14 @@ func TestForgedAlertStartsWriteNothing(t *testing.T) {
 	in := workflows.AlertInput{Namespace: ns, Rule: rule.Name, Alert: alertrule.Alert{Labels: l, Fingerprint: fp, StartsAt: time.Now()}}
 	other := in
 	other.Alert.Labels = labels(ns, "Forged", "deployment", "other")
+	theirs := tenant(t, "web")
+	elsewhere := in
+	elsewhere.Namespace = theirs
+	ghost := in
+	ghost.Rule = "no-such-rule"
+	unmatched := in
+	unmatched.Alert.Labels = labels(ns, "NotForged", "deployment", "web")
+	unmatched.Alert.Fingerprint = activities.Fingerprint(unmatched.Alert.Labels)
 	for _, tc := range []struct {
 		name string
 		id   string
@@ -121,6 +129,10 @@ func TestForgedAlertStartsWriteNothing(t *testing.T) {
 		{"under another ID", workflows.AlertWorkflowID(ns, rule.Name, fp) + "-forged", in, "is not the workflow of alert"},
 		{"an alert Alertmanager does not hold", workflows.AlertWorkflowID(ns, rule.Name, fp), in, "not firing in Alertmanager"},
 		{"labels that are not the fingerprint's", workflows.AlertWorkflowID(ns, rule.Name, fp), other, "is not the fingerprint"},
+		{"another namespace's subject under this alert's ID", workflows.AlertWorkflowID(ns, rule.Name, fp), elsewhere, "is not the workflow of alert"},
+		{"another rule's ID", workflows.AlertWorkflowID(ns, "other-rule", fp), in, "is not the workflow of alert"},
+		{"a rule that does not exist", workflows.AlertWorkflowID(ns, ghost.Rule, fp), ghost, "not found"},
+		{"an alert the rule does not match", workflows.AlertWorkflowID(ns, rule.Name, unmatched.Alert.Fingerprint), unmatched, "does not match the alert's labels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run, err := harness.Temporal().ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: tc.id, TaskQueue: workflows.TaskQueue}, workflows.AlertWorkflow, tc.in)
@@ -136,6 +148,7 @@ func TestForgedAlertStartsWriteNothing(t *testing.T) {
 		})
 	}
 	assert.Empty(t, requestsOf(t, ns, rule.Name))
+	assert.Empty(t, requestsOf(t, theirs, rule.Name))
 	got := ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true })
 	assert.Zero(t, got.Status.Matches, "a forged start is not even counted")
 }

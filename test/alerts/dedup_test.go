@@ -18,14 +18,14 @@ import (
 
 // notify posts a webhook notification straight to the receiver, as a
 // second Alertmanager replica (or a replay) would, with token as bearer.
-func notify(t *testing.T, token string, msg alerts.Message) int {
+func notify(t testing.TB, token string, msg alerts.Message) int {
 	t.Helper()
 	body, err := json.Marshal(msg)
 	require.NoError(t, err)
 	return notifyRaw(t, token, body)
 }
 
-func notifyRaw(t *testing.T, token string, body []byte) int {
+func notifyRaw(t testing.TB, token string, body []byte) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, harness.AlertsURL(), bytes.NewReader(body))
 	require.NoError(t, err)

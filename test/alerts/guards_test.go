@@ -115,19 +115,9 @@ func TestGitOpsManagedTargetIsRefused(t *testing.T) {
 	d := harness.Deployment(t, ns, "argo-web", 1)
 	d.Annotations = map[string]string{"argocd.argoproj.io/tracking-id": "shop:apps/Deployment:" + ns + "/argo-web"}
 	require.NoError(t, harness.Kube().Update(context.Background(), d))
-	rule := createRule(t, restartRule(ns, "gitops", "GitOps"))
-	l := labels(ns, "GitOps", "deployment", "argo-web")
-	fp := activities.Fingerprint(l)
-	fire(t, l)
-	got := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
-		rec := record(r, fp)
-		return rec != nil && rec.Phase == v1alpha1.AlertRefused
-	})
-	rec := record(got, fp)
-	assert.Equal(t, workflows.ReasonGitOpsManaged, rec.Reason)
+	rec, l := refusedAsGitOps(t, ns, "argo-web")
 	assert.Contains(t, rec.Message, "Argo CD")
 	assert.Contains(t, rec.Message, "argocd.argoproj.io/tracking-id")
-	assert.Empty(t, requestsOf(t, ns, rule.Name))
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(d), d))
 	assert.Empty(t, d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"])
 	resolve(t, l)

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 const alertAuthor = "alert-author"
 
 // tenant makes a namespace with deployments and an author who may restart them.
-func tenant(t *testing.T, deployments ...string) string {
+func tenant(t testing.TB, deployments ...string) string {
 	t.Helper()
 	ns := harness.Namespace(t)
 	for _, d := range deployments {
@@ -45,7 +45,7 @@ func tenant(t *testing.T, deployments ...string) string {
 	return ns
 }
 
-func grantRules(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) {
+func grantRules(t testing.TB, ns, user string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
 	ctx := context.Background()
 	name := "alerts-" + user
@@ -55,7 +55,7 @@ func grantRules(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) {
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: subject}))
 }
 
-func impersonating(t *testing.T, user string) ctrlclient.Client {
+func impersonating(t testing.TB, user string) ctrlclient.Client {
 	t.Helper()
 	cfg := rest.CopyConfig(harness.Config())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
@@ -75,7 +75,7 @@ func restartRule(ns, name, alertname string) *v1alpha1.RemediationRule {
 }
 
 // createRule creates the rule as the author; the webhook stamps them.
-func createRule(t *testing.T, r *v1alpha1.RemediationRule) *v1alpha1.RemediationRule {
+func createRule(t testing.TB, r *v1alpha1.RemediationRule) *v1alpha1.RemediationRule {
 	t.Helper()
 	require.NoError(t, impersonating(t, alertAuthor).Create(context.Background(), r))
 	require.NotNil(t, r.Spec.Author)
@@ -92,12 +92,24 @@ type amAlert struct {
 	GeneratorURL string            `json:"generatorURL,omitempty"`
 }
 
-// post sends alerts to Alertmanager's own API.
+// post sends alerts to the harness's Alertmanager's own API.
 func post(t *testing.T, alerts ...amAlert) {
 	t.Helper()
-	body, err := json.Marshal(alerts)
+	postTo(t, harness.Alertmanager().URL, alerts...)
+}
+
+// postTo sends alerts to the API of the Alertmanager at amURL.
+func postTo(t testing.TB, amURL string, alerts ...amAlert) {
+	t.Helper()
+	postJSON(t, amURL+"/api/v2/alerts", alerts)
+}
+
+// postJSON posts v to url as JSON and expects 200.
+func postJSON(t testing.TB, url string, v any) {
+	t.Helper()
+	body, err := json.Marshal(v)
 	require.NoError(t, err)
-	resp, err := http.Post(harness.Alertmanager().URL+"/api/v2/alerts", "application/json", bytes.NewReader(body))
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -129,7 +141,7 @@ func ruleStatus(t *testing.T, r *v1alpha1.RemediationRule, timeout time.Duration
 }
 
 // requestsOf lists the RemediationRequests the rule started.
-func requestsOf(t *testing.T, ns, rule string) []v1alpha1.RemediationRequest {
+func requestsOf(t testing.TB, ns, rule string) []v1alpha1.RemediationRequest {
 	t.Helper()
 	var l v1alpha1.RemediationRequestList
 	require.NoError(t, harness.Kube().List(context.Background(), &l, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{"remedy.dev/rule": rule}))

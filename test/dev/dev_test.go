@@ -110,10 +110,12 @@ func TestDev(t *testing.T) {
 
 		// A person's shell: nothing but the system's PATH, then source .dev/env.
 		script := `source .dev/env
-printf '%s\n' "$TEMPORAL_ADDRESS" "$REMEDY_WEB_UI" "$(command -v kubectl)" "$(command -v temporal)" "$(command -v kubectl-remedy)"
+printf '%s\n' "$TEMPORAL_ADDRESS" "$REMEDY_WEB_UI" "$ALERTMANAGER_URL" "$(command -v kubectl)" "$(command -v temporal)" "$(command -v kubectl-remedy)" "$(command -v amtool)"
 kubectl get namespace demo -o name
+kubectl get rrule -n demo demo-latency -o name
 temporal workflow list --limit 1 >/dev/null
-kubectl remedy --help >/dev/null`
+kubectl remedy --help >/dev/null
+amtool --alertmanager.url "$ALERTMANAGER_URL" alert query >/dev/null`
 		cmd := exec.Command("bash", "--noprofile", "--norc", "-euo", "pipefail", "-c", script)
 		cmd.Dir, cmd.Env = first.repo, []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
 		out, err = cmd.CombinedOutput()
@@ -121,10 +123,13 @@ kubectl remedy --help >/dev/null`
 		assert.Equal(t, []string{
 			fmt.Sprintf("127.0.0.1:%d", p.temporal),
 			fmt.Sprintf("http://127.0.0.1:%d", p.ui),
-			filepath.Join(bin, "kubectl"), filepath.Join(bin, "temporal"), filepath.Join(bin, "kubectl-remedy"),
+			"http://127.0.0.1:9093",
+			filepath.Join(bin, "kubectl"), filepath.Join(bin, "temporal"), filepath.Join(bin, "kubectl-remedy"), filepath.Join(bin, "amtool"),
 			"namespace/demo",
+			"remediationrule.remedy.dev/demo-latency",
 		}, strings.Split(strings.TrimSpace(string(out)), "\n"))
 		assert.Contains(t, first.out.String(), fmt.Sprintf("Temporal Web UI: http://127.0.0.1:%d/namespaces/default/workflows", p.ui))
+		assert.Contains(t, first.out.String(), "Alertmanager UI http://127.0.0.1:9093,")
 	})
 
 	t.Run("SIGKILL of remedy dev leaves no child alive", func(t *testing.T) {

@@ -56,6 +56,10 @@ func cases() []faultCase {
 	for _, proc := range []string{webhook, worker, temporal} {
 		cs = append(cs, faultCase{proc, pointDrift, func(t *testing.T, p *parts) string { return driftOpen(t, p, proc) }})
 	}
+	for _, proc := range []string{worker, temporal} {
+		cs = append(cs, faultCase{proc, pointReceipt, func(t *testing.T, p *parts) string { return alertReceipt(t, p, proc) }})
+		cs = append(cs, faultCase{proc, pointFlap, func(t *testing.T, p *parts) string { return alertFlap(t, p, proc) }})
+	}
 	return cs
 }
 

@@ -28,9 +28,11 @@ const (
 	pointDrift    = "drift workflow open"
 	pointRR       = "RemediationRequest between steps"
 	pointSaga     = "RemediationRequest mid-compensation"
+	pointReceipt  = "alert received, workflow not started"
+	pointFlap     = "flapping alert between runs"
 )
 
-var points = []string{pointApproval, pointInline, pointJob, pointReload, pointDrift, pointRR, pointSaga}
+var points = []string{pointApproval, pointInline, pointJob, pointReload, pointDrift, pointRR, pointSaga, pointReceipt, pointFlap}
 
 // The processes and parts a case kills.
 const (
@@ -57,6 +59,9 @@ var notApplicable = map[[2]string]string{
 	{operator, pointDrift}:   "n/a: the webhook starts and signals drift workflows; the operator relays only --drift-approval decisions (not used here)",
 	{apiserver, pointJob}:    "n/a: the TTL controller runs inside the API server's cluster: with it down, nothing is collected",
 	{apiserver, pointDrift}:  "n/a: admission happens inside the API server; with it down no drift can be judged or resolved",
+	{webhook, pointReceipt}:  "n/a: the drift webhook admits nothing of a notification or a workflow start",
+	{webhook, pointFlap}:     "n/a: as the inline write: an alert run's restart is admitted untraced while it is down (Ignore)",
+	{operator, pointReceipt}: "n/a: the receiver (in the worker) matches the rules and starts the workflow; the operator takes no part",
 }
 
 type row struct{ outcome, detail string }
@@ -75,6 +80,8 @@ type parts struct {
 	kubectl   procs.Kubectl
 	callbacks *callbacks
 	cas       map[string][]byte
+	// alerting is Alertmanager, routed to the worker's receiver (TestFaults only).
+	alerting *alerting
 	// upgrade swaps the previous release's processes for this tree's (TestUpgrade).
 	upgrade *upgrade
 }
@@ -175,7 +182,7 @@ type faultCase struct {
 
 func setup(t *testing.T) *parts {
 	t.Helper()
-	p := &parts{proxy: procs.NewProxy(t), kubectl: procs.NewKubectl(t), callbacks: newCallbacks(t)}
+	p := &parts{proxy: procs.NewProxy(t), kubectl: procs.NewKubectl(t), callbacks: newCallbacks(t), alerting: startAlerting(t)}
 	p.start(t, procs.Root, procs.Bin())
 	return p
 }
@@ -189,8 +196,12 @@ func (p *parts) start(t *testing.T, root, bin string) {
 	}
 	// The worker reaches the API server through the proxy, so a case can hold
 	// one of its requests; Jobs are collected 3s after they finish.
+	args := []string{"--job-ttl=3s", "--drift-callback-url=" + p.callbacks.url}
+	if p.alerting != nil {
+		args = append(args, p.alerting.args...)
+	}
 	p.worker = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-worker"), 0,
-		procs.PodOptions{Args: []string{"--job-ttl=3s", "--drift-callback-url=" + p.callbacks.url}, Server: p.proxy.URL, CAData: p.proxy.CA, Bin: bin})
+		procs.PodOptions{Args: args, Server: p.proxy.URL, CAData: p.proxy.CA, Bin: bin})
 	p.webhook = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-drift-webhook"), 0, procs.PodOptions{Bin: bin})
 	p.operator = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-operator"), 0, procs.PodOptions{Bin: bin})
 	require.Eventually(t, func() bool {

@@ -1,15 +1,21 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"go.temporal.io/sdk/client"
 
@@ -65,7 +71,7 @@ func startAlerts(ctx context.Context, o AlertsOptions, logs io.Writer) (string, 
 		return "", err
 	}
 	if alertsURL, err = compose.ServeAlerts(ctx, wCfg, alertsTC, env.Temporal, compose.AlertsOptions{Addr: "127.0.0.1:0", TokenFile: tokenFile,
-		MaxBodyBytes: o.MaxBodyBytes, AlertmanagerURL: "http://" + amAddr, SweepEvery: sweepEvery}); err != nil {
+		MaxBodyBytes: o.MaxBodyBytes, AlertmanagerURL: "http://" + amAddr, SweepEvery: sweepEvery, SweepGrace: SweepGrace}); err != nil {
 		return "", err
 	}
 	bin, err := devenv.AlertmanagerBinary(Root)
@@ -86,8 +92,12 @@ func startAlerts(ctx context.Context, o AlertsOptions, logs io.Writer) (string, 
 	return alertmanager.URL, nil
 }
 
-// sweepEvery is how often the tests' receiver sweeps Alertmanager for lost resolves.
-const sweepEvery = 2 * time.Second
+// sweepEvery is how often the tests' receiver sweeps Alertmanager for lost
+// resolves; SweepGrace how long after Alertmanager starts it resolves nothing.
+const (
+	sweepEvery = 2 * time.Second
+	SweepGrace = 6 * time.Second
+)
 
 // swappableTemporal is the receiver's Temporal client, replaceable by a test.
 type swappableTemporal struct {
@@ -117,4 +127,26 @@ func (s *swappableTemporal) SignalWithStartWorkflow(ctx context.Context, id, sig
 
 func (s *swappableTemporal) SignalWorkflow(ctx context.Context, id, runID, signal string, arg any) error {
 	return s.get().SignalWorkflow(ctx, id, runID, signal, arg)
+}
+
+// FireAlert posts a firing alert with labels to Alertmanager's own API at
+// amURL; ResolveAlert posts it again with an endsAt in the past.
+func FireAlert(t testing.TB, amURL string, labels map[string]string) {
+	t.Helper()
+	postAlert(t, amURL, labels, time.Now().Add(-time.Second), time.Now().Add(time.Hour))
+}
+
+func ResolveAlert(t testing.TB, amURL string, labels map[string]string) {
+	t.Helper()
+	postAlert(t, amURL, labels, time.Now().Add(-time.Minute), time.Now().Add(-time.Second))
+}
+
+func postAlert(t testing.TB, amURL string, labels map[string]string, startsAt, endsAt time.Time) {
+	t.Helper()
+	body, err := json.Marshal([]map[string]any{{"labels": labels, "startsAt": startsAt, "endsAt": endsAt}})
+	require.NoError(t, err)
+	resp, err := http.Post(amURL+"/api/v2/alerts", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -113,7 +112,7 @@ func TestApprovalRelayFromAnotherNamespace(t *testing.T) {
 		}
 	}
 	time.Sleep(2 * time.Second) // the relay had its chance
-	assert.Zero(t, signalsReceived(t, id), "nothing was relayed to the payments run")
+	assert.Zero(t, harness.SignalsReceived(t, id, ""), "nothing was relayed to the payments run")
 
 	// Had the relay been fooled: the workflow matches namespace and name.
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalApprove,
@@ -126,7 +125,7 @@ func TestApprovalRelayFromAnotherNamespace(t *testing.T) {
 	}
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "approval request "+tenant+"/"+rar.Name+" is not open (the open one is "+payments+"/"+rar.Name+")")
-	assert.Equal(t, 1, signalsReceived(t, id))
+	assert.Equal(t, 1, harness.SignalsReceived(t, id, ""))
 	assert.Equal(t, v1alpha1.PhaseWaitingApproval, queryPhase(t, id), "the signal from the other namespace was ignored")
 
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalReject,
@@ -254,22 +253,7 @@ func TestKubectlApproveBeforeTemporalRejectWins(t *testing.T) {
 	assert.Equal(t, v1alpha1.DecisionApproved, rar.Status.Decision)
 	assert.Equal(t, "carol", rar.Status.DecidedBy)
 	assert.Equal(t, v1alpha1.DecidedViaKubectl, rar.Status.DecidedVia)
-	assert.Equal(t, 2, signalsReceived(t, id), "the relayed approve, then bob's reject, which was ignored")
-}
-
-// signalsReceived counts the signals in the workflow's history.
-func signalsReceived(t *testing.T, id string) int {
-	t.Helper()
-	n := 0
-	it := harness.Temporal().GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
-		if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED {
-			n++
-		}
-	}
-	return n
+	assert.Equal(t, 2, harness.SignalsReceived(t, id, ""), "the relayed approve, then bob's reject, which was ignored")
 }
 
 func queryPhase(t *testing.T, id string) v1alpha1.Phase {

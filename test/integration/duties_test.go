@@ -111,7 +111,7 @@ func TestDutiesAnonymousDecisionsAreRefused(t *testing.T) {
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalReject, map[string]any{}))
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalReject, workflows.ApprovalSignal{Approver: "  ", Reason: "who am I"}))
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalReject, nil))
-	require.Eventually(t, func() bool { return signalsReceived(t, id) == 3 }, 10*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return harness.SignalsReceived(t, id, "") == 3 }, 10*time.Second, 100*time.Millisecond)
 	before := settledHistoryLength(t, id)
 	assert.Equal(t, v1alpha1.PhaseWaitingApproval, queryPhase(t, id), "the anonymous rejects were not taken")
 

@@ -1,0 +1,96 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+)
+
+// SilenceCreator is the createdBy of every silence Remedy creates.
+const SilenceCreator = "remedy"
+
+// Silence is a silence as Alertmanager's API v2 reads and writes it.
+type Silence struct {
+	ID        string           `json:"id,omitempty"`
+	Matchers  []SilenceMatcher `json:"matchers"`
+	StartsAt  time.Time        `json:"startsAt"`
+	EndsAt    time.Time        `json:"endsAt"`
+	CreatedBy string           `json:"createdBy"`
+	Comment   string           `json:"comment"`
+	Status    *struct {
+		State string `json:"state"`
+	} `json:"status,omitempty"`
+}
+
+// SilenceMatcher is one matcher of a silence.
+type SilenceMatcher struct {
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	IsRegex bool   `json:"isRegex"`
+	IsEqual bool   `json:"isEqual"`
+}
+
+// EqualMatchers are the matchers that select exactly these labels' alerts:
+// name="value" for each label, sorted by name.
+func EqualMatchers(labels map[string]string) []SilenceMatcher {
+	out := make([]SilenceMatcher, 0, len(labels))
+	for k, v := range labels {
+		out = append(out, SilenceMatcher{Name: k, Value: v, IsEqual: true})
+	}
+	slices.SortFunc(out, func(a, b SilenceMatcher) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// PutSilence creates a silence, or updates the one s.ID names (Alertmanager
+// may answer an update with a new ID), and returns its ID.
+func (a *Alertmanager) PutSilence(ctx context.Context, s Silence) (string, error) {
+	s.Status = nil
+	var out struct {
+		SilenceID string `json:"silenceID"`
+	}
+	if err := a.call(ctx, http.MethodPost, "/api/v2/silences", s, &out); err != nil {
+		return "", fmt.Errorf("post alertmanager silence: %w", err)
+	}
+	return out.SilenceID, nil
+}
+
+// Silences lists the silences Remedy created (every state).
+func (a *Alertmanager) Silences(ctx context.Context) ([]Silence, error) {
+	var all []Silence
+	if err := a.call(ctx, http.MethodGet, "/api/v2/silences", nil, &all); err != nil {
+		return nil, fmt.Errorf("list alertmanager silences: %w", err)
+	}
+	return slices.DeleteFunc(all, func(s Silence) bool { return s.CreatedBy != SilenceCreator }), nil
+}
+
+// ExpireSilence ends the silence now; one already expired or gone is no error.
+func (a *Alertmanager) ExpireSilence(ctx context.Context, id string) error {
+	var s Silence
+	err := a.call(ctx, http.MethodGet, "/api/v2/silence/"+url.PathEscape(id), nil, &s)
+	var am *amError
+	if errors.As(err, &am) && am.Status == http.StatusNotFound {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read alertmanager silence %s: %w", id, err)
+	}
+	if s.Status != nil && s.Status.State == "expired" {
+		return nil
+	}
+	if err := a.call(ctx, http.MethodDelete, "/api/v2/silence/"+url.PathEscape(id), nil, nil); err != nil {
+		return fmt.Errorf("expire alertmanager silence %s: %w", id, err)
+	}
+	return nil
+}
