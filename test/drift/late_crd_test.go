@@ -26,8 +26,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
-	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
