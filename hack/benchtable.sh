@@ -3,7 +3,7 @@
 # metrics; those named x-<baseline> are ratios the benchmark measured against
 # a baseline in the same run (bare workflows, no open runs, raw size, the
 # uncached policy, Alertmanager's group_wait, notifications posted straight to
-# the alert receiver). The "x direct scale" column is the row's time as a ratio to
+# the alert receiver, the control plane without a node). The "x direct scale" column is the row's time as a ratio to
 # BenchmarkBaselineDirectScale of the same go test run (absolute times are
 # noisy here), for the rows of the run that has it.
 set -euo pipefail

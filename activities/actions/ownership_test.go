@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/release"
 )
 
 const (
@@ -42,7 +43,7 @@ func initContainer(name string) map[string]any {
 }
 
 func workload(kind string, inits []any, managed ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
-	podSpec := map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.27"}}}
+	podSpec := map[string]any{"containers": []any{map[string]any{"name": "app", "image": release.Image()}}}
 	if inits != nil {
 		podSpec["initContainers"] = inits
 	}
@@ -139,7 +140,7 @@ func TestExtractKeepsExactlyTheOwnedFields(t *testing.T) {
 	got, err := json.Marshal(extract(obj.Object, set))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"spec":{"template":{"spec":{
-		"containers":[{"name":"app","image":"nginx:1.27"}],
+		"containers":[{"name":"app","image":"`+release.Image()+`"}],
 		"initContainers":[{"name":"setup","command":["sh","-c","true"]}]}}}}`, string(got))
 }
 
@@ -281,5 +282,5 @@ func TestApplyAsReappliesWhatTheManagerOwns(t *testing.T) {
 	// other owner the API server would delete them.
 	assert.JSONEq(t, `{"apiVersion":"apps/v1","kind":"Deployment",
 		"metadata":{"name":"web","namespace":"shop","resourceVersion":"42","labels":{"team":"core"}},
-		"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:1.27"}],"initContainers":[]}}}}`, string(sent.Patch))
+		"spec":{"template":{"spec":{"containers":[{"name":"app","image":"`+release.Image()+`"}],"initContainers":[]}}}}`, string(sent.Patch))
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	out := flag.String("o", "bin/remedy-image.tar", "tarball to write")
+	out := flag.String("o", "bin/remedy-image.tar", "tarball to write, tagged "+release.Image()+" and, for the node's demo workloads, "+image.DemoReference())
 	pauseOut := flag.String("pause-o", "bin/pause-image.tar", "tarball of the node's pause image (hack/pause); empty skips it")
 	arch := flag.String("arch", runtime.GOARCH, "GOARCH of the binary and the image")
 	rev := flag.String("revision", "unknown", "VCS revision to stamp (the Makefile's REVISION)")
@@ -47,7 +47,7 @@ func run(out, pauseOut, arch, rev string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(out), err)
 	}
-	if err := image.WriteTarball(img, out); err != nil {
+	if err := image.WriteNodeTarball(img, out); err != nil {
 		return err
 	}
 	if pauseOut != "" {

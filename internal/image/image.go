@@ -102,6 +102,24 @@ func WriteTarball(img v1.Image, path string) error {
 	return nil
 }
 
+// WriteNodeTarball writes img as WriteTarball does, tagged also
+// DemoReference(): the tarball `make image` writes for the node, so that the
+// node holds a second name of the demo app for set-image to roll to.
+func WriteNodeTarball(img v1.Image, path string) error {
+	tag, err := releaseTag()
+	if err != nil {
+		return err
+	}
+	demo, err := name.NewTag(DemoReference(), name.StrictValidation)
+	if err != nil {
+		return fmt.Errorf("parse %s: %w", DemoReference(), err)
+	}
+	if err := tarball.MultiRefWriteToFile(path, map[name.Reference]v1.Image{tag: img, demo: img}); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
 func releaseTag() (name.Tag, error) {
 	tag, err := name.NewTag(release.Image(), name.StrictValidation)
 	if err != nil {
@@ -159,6 +177,15 @@ func layer(fsys fstest.MapFS) (v1.Layer, error) {
 // PauseReference names the node's sandbox image, built here like Remedy's
 // own (hack/pause), since no registry is reachable.
 func PauseReference() string { return "remedy.local/pause:" + release.Version }
+
+// DemoReference is Remedy's image under a second name, which the node
+// imports alongside release.Image(): the demo workloads' set-image has an
+// image to roll to (and back from) with no registry.
+func DemoReference() string { return "remedy.local/demo-app:" + release.Version }
+
+// LocalReferences are the images a node has without a pull: Pods may name
+// only these.
+func LocalReferences() []string { return []string{release.Image(), DemoReference(), PauseReference()} }
 
 // BuildPause compiles hack/pause and writes its image, tagged
 // PauseReference(), to path.
@@ -225,7 +252,7 @@ func BuildNodeImages(ctx context.Context, repoRoot, arch, dir string) (remedy, p
 		return "", "", err
 	}
 	remedy, pause = filepath.Join(dir, "remedy-image.tar"), filepath.Join(dir, "pause-image.tar")
-	if err := WriteTarball(img, remedy); err != nil {
+	if err := WriteNodeTarball(img, remedy); err != nil {
 		return "", "", err
 	}
 	return remedy, pause, BuildPause(ctx, repoRoot, arch, pause)

@@ -51,6 +51,18 @@ func TestImage(t *testing.T) {
 	assert.Equal(t, configName(t, built), configName(t, img), "the tarball holds the built image")
 	assert.Equal(t, digest(t, built), digest(t, again), "one binary, one digest")
 
+	node := filepath.Join(t.TempDir(), "remedy-node.tar")
+	require.NoError(t, image.WriteNodeTarball(built, node))
+	for _, ref := range []string{release.Image(), image.DemoReference()} {
+		tag, err := name.NewTag(ref)
+		require.NoError(t, err)
+		named, err := tarball.ImageFromPath(node, &tag)
+		require.NoError(t, err, "the node's tarball carries %s", ref)
+		assert.Equal(t, configName(t, built), configName(t, named), ref)
+	}
+	_, err = tarball.ImageFromPath(node, nil)
+	require.NoError(t, err, "one image under two names: crane push reads it")
+
 	cf, err := img.ConfigFile()
 	require.NoError(t, err)
 	assert.Equal(t, "65532:65532", cf.Config.User)

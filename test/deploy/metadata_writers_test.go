@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/procs"
 )
 
@@ -36,7 +37,7 @@ func TestMetadataWritersDryRun(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: labels},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: release.Image()}}}}},
 	}
 	_, err = admin.AppsV1().Deployments(ns).Create(ctx, web, metav1.CreateOptions{})
 	createdOrExists(t, err)
@@ -116,7 +117,7 @@ func TestMetadataWritersDryRun(t *testing.T) {
 				d, err := deployments.Patch(ctx, "web", types.MergePatchType, patch, metav1.PatchOptions{})
 				require.NoError(t, err)
 				assert.Equal(t, tc.account, d.Annotations[tc.annotation])
-				assert.Equal(t, "nginx:1.27", d.Spec.Template.Spec.Containers[0].Image)
+				assert.Equal(t, release.Image(), d.Spec.Template.Spec.Containers[0].Image)
 			})
 			if tc.account == "remedy-webhook" {
 				t.Run("a CronJob's schedule, another parent kind, is refused", func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/internal/pki"
+	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/procs"
 )
 
@@ -73,7 +74,7 @@ func TestDeployedProcesses(t *testing.T) {
 	kubectl := procs.NewKubectl(t)
 	ns := "parity"
 	kubectl.Run(t, "create", "namespace", ns)
-	kubectl.Run(t, "create", "deployment", "web", "-n", ns, "--image=nginx:1.27", "--replicas=1")
+	kubectl.Run(t, "create", "deployment", "web", "-n", ns, "--image="+release.Image(), "--replicas=1", "--", "/remedy", "demo-app")
 
 	t.Run("a scale execution runs, reconciled by the leader only", func(t *testing.T) {
 		kubectl.Apply(t, execution(ns, "scale-web", 3, false))

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -57,7 +58,7 @@ func TestCrossplaneConditionsGiveTheParentsObservedGeneration(t *testing.T) {
 			APIVersion: "test.remedy.dev/v1", Kind: "Widget", Name: "w", UID: w.GetUID(), Controller: ptr.To(true)}}},
 		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "w", Image: "nginx:1.27"}}}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "w", Image: release.Image()}}}}},
 	}
 	// The Widget has no status yet: it is initializing, so its controller creates freely.
 	rs, err = controller.Create(ctx, rs, metav1.CreateOptions{})

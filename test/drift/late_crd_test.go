@@ -27,6 +27,7 @@ import (
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -65,7 +66,7 @@ func TestParentOfAKindInstalledAfterTheWebhook(t *testing.T) {
 			APIVersion: "late.remedy.dev/v1", Kind: "Gizmo", Name: "g", UID: g.GetUID(), Controller: ptr.To(true)}}},
 		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "g", Image: "nginx:1.27"}}}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "g", Image: release.Image()}}}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = admin.Patch(ctx, "g", types.MergePatchType,

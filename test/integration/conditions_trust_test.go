@@ -17,6 +17,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -32,7 +33,7 @@ func secretBearingWorkload(t *testing.T, ns string) {
 	ctx := context.Background()
 	labels := map[string]string{"app": "web"}
 	container := func(name, value string) []corev1.Container {
-		return []corev1.Container{{Name: "web", Image: "nginx:1.27", Env: []corev1.EnvVar{{Name: name, Value: value}}}}
+		return []corev1.Container{{Name: "web", Image: release.Image(), Env: []corev1.EnvVar{{Name: name, Value: value}}}}
 	}
 	require.NoError(t, harness.Kube().Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: labels},

@@ -26,6 +26,7 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -47,7 +48,7 @@ func ownInit(name string) map[string]any {
 // ownManifest is the workload as its author wrote it; inits go into the pod template.
 func ownManifest(kind, ns, name string, inits ...any) *unstructured.Unstructured {
 	labels := map[string]any{"app": name}
-	podSpec := map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.27"}}}
+	podSpec := map[string]any{"containers": []any{map[string]any{"name": "app", "image": release.Image()}}}
 	if len(inits) > 0 {
 		podSpec["initContainers"] = inits
 	}
@@ -218,7 +219,7 @@ func TestOwnershipSplitBreaksRemovalUntilMigrated(t *testing.T) {
 	assert.Empty(t, ownInits(t, removed), "the whole container is gone, not just remedy's fields")
 	containers, _, _ := unstructured.NestedSlice(removed.Object, "spec", "template", "spec", "containers")
 	require.Len(t, containers, 1)
-	assert.Equal(t, "nginx:1.27", containers[0].(map[string]any)["image"])
+	assert.Equal(t, release.Image(), containers[0].(map[string]any)["image"])
 }
 
 func TestOwnershipMigrationConflictsOnAStaleObject(t *testing.T) {
@@ -321,7 +322,7 @@ func TestMigrateFieldOwnershipAction(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ownInits(t, again))
 	kept, _, _ := unstructured.NestedSlice(again.Object, "spec", "template", "spec", "containers")
-	assert.Equal(t, []any{map[string]any{"name": "app", "image": "nginx:1.27", "imagePullPolicy": "IfNotPresent",
+	assert.Equal(t, []any{map[string]any{"name": "app", "image": release.Image(), "imagePullPolicy": "IfNotPresent",
 		"resources": map[string]any{}, "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}}, kept)
 	o, err = actions.CheckOwnership(again, actions.ScopePath("Deployment", containers.Scope), "remedy")
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/image"
 	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -60,7 +61,7 @@ func TestSagaThirdStepFailureRollsBackStepsTwoAndOne(t *testing.T) {
 		v1alpha1.RemediationStep{Name: "scale-web", Execution: scaleSpec(ns, "web", 2)},
 		v1alpha1.RemediationStep{Name: "new-image", Execution: v1alpha1.KubernetesExecutionSpec{
 			Action: "set-image", Target: target(ns, "web"),
-			Parameters: &v1alpha1.ActionParameters{Container: "web", Image: "nginx:1.28"},
+			Parameters: &v1alpha1.ActionParameters{Container: "web", Image: image.DemoReference()},
 		}},
 		v1alpha1.RemediationStep{Name: "scale-api", Execution: failsPrecondition(ns, "api", 3, time.Second)},
 	)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/image"
 	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -84,7 +85,7 @@ func TestRemediationRollsBackInReverseOrder(t *testing.T) {
 		v1alpha1.RemediationStep{Name: "scale-web", Execution: scaleSpec(ns, "web", 2)},
 		v1alpha1.RemediationStep{Name: "new-image", Execution: v1alpha1.KubernetesExecutionSpec{
 			Action: "set-image", Target: target(ns, "web"),
-			Parameters: &v1alpha1.ActionParameters{Container: "web", Image: "nginx:1.28"},
+			Parameters: &v1alpha1.ActionParameters{Container: "web", Image: image.DemoReference()},
 		}},
 		v1alpha1.RemediationStep{Name: "scale-api", Execution: third},
 	)

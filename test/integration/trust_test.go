@@ -20,6 +20,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/image"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -83,7 +84,7 @@ func TestExecuteGrantRestartsOwnDeploymentAndBodyRequesterIsIgnored(t *testing.T
 	// Only restart and scale were granted: the same user may not set an image.
 	err := impersonating(t, "oncall-alice").Create(context.Background(), &v1alpha1.KubernetesExecution{
 		ObjectMeta: metav1.ObjectMeta{Name: "image", Namespace: ns}, Spec: v1alpha1.KubernetesExecutionSpec{Action: "set-image", Target: target(ns, "web"),
-			Parameters: &v1alpha1.ActionParameters{Container: "web", Image: "nginx:1.28"}}})
+			Parameters: &v1alpha1.ActionParameters{Container: "web", Image: image.DemoReference()}}})
 	requireForbidden(t, err, `grant the verb "execute" on actions.remedy.dev/set-image`)
 }
 

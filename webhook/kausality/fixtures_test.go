@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+
+	"github.com/remedy-dev/remedy/internal/release"
 )
 
 // The fixtures: Deployment demo/web (generation 3, observed, Available,
@@ -48,7 +50,7 @@ func rs(replicas int64, ann map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "ReplicaSet",
 		"metadata": map[string]any{"namespace": "demo", "name": "web-1", "generation": int64(2)},
-		"spec":     map[string]any{"replicas": replicas, "template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx"}}}}},
+		"spec":     map[string]any{"replicas": replicas, "template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": release.Image()}}}}},
 		"status":   map[string]any{"replicas": replicas, "observedGeneration": int64(2)},
 	}}
 	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web", Controller: ptr(true)}})
