@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/remedy-dev/remedy/internal/devenv"
@@ -85,10 +86,14 @@ func TestMetadataWritersDryRun(t *testing.T) {
 				refused(t, err, "may change only annotations of deployments, not spec")
 			})
 			t.Run("the same change as an update is refused", func(t *testing.T) {
-				d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
-				require.NoError(t, err)
-				d.Spec.Template.Spec.Containers[0].Image = "attacker.example/web:evil"
-				_, err = deployments.Update(ctx, d, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+				// The Deployment controller writes status meanwhile: a conflict is asked again.
+				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+					d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
+					require.NoError(t, err)
+					d.Spec.Template.Spec.Containers[0].Image = "attacker.example/web:evil"
+					_, err = deployments.Update(ctx, d, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+					return err
+				})
 				if tc.account == "remedy-webhook" {
 					refused(t, err, "not spec")
 				} else {
