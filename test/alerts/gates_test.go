@@ -37,12 +37,7 @@ func TestFreezeHoldsAnAlertUntilTheWindowOpens(t *testing.T) {
 	rule := createRule(t, r)
 	l := labels(ns, "FrozenLatency", "deployment", "web")
 	fp := activities.Fingerprint(l)
-	fire(t, l)
-
-	held := ruleStatus(t, rule, 30*time.Second, func(r *v1alpha1.RemediationRule) bool {
-		rec := record(r, fp)
-		return rec != nil && rec.Reason == activities.ReasonFrozen
-	})
+	held := firedAndHeld(t, rule, l, activities.ReasonFrozen)
 	rec := record(held, fp)
 	assert.Equal(t, v1alpha1.AlertQueued, rec.Phase)
 	require.NotNil(t, rec.Until, "until when")
@@ -130,12 +125,7 @@ func TestGateHoldsTheRunWhileTheBlockingAlertFires(t *testing.T) {
 	rule := createRule(t, r)
 	l := labels(ns, "GatedLatency", "deployment", "web")
 	fp := activities.Fingerprint(l)
-	fire(t, l)
-
-	held := ruleStatus(t, rule, 30*time.Second, func(r *v1alpha1.RemediationRule) bool {
-		rec := record(r, fp)
-		return rec != nil && rec.Reason == activities.ReasonGatedByAlert
-	})
+	held := firedAndHeld(t, rule, l, activities.ReasonGatedByAlert)
 	assert.Equal(t, v1alpha1.AlertQueued, record(held, fp).Phase)
 	assert.Contains(t, record(held, fp).Message, "alert ClusterDegraded ("+activities.Fingerprint(blocking)+") fires")
 	time.Sleep(3 * time.Second)
@@ -238,4 +228,15 @@ func TestSilenceHeldWhileRemediating(t *testing.T) {
 	resolve(t, l)
 	harness.WaitClosed(t, id, 30*time.Second)
 	harness.ReplayHistory(t, id, "alert-silenced.json")
+}
+
+// firedAndHeld fires the alert and waits until the rule records it held for reason.
+func firedAndHeld(t *testing.T, rule *v1alpha1.RemediationRule, l map[string]string, reason string) *v1alpha1.RemediationRule {
+	t.Helper()
+	fp := activities.Fingerprint(l)
+	fire(t, l)
+	return ruleStatus(t, rule, 30*time.Second, func(r *v1alpha1.RemediationRule) bool {
+		rec := record(r, fp)
+		return rec != nil && rec.Reason == reason
+	})
 }
