@@ -19,3 +19,18 @@ func init() {
 		GateDecisions.WithLabelValues(s, "refused")
 	}
 }
+
+// PayloadsRefused counts payloads refused at the Temporal trust boundary
+// (internal/seal): unsealed, sealed under an unknown key, forged, or a
+// person's payload where only Remedy's parts may speak.
+var PayloadsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "remedy_payloads_refused_total",
+	Help: "Temporal payloads refused before any workflow or activity code read them, by kind (unsealed, unknown-key, forged, person).",
+}, []string{"kind"})
+
+func init() {
+	register(PayloadsRefused)
+	for _, k := range []string{"unsealed", "unknown-key", "forged", "person"} {
+		PayloadsRefused.WithLabelValues(k)
+	}
+}
