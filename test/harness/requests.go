@@ -1,9 +1,13 @@
 package harness
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
 )
 
 // requests counts the API requests the in-process operator and worker make
@@ -33,8 +37,53 @@ func (c countRequests) RoundTrip(r *http.Request) (*http.Response, error) {
 		requests.Lock()
 		requests.n[key]++
 		requests.Unlock()
+		if key == "create subjectaccessreviews" {
+			recordReview(r)
+		}
 	}
 	return c.next.RoundTrip(r)
+}
+
+// reviews are the SubjectAccessReviews the in-process operator and worker
+// asked, in order, for tests of what a review carries (the user's extra).
+var reviews = struct {
+	sync.Mutex
+	specs []authorizationv1.SubjectAccessReviewSpec
+}{}
+
+// SubjectAccessReviews returns the specs of the reviews asked so far for user.
+func SubjectAccessReviews(user string) []authorizationv1.SubjectAccessReviewSpec {
+	reviews.Lock()
+	defer reviews.Unlock()
+	var out []authorizationv1.SubjectAccessReviewSpec
+	for _, s := range reviews.specs {
+		if s.User == user {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func recordReview(r *http.Request) {
+	if r.GetBody == nil {
+		return
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return
+	}
+	defer body.Close()
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		return
+	}
+	var sar authorizationv1.SubjectAccessReview
+	if json.Unmarshal(raw, &sar) != nil {
+		return // protobuf: not recorded
+	}
+	reviews.Lock()
+	reviews.specs = append(reviews.specs, sar.Spec)
+	reviews.Unlock()
 }
 
 // requestKey names a request by verb and resource, as the API server's
