@@ -61,7 +61,10 @@ func (r *Remediation) CreateStepExecution(ctx context.Context, in StepInput) (St
 	if apierrors.IsAlreadyExists(err) {
 		err = r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(k), k)
 		if err == nil {
-			err = r.isOwnStep(ctx, want, k)
+			if err := r.isOwnStep(ctx, want, k); err != nil {
+				// Returned as is: wrapped, Temporal would retry it as an unknown error.
+				return StepRef{}, err
+			}
 		}
 	}
 	if err != nil {
@@ -95,7 +98,7 @@ func (r *Remediation) isOwnStep(ctx context.Context, want, existing *v1alpha1.Ku
 	dry := want.DeepCopy()
 	dry.Name, dry.GenerateName = "", want.Name+"-"
 	if err := r.Client.Create(ctx, dry, ctrlclient.DryRunAll); err != nil {
-		return fmt.Errorf("dry-run create step execution %s: %w", want.Name, err)
+		return classify(ReasonInvalidParameters, fmt.Errorf("dry-run create step execution %s: %w", want.Name, err))
 	}
 	if !equality.Semantic.DeepEqual(dry.Spec, existing.Spec) {
 		return squatted("its spec is not the step's")
