@@ -30,7 +30,7 @@ const (
 	DefaultCacheSize = 256
 	// DefaultCacheBytes bounds the compiled queries' estimated memory
 	// (compiledBytesPerSourceByte per byte of source): 256 MiB, or about
-	// 2.5 MiB of Rego source, far above the safety policy and conditions
+	// 1.6 MiB of Rego source, far above the safety policy and conditions
 	// Remedy ships, and far below what 256 modules of 64 KiB would hold.
 	DefaultCacheBytes = 256 << 20
 	// MaxConditionBytes bounds one condition's Rego source. Parsing is not

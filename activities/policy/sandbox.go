@@ -49,7 +49,7 @@ import (
 //     check the deadline, so size is what bounds it.
 //   - cache: Engine.CacheSize compiled queries (256 by default) and
 //     Engine.CacheBytes of their estimated memory (256 MiB by default,
-//     estimated at 100 bytes per byte of source), LRU.
+//     estimated at 160 bytes per byte of source), LRU.
 
 // forbiddenBuiltins maps each refused built-in to why it is refused.
 var forbiddenBuiltins = map[string]string{
