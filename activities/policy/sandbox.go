@@ -40,8 +40,8 @@ import (
 //     doubling chain ~300 MiB. The one allocation the deadline could not stop,
 //     a JSON-schema $ref to file:///dev/zero (read with io.ReadAll), is gone
 //     with json.*_schema. Input is the target and its pods as the API server returns
-//     them, and module sources are bounded by Kubernetes object sizes
-//     (1.5 MiB for a KubernetesExecution, 1 MiB for a ConfigMap).
+//     them; a condition's source is bounded by MaxConditionBytes and a
+//     policy module's by its ConfigMap (1 MiB).
 //     Concurrent evaluations add up; the worker's container memory limit is
 //     the backstop.
 //   - size: a condition's source is at most MaxConditionBytes (64 KiB),
