@@ -167,15 +167,22 @@ func TestAKindOfAnotherGroupIsRefused(t *testing.T) {
 // server stops calling it (a dry-run create keeps a body requester).
 func withoutRequesterWebhook(t *testing.T) {
 	t.Helper()
+	withoutWebhook(t, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "remedy-requester"}}, waitRequesterWebhook)
+}
+
+// withoutWebhook deletes the webhook configuration cfg (named) until the
+// test ends, waiting with wait until the API server learned of each change.
+func withoutWebhook(t *testing.T, cfg ctrlclient.Object, wait func(t *testing.T, called bool)) {
+	t.Helper()
 	ctx := context.Background()
-	var mwc admissionregistrationv1.MutatingWebhookConfiguration
-	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Name: "remedy-requester"}, &mwc))
-	require.NoError(t, harness.Kube().Delete(ctx, &mwc))
-	waitRequesterWebhook(t, false)
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(cfg), cfg))
+	require.NoError(t, harness.Kube().Delete(ctx, cfg))
+	wait(t, false)
 	t.Cleanup(func() {
-		mwc.ResourceVersion, mwc.UID = "", ""
-		require.NoError(t, harness.Kube().Create(ctx, &mwc))
-		waitRequesterWebhook(t, true)
+		cfg.SetResourceVersion("")
+		cfg.SetUID("")
+		require.NoError(t, harness.Kube().Create(ctx, cfg))
+		wait(t, true)
 	})
 }
 
