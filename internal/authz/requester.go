@@ -133,7 +133,10 @@ func Authorize(ctx context.Context, review Review, mapper meta.RESTMapper, r Req
 // group would otherwise pass with no grant at all.
 func targetVerbs(a actions.Action, ref v1alpha1.ObjectRef, gvr schema.GroupVersionResource) ([]string, error) {
 	want, err := actions.TargetResource(a, ref)
-	if err != nil {
+	switch {
+	case err != nil && !slices.Contains(a.Kinds(), ref.Kind):
+		return nil, malformed(field.Invalid(field.NewPath("target", "kind"), ref.Kind, err.Error()))
+	case err != nil:
 		return nil, malformed(field.Invalid(field.NewPath("target", "apiVersion"), ref.APIVersion, err.Error()))
 	}
 	verbs := Verbs(a, gvr)
