@@ -1,13 +1,13 @@
 package harness
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // requests counts the API requests the in-process operator and worker make
@@ -51,13 +51,14 @@ var reviews = struct {
 	specs []authorizationv1.SubjectAccessReviewSpec
 }{}
 
-// SubjectAccessReviews returns the specs of the reviews asked so far for user.
+// SubjectAccessReviews returns the specs of the reviews asked so far for
+// user ("": for anyone).
 func SubjectAccessReviews(user string) []authorizationv1.SubjectAccessReviewSpec {
 	reviews.Lock()
 	defer reviews.Unlock()
 	var out []authorizationv1.SubjectAccessReviewSpec
 	for _, s := range reviews.specs {
-		if s.User == user {
+		if user == "" || s.User == user {
 			out = append(out, s)
 		}
 	}
@@ -77,9 +78,11 @@ func recordReview(r *http.Request) {
 	if err != nil {
 		return
 	}
-	var sar authorizationv1.SubjectAccessReview
-	if json.Unmarshal(raw, &sar) != nil {
-		return // protobuf: not recorded
+	// JSON or protobuf, as the client sent it.
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	sar, ok := obj.(*authorizationv1.SubjectAccessReview)
+	if err != nil || !ok {
+		return
 	}
 	reviews.Lock()
 	reviews.specs = append(reviews.specs, sar.Spec)

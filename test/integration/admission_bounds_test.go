@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -75,7 +76,10 @@ func TestAdmissionRefusesAnUnauthorizedConditionBeforeCompiling(t *testing.T) {
 func TestAdmissionBoundsAnAuthorizedCondition(t *testing.T) {
 	ctx := context.Background()
 	ns := namespaceWith(t, "web", 1)
-	grantRules(t, ns, "oncall-otto", createExecutions, executeScale)
+	// Conditions read the target and its pods as the requester.
+	grantRules(t, ns, "oncall-otto", createExecutions, executeScale,
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}})
 	otto := impersonating(t, "oncall-otto")
 
 	over := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: "over", Namespace: ns},
@@ -224,7 +228,7 @@ func TestRequesterExtraReachesEveryReview(t *testing.T) {
 
 	reviews := harness.SubjectAccessReviews(user)
 	// Admission asks once (execute), the worker's validation once more, the gate at the write.
-	require.GreaterOrEqual(t, len(reviews), 2, "the operator and the worker asked for %s", user)
+	require.GreaterOrEqual(t, len(reviews), 2, "the operator and the worker asked for %s (%d reviews recorded in all)", user, len(harness.SubjectAccessReviews("")))
 	for _, r := range reviews {
 		got := map[string][]string{}
 		for k, v := range r.Extra {
@@ -249,7 +253,7 @@ func TestASquattedStepFailsItsRequestClearly(t *testing.T) {
 	rr := createRemediation(t, ns, "recover", v1alpha1.RemediationStep{Name: "scale", Execution: scaleSpec(ns, "web", 2)})
 	rr = harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase.Terminal() })
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	assert.Equal(t, activities.ReasonInvalidParameters, rr.Status.Reason)
+	assert.Equal(t, workflows.ReasonStepFailed, rr.Status.Reason)
 	assert.Contains(t, rr.Status.Message, "KubernetesExecution "+ns+"/recover-scale already exists and is not this request's step (it has no controller)")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"), "the step never ran")
 
