@@ -292,8 +292,9 @@ func approvalCovers(rar *v1alpha1.RemediationApprovalRequest, sel reloadSelectio
 		rar.Spec.WorkflowID != ReloadWorkflowID(sel.namespace, sel.kind, sel.name) || rar.Spec.ApprovalContext.Action != "restart" {
 		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s is not this workload's restart request", need, rar.Name))
 	}
+	asked := askedChanges(rar.Spec.ApprovalContext.Reason)
 	for _, c := range ev.Changes {
-		if !strings.Contains(rar.Spec.ApprovalContext.Reason, c.ConfigMap+"="+c.Hash) {
+		if !asked[c.ConfigMap+"="+c.Hash] {
 			return permanent(ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s did not ask about ConfigMap %s data %s", need, rar.Name, c.ConfigMap, c.Hash))
 		}
 	}
@@ -302,4 +303,29 @@ func approvalCovers(rar *v1alpha1.RemediationApprovalRequest, sel reloadSelectio
 		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s is decided %q", need, rar.Name, decided))
 	}
 	return nil
+}
+
+// reloadDataMarker ends a reload approval's reason before its list of changes.
+const reloadDataMarker = " for new ConfigMap data: "
+
+// ReloadApprovalReason is the reason of a reload's approval request: the
+// workload, then exactly the changes asked about (DescribeChanges), which
+// askedChanges reads back.
+func ReloadApprovalReason(kind, namespace, name string, changes []ConfigChange) string {
+	return fmt.Sprintf("rolling restart of %s %s/%s%s%s", kind, namespace, name, reloadDataMarker, DescribeChanges(changes))
+}
+
+// askedChanges is the set of "configmap=hash" entries a reload approval's
+// reason lists, each matched whole: coverage by substring would let an
+// approval of myapp=H cover app=H.
+func askedChanges(reason string) map[string]bool {
+	asked := map[string]bool{}
+	i := strings.LastIndex(reason, reloadDataMarker)
+	if i < 0 {
+		return asked
+	}
+	for _, c := range strings.Split(reason[i+len(reloadDataMarker):], ", ") {
+		asked[c] = true
+	}
+	return asked
 }

@@ -79,6 +79,16 @@ func TestGateReloadRestart(t *testing.T) {
 			approval: func(*testing.T, ctrlclient.Client) string { return "reload-deployment-web-1" },
 			wantType: ReasonSubjectMismatch, wantMsg: `is decided "Rejected"`},
 		{name: "approval required and approved", setup: requireApproval, approval: approved},
+		{name: "an approval of myapp=H does not cover app=H", setup: requireApproval,
+			approval: func(t *testing.T, c ctrlclient.Client) string {
+				var rar v1alpha1.RemediationApprovalRequest
+				require.NoError(t, c.Get(t.Context(), ctrlclient.ObjectKey{Namespace: "shop", Name: "reload-deployment-web-1"}, &rar))
+				rar.Spec.ApprovalContext.Reason = ReloadApprovalReason("Deployment", "shop", "web", []ConfigChange{{ConfigMap: "myapp", Hash: appHash}})
+				rar.Status.Decision = v1alpha1.DecisionApproved
+				require.NoError(t, c.Update(t.Context(), &rar))
+				return rar.Name
+			},
+			wantType: ReasonSubjectMismatch, wantMsg: "did not ask about ConfigMap app data " + appHash},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

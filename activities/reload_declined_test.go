@@ -52,7 +52,7 @@ func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[stri
 				SubjectRef: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 				WorkflowID: ReloadWorkflowID("shop", "Deployment", "web"),
 				ApprovalContext: v1alpha1.ApprovalContext{Action: "restart",
-					Reason: "rolling restart for new ConfigMap data: app=a1, app=" + appHash},
+					Reason: "rolling restart of Deployment shop/web for new ConfigMap data: app=a1, app=" + appHash},
 			},
 			Status: v1alpha1.RemediationApprovalRequestStatus{Decision: d}}
 	}

@@ -3,8 +3,10 @@ package activities
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"go.temporal.io/sdk/activity"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,11 +56,15 @@ func (r *Remediation) CreateStepExecution(ctx context.Context, in StepInput) (St
 		},
 		Spec: spec,
 	}
+	want := k.DeepCopy()
 	err := r.Client.Create(ctx, k)
 	if apierrors.IsAlreadyExists(err) {
 		err = r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(k), k)
-		if err == nil && string(k.OwnerReferences[0].UID) != in.RequestUID {
-			return StepRef{}, permanent(ReasonInvalidParameters, fmt.Errorf("KubernetesExecution %s already exists and belongs to another request", k.Name))
+		if err == nil {
+			if err := r.isOwnStep(ctx, want, k); err != nil {
+				// Returned as is: wrapped, Temporal would retry it as an unknown error.
+				return StepRef{}, err
+			}
 		}
 	}
 	if err != nil {
@@ -66,4 +72,36 @@ func (r *Remediation) CreateStepExecution(ctx context.Context, in StepInput) (St
 	}
 	activity.GetLogger(ctx).Info("step execution ready", "request", in.Request, "step", in.Step.Name, "execution", k.Name)
 	return StepRef{Name: k.Name, UID: string(k.UID)}, nil
+}
+
+// isOwnStep checks that existing, found under the step's name, is the step
+// this request created (on an earlier attempt whose answer was lost), not an
+// object someone else put there: controlled by the request, labelled for the
+// step, and with the spec the API server would store for want (asked by a
+// dry-run create, so its defaults and the admission webhook's stamp count).
+// Anything else fails the request naming the object, and is never used.
+func (r *Remediation) isOwnStep(ctx context.Context, want, existing *v1alpha1.KubernetesExecution) error {
+	squatted := func(why string) error {
+		return permanent(ReasonInvalidParameters, fmt.Errorf(
+			"KubernetesExecution %s/%s already exists and is not this request's step (%s): delete it and create the request again", existing.Namespace, existing.Name, why))
+	}
+	owner := metav1.GetControllerOf(existing)
+	wantOwner := want.OwnerReferences[0]
+	switch {
+	case owner == nil:
+		return squatted("it has no controller")
+	case owner.UID != wantOwner.UID || owner.Kind != wantOwner.Kind || owner.APIVersion != wantOwner.APIVersion || owner.Name != wantOwner.Name:
+		return squatted("it belongs to " + owner.Kind + " " + owner.Name)
+	case !maps.Equal(existing.Labels, want.Labels):
+		return squatted("its labels differ")
+	}
+	dry := want.DeepCopy()
+	dry.Name, dry.GenerateName = "", want.Name+"-"
+	if err := r.Client.Create(ctx, dry, ctrlclient.DryRunAll); err != nil {
+		return classify(ReasonInvalidParameters, fmt.Errorf("dry-run create step execution %s: %w", want.Name, err))
+	}
+	if !equality.Semantic.DeepEqual(dry.Spec, existing.Spec) {
+		return squatted("its spec is not the step's")
+	}
+	return nil
 }

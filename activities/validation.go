@@ -77,8 +77,13 @@ func (v *Validation) CheckRBAC(ctx context.Context, req actions.Request) error {
 	}
 	user := actions.ServiceAccountUser(v.ActionNamespace, req.Action)
 	review := authz.SARReview(v.Kube.AuthorizationV1().SubjectAccessReviews())
+	verbs := authz.Verbs(a, gvr)
+	if len(verbs) == 0 {
+		// No verb to ask about is no grant at all, never "may do every one".
+		return permanent(ReasonInvalidParameters, fmt.Errorf("action %s names no verb on %s: Remedy cannot authorize it, so it does not run it", req.Action, gvr.GroupResource()))
+	}
 	var denied []string
-	for _, verb := range authz.Verbs(a, gvr) {
+	for _, verb := range verbs {
 		ok, err := review(ctx, authorizationv1.SubjectAccessReviewSpec{
 			User:   user,
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + v.ActionNamespace, "system:authenticated"},

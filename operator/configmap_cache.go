@@ -7,8 +7,12 @@ import (
 )
 
 // DataHashAnnotation carries, on ConfigMaps in the operator's cache only, the
-// hash of the data the cache dropped.
-const DataHashAnnotation = "remedy.dev/data-hash"
+// hash of the data the cache dropped. Its key is not a valid annotation key
+// (it has a space), so the API server refuses it on every object: a
+// ConfigMap with this key came through stripConfigMap, and no user can set
+// it. A user's "remedy.dev/data-hash" on a data-less ConfigMap is just an
+// annotation; the hash is computed from the data.
+const DataHashAnnotation = "remedy.dev/data-hash (operator cache)"
 
 // stripConfigMap is the cache transform of ConfigMaps: the reload controller
 // needs only metadata and a hash of the data, so the cache keeps those and

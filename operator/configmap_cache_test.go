@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func TestStripConfigMapKeepsOnlyTheHash(t *testing.T) {
@@ -32,4 +33,17 @@ func TestStripConfigMapKeepsOnlyTheHash(t *testing.T) {
 	// A ConfigMap whose own annotation claims a hash but carries data is hashed from its data.
 	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{DataHashAnnotation: "forged"}}, Data: map[string]string{"k": "v"}}
 	assert.NotEqual(t, "forged", configMapHash(forged))
+}
+
+// A data-less ConfigMap whose own annotation claims a hash is hashed from
+// its (empty) data: the cache's hash is under a key the API server refuses,
+// so no user can hand the operator a hash of their choosing.
+func TestStripConfigMapNeverTrustsAUsersHash(t *testing.T) {
+	want := configMapHash(&corev1.ConfigMap{})
+	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Annotations: map[string]string{"remedy.dev/data-hash": "forged"}}}
+	assert.Equal(t, want, configMapHash(forged.DeepCopy()), "unstripped")
+	out, err := stripConfigMap(forged)
+	require.NoError(t, err)
+	assert.Equal(t, want, configMapHash(out.(*corev1.ConfigMap)), "through the cache")
+	assert.NotEmpty(t, validation.IsQualifiedName(strings.ToLower(DataHashAnnotation)), "the API server refuses the cache's key")
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -47,6 +49,9 @@ type Requester struct {
 	// CheckCondition compiles a condition's Rego in the sandbox validation
 	// uses (policy.Engine.CheckCondition).
 	CheckCondition func(ctx context.Context, name, module string) error
+	// CompileBudget bounds the time one request's conditions compile, all
+	// together; DefaultCompileBudget when zero.
+	CompileBudget time.Duration
 	// Worker is the worker's username: the only one that may pass a
 	// RemediationRequest's requester on to its steps.
 	Worker string
@@ -58,6 +63,11 @@ type Requester struct {
 func (h *Requester) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var err error
 	var stamp func(obj map[string]any) error
+	if req.Kind.Group != v1alpha1.GroupVersion.Group {
+		// Kinds are matched by group too: a same-named kind of another
+		// group is not Remedy's, and nothing routes one here.
+		return admission.Allowed("")
+	}
 	switch {
 	case req.Kind.Kind == "KubernetesExecution" && req.Operation == admissionv1.Create:
 		stamp, err = h.createExecution(ctx, req)
@@ -211,12 +221,22 @@ func StampedRequester(u authenticationv1.UserInfo, body *v1alpha1.Requester, ste
 	return fromUser(u)
 }
 
+// fromUser is the user as the API server authenticated them, extra
+// included: every SubjectAccessReview for them carries it.
 func fromUser(u authenticationv1.UserInfo) v1alpha1.Requester {
-	return v1alpha1.Requester{Username: u.Username, UID: u.UID, Groups: u.Groups}
+	r := v1alpha1.Requester{Username: u.Username, UID: u.UID, Groups: u.Groups}
+	if len(u.Extra) > 0 {
+		r.Extra = make(map[string][]string, len(u.Extra))
+		for k, v := range u.Extra {
+			r.Extra[k] = slices.Clone([]string(v))
+		}
+	}
+	return r
 }
 
 func sameRequester(a, b v1alpha1.Requester) bool {
-	return a.Username == b.Username && a.UID == b.UID && slices.Equal(a.Groups, b.Groups)
+	return a.Username == b.Username && a.UID == b.UID && slices.Equal(a.Groups, b.Groups) &&
+		maps.EqualFunc(a.Extra, b.Extra, slices.Equal[[]string])
 }
 
 func setRequester(obj map[string]any, r v1alpha1.Requester, path ...string) error {

@@ -83,7 +83,7 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	ask := ApprovalAsk{
 		Namespace: r.in.Namespace, Name: name, Subject: target, Timeout: timeout,
 		Context: v1alpha1.ApprovalContext{
-			Reason: fmt.Sprintf("rolling restart of %s %s/%s for new ConfigMap data: %s", r.in.Kind, r.in.Namespace, r.in.Name, activities.DescribeChanges(intent)),
+			Reason: activities.ReloadApprovalReason(r.in.Kind, r.in.Namespace, r.in.Name, intent),
 			Action: "restart", Target: target,
 			PolicyEvaluation: &v1alpha1.PolicyEvaluation{PolicyName: policy, Decision: "require_approval"},
 		},

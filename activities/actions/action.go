@@ -103,21 +103,17 @@ func invalid(format string, args ...any) error {
 }
 
 // Validate checks the request against the catalog: known action, supported
-// kind, and the action's own parameter rules.
+// kind (by group, version and kind), and the action's own parameter rules.
 func Validate(req Request) (Action, error) {
 	a, ok := Lookup(req.Action)
 	if !ok {
 		return nil, invalid("action %q is not in this worker's catalog", req.Action)
 	}
-	supported := false
-	for _, k := range a.Kinds() {
-		supported = supported || k == req.Target.Kind
-	}
-	if !supported {
-		return nil, invalid("action %s does not support target kind %s (supported: %v)", a.Name(), req.Target.Kind, a.Kinds())
-	}
 	if req.Target.Name == "" {
 		return nil, invalid("target.name is required")
+	}
+	if _, err := TargetResource(a, req.Target); err != nil {
+		return nil, err
 	}
 	if err := a.Validate(req); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,6 +31,26 @@ func target(kind string) v1alpha1.ObjectRef {
 	return v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: kind, Namespace: "shop", Name: "web"}
 }
 
+// Every kind an action names is one it is matched by group, version and
+// kind, and its rules name verbs on it: authorizing it is never vacuous.
+func TestEveryTargetKindHasVerbs(t *testing.T) {
+	for _, a := range All() {
+		for _, k := range a.Kinds() {
+			t.Run(a.Name()+"/"+k, func(t *testing.T) {
+				gvr, err := TargetResource(a, v1alpha1.ObjectRef{APIVersion: targetKinds[k].apiVersions[0], Kind: k})
+				require.NoError(t, err)
+				var verbs []string
+				for _, r := range a.Rules() {
+					if slices.Contains(r.APIGroups, gvr.Group) && slices.Contains(r.Resources, gvr.Resource) {
+						verbs = append(verbs, r.Verbs...)
+					}
+				}
+				assert.NotEmpty(t, verbs, "%s names no verb on %s", a.Name(), gvr.GroupResource())
+			})
+		}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -44,6 +65,9 @@ func TestValidate(t *testing.T) {
 		{"restart replicaset", Request{Action: "restart", Target: target("ReplicaSet"), Token: "t"}, "does not support target kind ReplicaSet"},
 		{"unknown action", Request{Action: "explode", Target: target("Deployment")}, `action "explode" is not in this worker's catalog`},
 		{"no name", Request{Action: "restart", Target: v1alpha1.ObjectRef{Kind: "Deployment"}, Token: "t"}, "target.name is required"},
+		{"a Deployment of another group", Request{Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "evil.example.com/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+			Params: v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)}}, "action scale supports kind Deployment only in apiVersion apps/v1, not \"evil.example.com/v1\""},
+		{"a Pod in a group", Request{Action: "delete-pod", Target: v1alpha1.ObjectRef{APIVersion: "evil.example.com/v1", Kind: "Pod", Namespace: "shop", Name: "web"}}, "only in apiVersion v1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Validate(tc.req)

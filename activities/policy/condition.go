@@ -21,6 +21,9 @@ type Outcome struct {
 // EvalCondition evaluates the module's `pass` rule, and its optional
 // `message` rule for a person-readable explanation.
 func (e *Engine) EvalCondition(ctx context.Context, name, module string, in ConditionInput) (Outcome, error) {
+	if err := CheckConditionSize(name, module); err != nil {
+		return Outcome{}, err
+	}
 	pkg, err := PackageOf(name, module)
 	if err != nil {
 		return Outcome{}, err
@@ -46,6 +49,9 @@ func (e *Engine) EvalCondition(ctx context.Context, name, module string, in Cond
 // CheckCondition compiles a condition module in the sandbox without
 // evaluating it, so a bad module fails validation before anything changes.
 func (e *Engine) CheckCondition(ctx context.Context, name, module string) error {
+	if err := CheckConditionSize(name, module); err != nil {
+		return err
+	}
 	pkg, err := PackageOf(name, module)
 	if err == nil {
 		tctx, cancel := context.WithTimeout(ctx, e.timeout())
@@ -71,4 +77,24 @@ func asCondition(name string, err error) error {
 		fb.Kind, fb.Name = "condition", name
 	}
 	return err
+}
+
+// ConditionTooLargeError is a condition whose source is over
+// MaxConditionBytes: bad input, refused before it is parsed.
+type ConditionTooLargeError struct {
+	Name  string
+	Bytes int
+}
+
+func (e *ConditionTooLargeError) Error() string {
+	return fmt.Sprintf("condition %q is %d bytes of Rego, over Remedy's limit of %d bytes (%d KiB) per condition", e.Name, e.Bytes, MaxConditionBytes, MaxConditionBytes>>10)
+}
+
+// CheckConditionSize refuses a condition over MaxConditionBytes, before
+// anything parses or compiles it.
+func CheckConditionSize(name, module string) error {
+	if len(module) > MaxConditionBytes {
+		return &ConditionTooLargeError{Name: name, Bytes: len(module)}
+	}
+	return nil
 }

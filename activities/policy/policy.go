@@ -19,7 +19,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"golang.org/x/sync/singleflight"
-	"k8s.io/utils/lru"
 )
 
 // SafetyPackage is the package the safety policy must use.
@@ -29,6 +28,16 @@ const SafetyPackage = "remedy.safety"
 const (
 	DefaultTimeout   = time.Second
 	DefaultCacheSize = 256
+	// DefaultCacheBytes bounds the compiled queries' estimated memory
+	// (compiledBytesPerSourceByte per byte of source): 256 MiB, or about
+	// 1.6 MiB of Rego source, far above the safety policy and conditions
+	// Remedy ships, and far below what 256 modules of 64 KiB would hold.
+	DefaultCacheBytes = 256 << 20
+	// MaxConditionBytes bounds one condition's Rego source. Parsing is not
+	// interruptible, so size is what bounds its time: a 1.5 MiB module held
+	// the admission webhook for 7 s and ~150 MiB. The CRD refuses longer
+	// conditions too (maxLength), but only after the mutating webhook ran.
+	MaxConditionBytes = 64 << 10
 )
 
 // Engine compiles and caches Rego queries. The zero value is ready to use.
@@ -38,9 +47,12 @@ type Engine struct {
 	// CacheSize is how many compiled queries are kept, least recently used
 	// evicted first; DefaultCacheSize when zero. Set it before the first Eval.
 	CacheSize int
+	// CacheBytes bounds the cached queries' estimated retained memory;
+	// DefaultCacheBytes when zero. Set it before the first Eval.
+	CacheBytes int64
 
 	mu       sync.Mutex
-	prepared *lru.Cache // key: query + "\x00" + hash; value: rego.PreparedEvalQuery
+	prepared *queryCache // key: query + "\x00" + hash; value: rego.PreparedEvalQuery
 	// compiling lets concurrent runs that miss the cache on the same content
 	// share one compilation: after a policy edit, every run in flight misses at once.
 	compiling singleflight.Group
@@ -105,7 +117,7 @@ func (e *Engine) prepare(ctx context.Context, query string, modules map[string]s
 			}
 			return nil, &CompileError{Err: err}
 		}
-		cache.Add(key, pq)
+		cache.Add(key, pq, estimatedCost(query, modules))
 		e.mu.Lock()
 		e.Compiles++
 		e.mu.Unlock()
@@ -130,15 +142,18 @@ func (e *Engine) timeout() time.Duration {
 	return DefaultTimeout
 }
 
-func (e *Engine) cache() *lru.Cache {
+func (e *Engine) cache() *queryCache {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.prepared == nil {
-		size := e.CacheSize
+		size, bytes := e.CacheSize, e.CacheBytes
 		if size <= 0 {
 			size = DefaultCacheSize
 		}
-		e.prepared = lru.New(size)
+		if bytes <= 0 {
+			bytes = DefaultCacheBytes
+		}
+		e.prepared = newQueryCache(size, bytes)
 	}
 	return e.prepared
 }

@@ -40,11 +40,16 @@ import (
 //     doubling chain ~300 MiB. The one allocation the deadline could not stop,
 //     a JSON-schema $ref to file:///dev/zero (read with io.ReadAll), is gone
 //     with json.*_schema. Input is the target and its pods as the API server returns
-//     them, and module sources are bounded by Kubernetes object sizes
-//     (1.5 MiB for a KubernetesExecution, 1 MiB for a ConfigMap).
+//     them; a condition's source is bounded by MaxConditionBytes and a
+//     policy module's by its ConfigMap (1 MiB).
 //     Concurrent evaluations add up; the worker's container memory limit is
 //     the backstop.
-//   - cache: Engine.CacheSize compiled queries (256 by default), LRU.
+//   - size: a condition's source is at most MaxConditionBytes (64 KiB),
+//     checked before it is parsed (ConditionTooLargeError): parsing does not
+//     check the deadline, so size is what bounds it.
+//   - cache: Engine.CacheSize compiled queries (256 by default) and
+//     Engine.CacheBytes of their estimated memory (256 MiB by default,
+//     estimated at 160 bytes per byte of source), LRU.
 
 // forbiddenBuiltins maps each refused built-in to why it is refused.
 var forbiddenBuiltins = map[string]string{
@@ -120,12 +125,14 @@ func (e *TimeoutError) Error() string {
 }
 func (e *TimeoutError) Unwrap() error { return e.Err }
 
-// IsInvalid reports whether err is the Rego's own fault: it does not compile,
-// uses a forbidden built-in, or returns a malformed result. Never retried.
+// IsInvalid reports whether err is the Rego's own fault: it is too large,
+// does not compile, uses a forbidden built-in, or returns a malformed result.
+// Never retried.
 func IsInvalid(err error) bool {
 	var ce *CompileError
 	var fb *ForbiddenBuiltinError
-	return errors.As(err, &ce) || errors.As(err, &fb)
+	var tl *ConditionTooLargeError
+	return errors.As(err, &ce) || errors.As(err, &fb) || errors.As(err, &tl)
 }
 
 // IsTimeout reports whether err is an evaluation ended by the sandbox's time limit.

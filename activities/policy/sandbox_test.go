@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,6 +157,58 @@ func TestCacheEvicts(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, DefaultCacheSize, big.cache().Len(), "the default cache is bounded")
+}
+
+// The cache is bounded by the estimated bytes its entries retain, not only
+// by their count: large modules evict each other, and one estimated above
+// the whole bound is compiled for its caller and never kept.
+func TestCacheIsBoundedInBytes(t *testing.T) {
+	ctx := context.Background()
+	module := func(n, size int) string {
+		src := fmt.Sprintf("package c\n\npass if %d > 0\n", n)
+		return src + "# " + strings.Repeat("x", size-len(src)-3) + "\n"
+	}
+	const size = 4 << 10
+	perEntry := estimatedCost("data.c", map[string]string{"c": module(0, size)})
+	e := &Engine{CacheBytes: 3 * perEntry}
+	for i := range 10 {
+		_, err := e.EvalCondition(ctx, "c", module(i, size), ConditionInput{})
+		require.NoError(t, err)
+		assert.LessOrEqual(t, e.cache().Bytes(), e.CacheBytes, "after %d", i)
+	}
+	assert.Equal(t, 3, e.cache().Len(), "three entries fit the byte bound")
+	assert.Equal(t, 10, e.Compiles)
+
+	_, err := e.EvalCondition(ctx, "c", module(9, size), ConditionInput{})
+	require.NoError(t, err)
+	assert.Equal(t, 10, e.Compiles, "the most recent stayed cached")
+
+	huge := module(99, 16<<10)
+	_, err = e.EvalCondition(ctx, "c", huge, ConditionInput{})
+	require.NoError(t, err, "a module over the cache's bound still evaluates")
+	assert.Equal(t, 3, e.cache().Len(), "and is not kept")
+	assert.LessOrEqual(t, e.cache().Bytes(), e.CacheBytes)
+	assert.Equal(t, int64(DefaultCacheBytes), int64(256<<20))
+}
+
+func TestConditionSizeIsBounded(t *testing.T) {
+	over := "package c\n\npass := true\n# " + strings.Repeat("x", MaxConditionBytes) + "\n"
+	for name, check := range map[string]func() error{
+		"check": func() error { return NewEngine().CheckCondition(context.Background(), "big", over) },
+		"eval": func() error {
+			_, err := NewEngine().EvalCondition(context.Background(), "big", over, ConditionInput{})
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := check()
+			var tl *ConditionTooLargeError
+			require.ErrorAs(t, err, &tl)
+			assert.True(t, IsInvalid(err), "never retried")
+			assert.Contains(t, err.Error(), `condition "big" is`)
+			assert.Contains(t, err.Error(), "over Remedy's limit of 65536 bytes (64 KiB) per condition")
+		})
+	}
 }
 
 // Every way Remedy evaluates Rego (conditions in the worker, the safety

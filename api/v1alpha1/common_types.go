@@ -65,4 +65,10 @@ type Requester struct {
 	// Groups of the user.
 	// +optional
 	Groups []string `json:"groups,omitempty"`
+	// Extra is the authenticator's extra information about the user (a
+	// scoped token's scopes, for example). Every SubjectAccessReview Remedy
+	// makes for the user carries it, so a scoped credential is judged as
+	// scoped, never as its full user.
+	// +optional
+	Extra map[string][]string `json:"extra,omitempty"`
 }

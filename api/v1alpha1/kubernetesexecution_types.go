@@ -80,7 +80,9 @@ type Condition struct {
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// Rego is a module whose rule `pass` must hold, evaluated against {target, related}.
+	// At most 64 KiB (policy.MaxConditionBytes; the admission webhook counts bytes).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
 	Rego string `json:"rego"`
 	// Required conditions fail the run; optional ones become warnings.
 	// +optional

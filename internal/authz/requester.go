@@ -80,6 +80,10 @@ func Authorize(ctx context.Context, review Review, mapper meta.RESTMapper, r Req
 	if err != nil {
 		return err
 	}
+	verbs, err := targetVerbs(a, r.Target, gvr)
+	if err != nil {
+		return err
+	}
 	ns := ""
 	if namespaced {
 		ns = r.Target.Namespace
@@ -98,7 +102,7 @@ func Authorize(ctx context.Context, review Review, mapper meta.RESTMapper, r Req
 		return err
 	}
 	var missing []string
-	for _, verb := range Verbs(a, gvr) {
+	for _, verb := range verbs {
 		ok, err := review(ctx, sarSpec(r.Requester, authorizationv1.ResourceAttributes{
 			Namespace: ns, Verb: verb, Group: gvr.Group, Resource: gvr.Resource, Name: r.Target.Name,
 		}))
@@ -123,6 +127,26 @@ func Authorize(ctx context.Context, review Review, mapper meta.RESTMapper, r Req
 		ExecuteVerb, ActionsResource, v1alpha1.GroupVersion.Group, r.Action)}
 }
 
+// targetVerbs are the verbs the action uses on the target, which must be a
+// kind the action supports by group, version and kind. None is a refusal,
+// never "may perform every one of no verbs": a same-named kind of another API
+// group would otherwise pass with no grant at all.
+func targetVerbs(a actions.Action, ref v1alpha1.ObjectRef, gvr schema.GroupVersionResource) ([]string, error) {
+	want, err := actions.TargetResource(a, ref)
+	switch {
+	case err != nil && !slices.Contains(a.Kinds(), ref.Kind):
+		return nil, malformed(field.Invalid(field.NewPath("target", "kind"), ref.Kind, err.Error()))
+	case err != nil:
+		return nil, malformed(field.Invalid(field.NewPath("target", "apiVersion"), ref.APIVersion, err.Error()))
+	}
+	verbs := Verbs(a, gvr)
+	if want.GroupResource() != gvr.GroupResource() || len(verbs) == 0 {
+		return nil, malformed(field.Invalid(field.NewPath("target", "kind"), ref.Kind,
+			fmt.Sprintf("action %s names no verb on %s: Remedy cannot authorize it, so it does not run it", a.Name(), gvr.GroupResource())))
+	}
+	return verbs, nil
+}
+
 // Verbs lists the verbs the action uses on the target's resource, in the order its rules name them.
 func Verbs(a actions.Action, gvr schema.GroupVersionResource) []string {
 	var verbs []string
@@ -141,8 +165,22 @@ func Verbs(a actions.Action, gvr schema.GroupVersionResource) []string {
 	return verbs
 }
 
+// sarSpec asks for u as the API server authenticated them, extra included:
+// without it a scoped token would be judged as its full user.
 func sarSpec(u v1alpha1.Requester, attrs authorizationv1.ResourceAttributes) authorizationv1.SubjectAccessReviewSpec {
-	return authorizationv1.SubjectAccessReviewSpec{User: u.Username, UID: u.UID, Groups: u.Groups, ResourceAttributes: &attrs}
+	return authorizationv1.SubjectAccessReviewSpec{User: u.Username, UID: u.UID, Groups: u.Groups, Extra: SARExtra(u.Extra), ResourceAttributes: &attrs}
+}
+
+// SARExtra is a user's extra information as a SubjectAccessReview carries it.
+func SARExtra(extra map[string][]string) map[string]authorizationv1.ExtraValue {
+	if len(extra) == 0 {
+		return nil
+	}
+	out := make(map[string]authorizationv1.ExtraValue, len(extra))
+	for k, v := range extra {
+		out[k] = authorizationv1.ExtraValue(slices.Clone(v))
+	}
+	return out
 }
 
 // lookup is the catalog's action called name.

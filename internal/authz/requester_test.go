@@ -18,6 +18,8 @@ func TestAuthorize(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Node"}, meta.RESTScopeRoot)
+	// A CRD's kind named like a built-in one.
+	mapper.Add(schema.GroupVersionKind{Group: "evil.example.com", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 	// Discovery's mapper also maps each kind spelt in lower case (client-go restmapper).
 	rs, rsList, rsOne := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
 		schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicaset"}
@@ -61,6 +63,13 @@ func TestAuthorize(t *testing.T) {
 			wantErr: `target.kind: Invalid value: "deployment": the API server serves no kind deployment in apps/v1 (kinds are case-sensitive): did you mean apiVersion apps/v1, kind Deployment?`, malformed: true},
 		{name: "a kind the mapper matched regardless of case", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "replicaset", Namespace: "payments", Name: "api"}},
 			wantErr: `target.kind: Invalid value: "replicaset": the API server serves no kind replicaset in apps/v1 (kinds are case-sensitive): did you mean apiVersion apps/v1, kind ReplicaSet?`, malformed: true},
+		{name: "a same-named kind of another group", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "evil.example.com/v1", Kind: "Deployment", Namespace: "payments", Name: "api"}},
+			wantErr: `target.apiVersion: Invalid value: "evil.example.com/v1": action scale supports kind Deployment only in apiVersion apps/v1`, malformed: true},
+		{name: "a kind the action does not support", req: Request{Requester: alice, Namespace: "tenant-a", Action: "scale", Target: node},
+			wantErr: "action scale does not support target kind Node", malformed: true},
+		{name: "a scoped token is asked for as scoped", req: Request{Requester: v1alpha1.Requester{Username: "alice", Groups: []string{"oncall"}, Extra: map[string][]string{"scopes.example.com": {"read-only"}}},
+			Namespace: "payments", Action: "scale", Target: deploy},
+			grants: []string{"execute actions payments scale"}},
 		{name: "bad apiVersion", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1/x", Kind: "Deployment", Namespace: "payments", Name: "api"}},
 			wantErr: `target.apiVersion: Invalid value: "apps/v1/x": must be group/version`, malformed: true},
 	}
@@ -70,6 +79,7 @@ func TestAuthorize(t *testing.T) {
 			grant := func(_ context.Context, s authorizationv1.SubjectAccessReviewSpec) (bool, error) {
 				require.Equal(t, alice.Username, s.User)
 				require.Equal(t, alice.Groups, s.Groups)
+				require.Equal(t, SARExtra(tc.req.Requester.Extra), s.Extra, "every review carries the requester's extra")
 				a := s.ResourceAttributes
 				return contains(tc.grants, a.Verb+" "+a.Resource+" "+a.Namespace+" "+a.Name), nil
 			}

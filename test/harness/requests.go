@@ -1,9 +1,13 @@
 package harness
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // requests counts the API requests the in-process operator and worker make
@@ -33,8 +37,56 @@ func (c countRequests) RoundTrip(r *http.Request) (*http.Response, error) {
 		requests.Lock()
 		requests.n[key]++
 		requests.Unlock()
+		if key == "create subjectaccessreviews" {
+			recordReview(r)
+		}
 	}
 	return c.next.RoundTrip(r)
+}
+
+// reviews are the SubjectAccessReviews the in-process operator and worker
+// asked, in order, for tests of what a review carries (the user's extra).
+var reviews = struct {
+	sync.Mutex
+	specs []authorizationv1.SubjectAccessReviewSpec
+}{}
+
+// SubjectAccessReviews returns the specs of the reviews asked so far for
+// user ("": for anyone).
+func SubjectAccessReviews(user string) []authorizationv1.SubjectAccessReviewSpec {
+	reviews.Lock()
+	defer reviews.Unlock()
+	var out []authorizationv1.SubjectAccessReviewSpec
+	for _, s := range reviews.specs {
+		if user == "" || s.User == user {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func recordReview(r *http.Request) {
+	if r.GetBody == nil {
+		return
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return
+	}
+	defer body.Close()
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		return
+	}
+	// JSON or protobuf, as the client sent it.
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	sar, ok := obj.(*authorizationv1.SubjectAccessReview)
+	if err != nil || !ok {
+		return
+	}
+	reviews.Lock()
+	reviews.specs = append(reviews.specs, sar.Spec)
+	reviews.Unlock()
 }
 
 // requestKey names a request by verb and resource, as the API server's

@@ -1,0 +1,88 @@
+package activities
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// A step found under its name is used only when it is this request's own:
+// anything else put there fails the request naming it, and is never read
+// past what it is (no index into its owner references).
+func TestCreateStepExecutionChecksWhatItFinds(t *testing.T) {
+	in := StepInput{Namespace: "shop", Request: "recover", RequestUID: "rr-uid",
+		Step: v1alpha1.RemediationStep{Name: "scale", Execution: v1alpha1.KubernetesExecutionSpec{
+			Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+			Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)}}},
+		Requester: &v1alpha1.Requester{Username: "alice"}}
+	owner := metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RemediationRequest", Name: "recover",
+		UID: types.UID("rr-uid"), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+	labels := map[string]string{"remedy.dev/remediation-request": "recover", "remedy.dev/step": "scale"}
+	own := func() *v1alpha1.KubernetesExecution {
+		spec := in.Step.Execution
+		spec.RemediationRequestRef = &v1alpha1.LocalRef{Name: "recover"}
+		spec.Requester = in.Requester
+		return &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "recover-scale", UID: "step-uid",
+			Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}}, Spec: spec}
+	}
+	for _, tc := range []struct {
+		name    string
+		found   func() *v1alpha1.KubernetesExecution
+		wantErr string
+	}{
+		{name: "its own step, from a lost answer", found: own},
+		{name: "no owner references", wantErr: "(it has no controller)", found: func() *v1alpha1.KubernetesExecution {
+			k := own()
+			k.OwnerReferences = nil
+			return k
+		}},
+		{name: "another request's", wantErr: "(it belongs to RemediationRequest recover)", found: func() *v1alpha1.KubernetesExecution {
+			k := own()
+			k.OwnerReferences[0].UID = "other-uid"
+			return k
+		}},
+		{name: "another step's labels", wantErr: "(its labels differ)", found: func() *v1alpha1.KubernetesExecution {
+			k := own()
+			k.Labels = map[string]string{"remedy.dev/step": "other"}
+			return k
+		}},
+		{name: "another spec under the request's owner reference", wantErr: "(its spec is not the step's)", found: func() *v1alpha1.KubernetesExecution {
+			k := own()
+			k.Spec.Parameters = &v1alpha1.ActionParameters{Replicas: ptr.To[int32](50)}
+			return k
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := runtime.NewScheme()
+			require.NoError(t, v1alpha1.AddToScheme(s))
+			r := &Remediation{Client: ctrlfake.NewClientBuilder().WithScheme(s).WithObjects(tc.found()).Build()}
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestActivityEnvironment()
+			env.RegisterActivity(r)
+			v, err := env.ExecuteActivity(r.CreateStepExecution, in)
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				var ref StepRef
+				require.NoError(t, v.Get(&ref))
+				assert.Equal(t, StepRef{Name: "recover-scale", UID: "step-uid"}, ref)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "KubernetesExecution shop/recover-scale already exists and is not this request's step "+tc.wantErr)
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			assert.True(t, app.NonRetryable())
+			assert.Equal(t, ReasonInvalidParameters, app.Type())
+		})
+	}
+}
