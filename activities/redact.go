@@ -125,8 +125,11 @@ func (r Readable) Rollback(info v1alpha1.RollbackInformation, digest string) v1a
 func scrubPatch(raw []byte) *apiextensionsv1.JSON {
 	var body any
 	if err := json.Unmarshal(raw, &body); err == nil {
-		if out, err := json.Marshal(actions.ScrubSecretRefs(body)); err == nil {
-			return &apiextensionsv1.JSON{Raw: out}
+		var out bytes.Buffer
+		enc := json.NewEncoder(&out)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(actions.ScrubSecretRefs(body)); err == nil {
+			return &apiextensionsv1.JSON{Raw: bytes.TrimSpace(out.Bytes())}
 		}
 	}
 	return &apiextensionsv1.JSON{Raw: []byte(`{"redacted":"` + unknownMarker + `"}`)}

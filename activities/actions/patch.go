@@ -169,10 +169,18 @@ func summarize(m map[string]any) string {
 			}
 			return
 		}
-		b, _ := json.Marshal(v)
-		parts = append(parts, prefix+": "+string(b))
+		parts = append(parts, prefix+": "+compactJSON(v))
 	}
 	walk("", m)
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// compactJSON is v as JSON with <, > and & as themselves, so markers read as written.
+func compactJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
 }
