@@ -66,6 +66,8 @@ func (r *executionRun) captureRollback(ctx workflow.Context, info v1alpha1.Rollb
 	if r.rollbackKey == nil {
 		err := workflow.SideEffect(ctx, func(workflow.Context) any {
 			key := make([]byte, 32)
+			// Random once, then recorded: SideEffect is what keeps it deterministic.
+			//workflowcheck:ignore
 			_, _ = rand.Read(key)
 			return key
 		}).Get(&r.rollbackKey)
