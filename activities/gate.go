@@ -68,6 +68,9 @@ type Write struct {
 	Request actions.Request `json:"request"`
 	// As is the ServiceAccount the write is made as.
 	As string `json:"as"`
+	// RollbackKey, on a rollback, is the key the run digested its captured
+	// inverse with (status.rollbackInformation.parametersDigest).
+	RollbackKey []byte `json:"rollbackKey,omitempty"`
 }
 
 // Subject kinds: the Remedy objects on whose behalf Remedy writes.
@@ -223,7 +226,7 @@ func (g *Gate) verifyExecution(ctx context.Context, w Write) (authority, error) 
 	if err != nil {
 		return authority{}, err
 	}
-	if !isActionOf(s.Execution, w.Request) && !isRollbackOf(k, w.Request) {
+	if !isActionOf(s.Execution, w.Request) && !isRollbackOf(k, w.Request, w.RollbackKey) {
 		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s runs %s with its parameters, or its captured rollback, only: not this %s",
 			s.Namespace, s.Name, s.Execution.Action, w.Request.Action))
 	}
@@ -247,11 +250,17 @@ func isActionOf(spec *v1alpha1.KubernetesExecutionSpec, req actions.Request) boo
 }
 
 // isRollbackOf reports whether req is the inverse action the execution's
-// status captured; only Remedy's worker writes that status.
-func isRollbackOf(k *v1alpha1.KubernetesExecution, req actions.Request) bool {
+// status captured; only Remedy's worker writes that status. The status
+// shows the inverse's parameters only as the requester may read them, so
+// they are matched by the digest made with the run's key; a status without
+// one (a run started before digests) shows them in full.
+func isRollbackOf(k *v1alpha1.KubernetesExecution, req actions.Request, key []byte) bool {
 	rb := k.Status.RollbackInformation
 	if rb == nil || !rb.Available || rb.RollbackAction != req.Action {
 		return false
+	}
+	if rb.ParametersDigest != "" {
+		return matchesDigest(key, req.Params, rb.ParametersDigest)
 	}
 	var params v1alpha1.ActionParameters
 	if rb.RollbackParameters != nil {

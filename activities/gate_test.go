@@ -120,11 +120,11 @@ func TestGateWritesOnlyTheActionOrItsCapturedRollback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.action, isActionOf(spec, tc.req))
-			assert.Equal(t, tc.rollbk, isRollbackOf(k, tc.req))
+			assert.Equal(t, tc.rollbk, isRollbackOf(k, tc.req, nil))
 		})
 	}
 	unavailable := k.DeepCopy()
 	unavailable.Status.RollbackInformation.Available = false
-	assert.False(t, isRollbackOf(unavailable, scale(3)), "no rollback where none was captured")
-	assert.False(t, isRollbackOf(&v1alpha1.KubernetesExecution{}, scale(3)))
+	assert.False(t, isRollbackOf(unavailable, scale(3), nil), "no rollback where none was captured")
+	assert.False(t, isRollbackOf(&v1alpha1.KubernetesExecution{}, scale(3), nil))
 }

@@ -268,8 +268,12 @@ func (r *alertRun) release(ctx workflow.Context) {
 }
 
 // shadow records each step's server-side dry-run diff and writes nothing.
+// The diff goes into the rule's status, so it shows the target's values only
+// where the rule's author may get the target (runs recorded before
+// shadowReadableChange show them as they did).
 func (r *alertRun) shadow(ctx workflow.Context) {
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
+	redacts := workflow.GetVersion(ctx, shadowReadableChange, workflow.DefaultVersion, 1) >= 1
 	var diffs []string
 	for _, s := range r.plan.Steps {
 		req := actions.Request{Action: s.Execution.Action, Target: s.Execution.Target, Requester: &r.plan.Author}
@@ -278,6 +282,14 @@ func (r *alertRun) shadow(ctx workflow.Context) {
 		}
 		var res v1alpha1.DryRunResults
 		err := workflow.ExecuteActivity(quick, execution.DryRun, req).Get(ctx, &res)
+		if redacts {
+			reads := activities.Readable{}
+			check := activities.RequesterCheck{Namespace: r.in.Namespace, Requester: &r.plan.Author, Action: req.Action, Target: req.Target}
+			if err := workflow.ExecuteActivity(quick, validation.MayReadTarget, check).Get(ctx, &reads); err != nil {
+				reads = activities.Readable{}
+			}
+			res.EstimatedImpact = reads.Value(res.EstimatedImpact)
+		}
 		line := s.Name + ": " + res.EstimatedImpact
 		if err != nil {
 			line = s.Name + ": dry-run failed: " + messageOf(err)
@@ -287,6 +299,10 @@ func (r *alertRun) shadow(ctx workflow.Context) {
 	r.result.DryRun = diffs
 	r.record(ctx, activities.AlertRecordInput{Started: true}, v1alpha1.AlertShadow, "DryRun", "shadow mode: nothing was written")
 }
+
+// shadowReadableChange is the workflow.GetVersion change ID of shadow diffs
+// shown only as the rule's author may read the target.
+const shadowReadableChange = "shadow-values-readable"
 
 // remediate runs the RemediationRequest and waits for it; a resolve under
 // resolvePolicy Cancel cancels the request's workflow (steps not started never run).

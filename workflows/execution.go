@@ -77,6 +77,13 @@ type executionRun struct {
 	approval *approvalGate
 	// early holds the checks started ahead of their turn, by function.
 	early map[string]workflow.Future
+	// redacts: the run publishes the target's values only as reads allows
+	// (redactChange); inverse and rollbackKey are then the captured
+	// rollback's real parameters and the key of their digest in status.
+	redacts     bool
+	reads       activities.Readable
+	inverse     *v1alpha1.RollbackInformation
+	rollbackKey []byte
 }
 
 var (
@@ -108,7 +115,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 		return
 	}
 
-	r.setPhase(ctx, v1alpha1.PhaseExecuting, "Executing", actions.Impact(before.Change))
+	r.setPhase(ctx, v1alpha1.PhaseExecuting, "Executing", r.impact(before.Change))
 	var done activities.ExecuteResult
 	start := workflow.Now(ctx)
 	err := r.execute(ctx, req, &done)
@@ -126,10 +133,11 @@ func (r *executionRun) run(ctx workflow.Context) {
 		StartTime:         &metav1.Time{Time: start},
 		EndTime:           &metav1.Time{Time: end},
 		Duration:          end.Sub(start).String(),
-		ResourcesAffected: []v1alpha1.ResourceChange{affected},
+		ResourcesAffected: []v1alpha1.ResourceChange{r.change(affected)},
 		RetriesAttempted:  done.Retries,
 		JobName:           done.JobName,
-		Logs:              done.Logs,
+		// The job's output names the values it wrote.
+		Logs: r.readable().Value(done.Logs),
 	}
 	if err != nil {
 		r.fail(ctx, err, activities.ReasonExecutionFailed)
@@ -141,7 +149,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 		return
 	}
 
-	r.status.RollbackInformation = &before.Rollback
+	r.captureRollback(ctx, before.Rollback)
 	postFailed := false
 	if len(spec.PostConditions) > 0 {
 		r.setPhase(ctx, v1alpha1.PhaseVerifying, "Verifying", "evaluating postconditions")
@@ -164,10 +172,10 @@ func (r *executionRun) run(ctx workflow.Context) {
 	}
 	window := spec.RollbackWindow.Or(defaultRollbackWindow)
 	if !before.Rollback.Available || window <= 0 {
-		r.finish(ctx, actions.Impact(affected))
+		r.finish(ctx, r.impact(affected))
 		return
 	}
-	reason, msg := ReasonRollbackAvailable, "rollback to "+before.Change.Before+" available for "+window.String()+" through the rollback signal"
+	reason, msg := ReasonRollbackAvailable, "rollback to "+r.readable().Value(before.Change.Before)+" available for "+window.String()+" through the rollback signal"
 	if postFailed {
 		reason, msg = ReasonPostConditionFailed, r.postFailure+"; "+msg
 	}
@@ -191,12 +199,13 @@ func (r *executionRun) finish(ctx workflow.Context, message string) {
 // noChange ends a run that found its target already in the desired state:
 // nothing was written, so there is nothing to approve, verify or roll back.
 func (r *executionRun) noChange(ctx workflow.Context, c v1alpha1.ResourceChange) {
+	c = r.change(c)
 	c.Action = "unchanged"
 	if r.status.ExecutionResults == nil {
 		r.status.ExecutionResults = &v1alpha1.ExecutionResults{ResourcesAffected: []v1alpha1.ResourceChange{c}}
 	}
 	r.status.RollbackInformation = &v1alpha1.RollbackInformation{Reason: "nothing was changed, so there is nothing to roll back"}
-	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonNoChange, actions.Impact(c)+": the target is already in the desired state; nothing was written")
+	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonNoChange, r.impact(c)+": the target is already in the desired state; nothing was written")
 }
 
 // execute runs the action with the executor the spec names.

@@ -75,7 +75,7 @@ func (r *executionRun) awaitParent(ctx workflow.Context, req actions.Request) {
 
 // rollback runs the captured inverse action after the same checks as the original.
 func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb RollbackRequest) {
-	info := r.status.RollbackInformation
+	info := r.captured()
 	back := actions.Request{Action: info.RollbackAction, Target: req.Target, Token: req.Token, Requester: req.Requester}
 	if info.RollbackParameters != nil {
 		back.Params = *info.RollbackParameters
@@ -87,15 +87,17 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 		return
 	}
 	var done activities.ExecuteResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, rollbackOptions(r.in.Spec)), execution.ExecuteInline, r.write(back)).Get(ctx, &done)
+	w := r.write(back)
+	w.RollbackKey = r.rollbackKey
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, rollbackOptions(r.in.Spec)), execution.ExecuteInline, w).Get(ctx, &done)
 	if err != nil {
 		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, messageOf(err))
 		return
 	}
-	change := done.Plan.Change
+	change := r.change(done.Plan.Change)
 	change.Action = "rolled back"
 	r.status.ExecutionResults.ResourcesAffected = append(r.status.ExecutionResults.ResourcesAffected, change)
-	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonRolledBack, actions.Impact(change))
+	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonRolledBack, r.impact(change))
 }
 
 // validateRollback puts the inverse action through the same parameter, RBAC

@@ -48,6 +48,7 @@ func newEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite) *testsuite.TestWorkf
 func trustAll(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(nil).Maybe()
 	env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(nil).Maybe()
+	env.OnActivity(validation.MayReadTarget, mock.Anything, mock.Anything).Return(activities.Readable{Allowed: true}, nil).Maybe()
 }
 
 func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) v1alpha1.KubernetesExecutionStatus {

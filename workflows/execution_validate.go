@@ -11,8 +11,11 @@ import (
 )
 
 // validate runs the Validating phase in the seed's order: parameters, RBAC,
-// existence, policy, dry-run, preconditions, then the approval gate. It
-// returns the plan made from the before-image, or false when the run has failed.
+// existence, policy, preconditions, dry-run, then the approval gate. It
+// returns the plan made from the before-image, or false when the run has
+// failed. The dry-run comes after the preconditions, so a run they stop has
+// computed and published nothing of the target's values (runs recorded
+// before redactChange dry-run first, as they did).
 func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (actions.Plan, bool) {
 	spec := r.in.Spec
 	vr := r.status.ValidationResults
@@ -33,10 +36,15 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		return actions.Plan{}, false
 	}
 
-	// The subject and the requester hold: read the target and the policy.
+	// The subject and the requester hold: read the target and the policy,
+	// and ask whether the requester may read the target's values.
+	r.redacts = workflow.GetVersion(ctx, redactChange, workflow.DefaultVersion, 1) >= 1
 	r.ahead(ctx, validation.CheckRBAC, req)
 	r.ahead(ctx, execution.InspectTarget, req)
 	r.ahead(ctx, validation.EvaluatePolicy, req)
+	if r.redacts {
+		r.ahead(ctx, validation.MayReadTarget, r.requesterCheck(spec.Action))
+	}
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+actions.ServiceAccountName(spec.Action))
 	err = r.check(ctx, validation.CheckRBAC, req).Get(ctx, nil)
@@ -68,6 +76,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
 		return actions.Plan{}, false
 	}
+	r.takeReadable(ctx)
 	// The before-image already shows the desired state: nothing will be
 	// written, so nothing needs a dry-run, preconditions or an approval.
 	if before.NoOp {
@@ -79,16 +88,8 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		approval = &pol
 	}
 	dryRun := spec.DryRun || pol.Validation.RequiredDryRun
-
-	if dryRun {
-		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
-		var dry v1alpha1.DryRunResults
-		if err := r.check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
-			vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{capMessage(messageOf(err))}}
-			r.fail(ctx, err, activities.ReasonDryRunFailed)
-			return actions.Plan{}, false
-		}
-		vr.DryRunResults = &dry
+	if dryRun && !r.redacts && !r.dryRun(ctx, req) {
+		return actions.Plan{}, false
 	}
 
 	if len(spec.PreConditions) > 0 {
@@ -104,10 +105,29 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 			return actions.Plan{}, false
 		}
 	}
+	if dryRun && r.redacts && !r.dryRun(ctx, req) {
+		return actions.Plan{}, false
+	}
 	if approval != nil && !r.awaitApproval(ctx, *approval) {
 		return actions.Plan{}, false
 	}
 	return before, true
+}
+
+// dryRun sends the exact write as a server-side dry-run and records its
+// impact as the requester may read it; false when the run has failed.
+func (r *executionRun) dryRun(ctx workflow.Context, req actions.Request) bool {
+	vr := r.status.ValidationResults
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
+	var dry v1alpha1.DryRunResults
+	if err := r.check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
+		vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{capMessage(messageOf(err))}}
+		r.fail(ctx, err, activities.ReasonDryRunFailed)
+		return false
+	}
+	dry.EstimatedImpact = r.readable().Value(dry.EstimatedImpact)
+	vr.DryRunResults = &dry
+	return true
 }
 
 // conditions evaluates each condition in order into *results and names the

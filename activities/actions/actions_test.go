@@ -141,3 +141,35 @@ func TestImpact(t *testing.T) {
 	assert.Equal(t, "replicas: 3 -> 5", Impact(v1alpha1.ResourceChange{Before: "replicas: 3", After: "replicas: 5"}))
 	assert.Equal(t, "a -> b", Impact(v1alpha1.ResourceChange{Before: "a", After: "b"}))
 }
+
+// A patch's before and after, which .status shows, never carry an env
+// entry's valueFrom; its inverse keeps it, and a changed valueFrom is still
+// a change.
+func TestPatchSummariesHideValueFrom(t *testing.T) {
+	obj := deployment(int64(1), "")
+	env := []any{map[string]any{"name": "TOKEN", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "old", "key": "t"}}}}
+	require.NoError(t, unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "web", "env": env}}, "spec", "template", "spec", "containers"))
+	body := `{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"TOKEN","valueFrom":{"secretKeyRef":{"name":"new","key":"t"}}}]}]}}}}`
+	plan, err := patch{}.Plan(obj, Request{Action: "patch", Target: target("Deployment"), Params: v1alpha1.ActionParameters{Patch: rawJSON([]byte(body))}})
+	require.NoError(t, err)
+	for _, s := range []string{plan.Change.Before, plan.Change.After} {
+		assert.NotContains(t, s, "secretKeyRef")
+		assert.Contains(t, s, SecretRefMarker)
+	}
+	assert.False(t, plan.NoOp, "the reference changed")
+	assert.Contains(t, string(plan.Rollback.RollbackParameters.Patch.Raw), `"name":"old"`, "the inverse restores the real reference")
+}
+
+func TestScrubSecretRefs(t *testing.T) {
+	in := map[string]any{"env": []any{
+		map[string]any{"name": "A", "value": "inline"},
+		map[string]any{"name": "B", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s"}}},
+		map[string]any{"name": "C", "valueFrom": nil},
+	}}
+	out := ScrubSecretRefs(in).(map[string]any)
+	env := out["env"].([]any)
+	assert.Equal(t, "inline", env[0].(map[string]any)["value"])
+	assert.Equal(t, SecretRefMarker, env[1].(map[string]any)["valueFrom"])
+	assert.Nil(t, env[2].(map[string]any)["valueFrom"], "a patch removing a valueFrom shows the removal")
+	assert.NotNil(t, in["env"].([]any)[1].(map[string]any)["valueFrom"].(map[string]any)["secretKeyRef"], "the input is left alone")
+}

@@ -114,7 +114,9 @@ func (patch) Plan(obj *unstructured.Unstructured, req Request) (Plan, error) {
 		return Plan{}, err
 	}
 	inverse := inversePatch(obj.Object, body)
-	before, after := summarize(inverse), summarize(body)
+	// The summaries are published in .status; the inverse patch keeps the
+	// real values, for the rollback only.
+	before, after := summarize(ScrubSecretRefs(inverse).(map[string]any)), summarize(ScrubSecretRefs(body).(map[string]any))
 	invRaw, err := json.Marshal(inverse)
 	if err != nil {
 		return Plan{}, fmt.Errorf("encode inverse patch: %w", err)
@@ -125,7 +127,8 @@ func (patch) Plan(obj *unstructured.Unstructured, req Request) (Plan, error) {
 			Available: true, RollbackAction: "patch", EstimatedRollbackDuration: "10s",
 			RollbackParameters: &v1alpha1.ActionParameters{Patch: rawJSON(invRaw)},
 		},
-		NoOp: before == after,
+		// Decided on the real values: a changed valueFrom is a change.
+		NoOp: summarize(inverse) == summarize(body),
 	}
 	p.Patch, err = mergePatch(obj, body)
 	return p, err
@@ -166,10 +169,18 @@ func summarize(m map[string]any) string {
 			}
 			return
 		}
-		b, _ := json.Marshal(v)
-		parts = append(parts, prefix+": "+string(b))
+		parts = append(parts, prefix+": "+compactJSON(v))
 	}
 	walk("", m)
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// compactJSON is v as JSON with <, > and & as themselves, so markers read as written.
+func compactJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -269,8 +269,19 @@ type RollbackInformation struct {
 	Available bool `json:"available"`
 	// +optional
 	RollbackAction string `json:"rollbackAction,omitempty"`
+	// RollbackParameters are the inverse's parameters as the requester may
+	// read them: absent when they may not get the target (Redacted says so),
+	// and never an env entry's valueFrom. The run keeps the real inverse.
 	// +optional
 	RollbackParameters *ActionParameters `json:"rollbackParameters,omitempty"`
+	// ParametersDigest is the HMAC-SHA256 of the real inverse's parameters
+	// under a key only the run holds: the write gate lets a rollback through
+	// only with parameters that match it.
+	// +optional
+	ParametersDigest string `json:"parametersDigest,omitempty"`
+	// Redacted says why RollbackParameters are not shown.
+	// +optional
+	Redacted string `json:"redacted,omitempty"`
 	// +optional
 	EstimatedRollbackDuration string `json:"estimatedRollbackDuration,omitempty"`
 	// Reason explains why no rollback is available.

@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/activities"
@@ -126,8 +128,30 @@ func TestGitOpsManagedTargetIsRefused(t *testing.T) {
 }
 
 // A dry-run rule records the server-side dry-run diff and writes nothing.
+// The diff goes into the rule's status, which whoever may get the rule reads:
+// it shows the Deployment's values only when the rule's author may get it.
 func TestShadowModeWritesNothingAndRecordsTheDiff(t *testing.T) {
+	diff := shadowDiff(t, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}})
+	assert.Contains(t, diff, "1 -> 3")
+}
+
+// An author who may not get the Deployment reads none of its values from the diff.
+func TestShadowDiffRedactedForAnAuthorWhoMayNotRead(t *testing.T) {
+	assert.Equal(t, "scale: <redacted: "+alertAuthor+" may not get deployments.apps/web>", shadowDiff(t))
+}
+
+// shadowDiff runs a dry-run rule whose author holds extra besides the
+// tenant's grants, and returns its one recorded diff.
+func shadowDiff(t *testing.T, extra ...rbacv1.PolicyRule) string {
+	t.Helper()
 	ns := tenant(t, "web")
+	if len(extra) > 0 {
+		ctx := context.Background()
+		require.NoError(t, harness.Kube().Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "author-reads", Namespace: ns}, Rules: extra}))
+		require.NoError(t, harness.Kube().Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "author-reads", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "author-reads"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: alertAuthor}}}))
+	}
 	three := int32(3)
 	r := &v1alpha1.RemediationRule{}
 	r.Name, r.Namespace = "shadow", ns
@@ -152,7 +176,6 @@ func TestShadowModeWritesNothingAndRecordsTheDiff(t *testing.T) {
 	})
 	rec := record(got, fp)
 	require.Len(t, rec.DryRun, 1)
-	assert.Contains(t, rec.DryRun[0], "1 -> 3")
 	assert.Empty(t, requestsOf(t, ns, rule.Name))
 	var dep appsv1.Deployment
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &dep))
@@ -162,4 +185,5 @@ func TestShadowModeWritesNothingAndRecordsTheDiff(t *testing.T) {
 	harness.ReplayHistory(t, rec.WorkflowID, "alert-shadow.json")
 	harness.WaitClosed(t, workflows.AlertGuardWorkflowID(ns), 30*time.Second)
 	harness.ReplayHistory(t, workflows.AlertGuardWorkflowID(ns), "alert-guard-idle.json")
+	return rec.DryRun[0]
 }
