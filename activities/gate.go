@@ -38,8 +38,11 @@ import (
 // (the remedy-action-<action>, remedy-reload and remedy-drift
 // ServiceAccounts), and it hands one out only with a passed check: a write
 // that skips the gate has no client to write with (gate_test.go keeps it so).
-// Callbacks are writes too: the HTTP client DriftReports are posted with
-// comes only from PassCallback (gate_drift.go).
+// Callbacks and silences are writes too: DriftReports are posted only
+// through PassCallback (gate_drift.go), Alertmanager silences only through
+// PassSilence (gate_silence.go). What the gate hands out is bound to what it
+// checked (gate_writer.go); gate_writes_test.go fails on a write anywhere
+// else but the exceptions docs/security.md lists.
 type Gate struct {
 	// Config is the worker's own identity; the writers impersonate on top of it.
 	Config *rest.Config
