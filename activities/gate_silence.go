@@ -111,10 +111,10 @@ func (g *Gate) checkSilence(ctx context.Context, s AlertSubject) (Silencer, erro
 	if err != nil {
 		return Silencer{}, permanent(ReasonInvalidParameters, fmt.Errorf("render RemediationRule %s/%s: %w", s.Namespace, s.Rule, err))
 	}
+	author := []lender{{of: "the author of RemediationRule " + s.Namespace + "/" + s.Rule, who: rule.Spec.Author}}
 	for _, st := range steps {
-		err := g.Checks.CheckRequester(ctx, RequesterCheck{Namespace: s.Namespace, Requester: rule.Spec.Author, Action: st.Execution.Action, Target: st.Execution.Target})
-		if err != nil {
-			return Silencer{}, fmt.Errorf("the author of RemediationRule %s/%s: %w", s.Namespace, s.Rule, err)
+		if err := g.checkGrants(ctx, s.Namespace, authority{action: st.Execution.Action, lenders: author}, st.Execution.Target); err != nil {
+			return Silencer{}, err
 		}
 	}
 	longest := defaultSilenceDuration
