@@ -80,7 +80,7 @@ type listed struct {
 // in the write gate's files or in the enumerated exceptions, nowhere else.
 // The scan type-checks the product packages and finds every call that
 // writes: a create, update, patch, delete, apply or eviction on a Kubernetes
-// client, an HTTP request sent (net/http Do, Post, PostForm), an action run
+// client (typed, dynamic, controller-runtime or REST), an HTTP request sent (net/http Do, Post, PostForm), an action run
 // to apply, or an Alertmanager call that is not a GET. A write of Remedy's
 // own objects (the remedy.dev and kausality.io types, through
 // controller-runtime's typed client), an Event, or a review (a question, not
@@ -246,6 +246,8 @@ func writeCall(info *types.Info, call *ast.CallExpr) string {
 	}
 	pkg, name := fn.Pkg().Path(), fn.Name()
 	switch {
+	case pkg == "k8s.io/client-go/rest" && slices.Contains([]string{"Post", "Put", "Patch", "Delete"}, name):
+		return "a REST client's " + name
 	case pkg == "net/http" && slices.Contains([]string{"Do", "Post", "PostForm"}, name):
 		return "an HTTP request sent (net/http " + name + ")"
 	case pkg == "github.com/remedy-dev/remedy/activities/actions" && (name == "ApplyOnce" || name == "Run" && !readMode(fn.Pkg(), info, call.Args[len(call.Args)-1])):
