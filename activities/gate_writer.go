@@ -35,13 +35,13 @@ func (b boundResource) only(verb, name string) error {
 	case b.w.ri == nil:
 		return fmt.Errorf("%s %s refused: this writer was not handed out by the write gate", verb, name)
 	case name != b.w.target.Name:
-		return fmt.Errorf("%s %s refused: the write gate passed a write to %s only", verb, name, b.w.target.String())
+		return fmt.Errorf("%s %s refused: the write gate passed a write to %s only, as %s", verb, name, b.w.target.String(), b.w.as)
 	}
 	return nil
 }
 
 func (b boundResource) refused(verb string) error {
-	return fmt.Errorf("%s refused: the write gate passed a write to %s only", verb, b.w.target.String())
+	return fmt.Errorf("%s refused: the write gate passed a write to %s only, as %s", verb, b.w.target.String(), b.w.as)
 }
 
 func (b boundResource) Get(ctx context.Context, name string, opts metav1.GetOptions, sub ...string) (*unstructured.Unstructured, error) {
