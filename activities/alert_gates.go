@@ -126,28 +126,27 @@ type SilenceInput struct {
 // HoldSilence creates a silence in Alertmanager whose matchers are the
 // alert's labels, each with =, lasting Duration, created by "remedy" with a
 // comment naming the run; or renews the silence ID for Duration from now.
-// A retried create finds its silence by that comment. A silence that a
-// person expired is not recreated: the answer is then "".
+// The write gate checks the silence first (PassSilence) and hands out the
+// only way to post it. A retried create finds its silence by that comment.
+// A silence that a person expired is not recreated: the answer is then "".
 func (a *Alerts) HoldSilence(ctx context.Context, in SilenceInput) (string, error) {
-	s := in.Subject
-	info := activity.GetInfo(ctx)
-	if id := info.WorkflowExecution.ID; id != AlertWorkflowID(s.Namespace, s.Rule, s.Alert.Fingerprint) || Fingerprint(s.Alert.Labels) != s.Alert.Fingerprint {
-		return "", permanent(ReasonSubjectMismatch, fmt.Errorf("workflow %s may not silence alert %s", id, s.Alert.Fingerprint))
-	}
-	if a.Alertmanager == nil {
+	if a.Gate == nil || a.Alertmanager == nil {
 		return "", permanent(ReasonInvalidParameters, fmt.Errorf("the worker has no Alertmanager (--alertmanager-url) to silence the alert in"))
 	}
+	silencer, err := a.Gate.PassSilence(ctx, in.Subject)
+	if err != nil {
+		metrics.AlertSilences.WithLabelValues("failed").Inc()
+		return "", err
+	}
 	now := time.Now().UTC()
-	comment := fmt.Sprintf("Remedy is remediating this alert: RemediationRule %s/%s, workflow %s, run %s", s.Namespace, s.Rule, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
-	sil := Silence{Matchers: EqualMatchers(s.Alert.Labels), StartsAt: now, EndsAt: now.Add(in.Duration), CreatedBy: SilenceCreator, Comment: comment}
-	op := "created"
+	id, start, op := "", now, "created"
 	mine, err := a.Alertmanager.Silences(ctx)
 	if err != nil {
 		metrics.AlertSilences.WithLabelValues("failed").Inc()
 		return "", err
 	}
 	for _, o := range mine {
-		if o.Comment != comment || (in.ID != "" && o.ID != in.ID) {
+		if o.Comment != silencer.Comment() || (in.ID != "" && o.ID != in.ID) {
 			continue
 		}
 		if o.Status != nil && o.Status.State == "expired" {
@@ -157,29 +156,35 @@ func (a *Alerts) HoldSilence(ctx context.Context, in SilenceInput) (string, erro
 			continue
 		}
 		// Same matchers and start: Alertmanager extends it in place, same ID.
-		sil.ID, sil.StartsAt, op = o.ID, o.StartsAt, "renewed"
+		id, start, op = o.ID, o.StartsAt, "renewed"
 		break
 	}
-	if in.ID != "" && sil.ID == "" {
+	if in.ID != "" && id == "" {
 		return "", nil
 	}
-	id, err := a.Alertmanager.PutSilence(ctx, sil)
+	until := now.Add(in.Duration)
+	id, err = silencer.Put(ctx, id, start, until)
 	if err != nil {
 		metrics.AlertSilences.WithLabelValues("failed").Inc()
 		return "", err
 	}
 	metrics.AlertSilences.WithLabelValues(op).Inc()
-	activity.GetLogger(ctx).Info("alert silenced", "silence", id, "op", op, "until", sil.EndsAt)
+	activity.GetLogger(ctx).Info("alert silenced", "silence", id, "op", op, "until", until)
 	return id, nil
 }
 
 // EndSilence expires the run's silence, so the alert notifies again if it
-// still fires once the remediation ended.
+// still fires once the remediation ended. The gate lets a run expire only
+// a silence Remedy made for its own alert.
 func (a *Alerts) EndSilence(ctx context.Context, id string) error {
-	if a.Alertmanager == nil || id == "" {
+	if a.Gate == nil || a.Alertmanager == nil || id == "" {
 		return nil
 	}
-	if err := a.Alertmanager.ExpireSilence(ctx, id); err != nil {
+	silencer, err := a.Gate.PassSilenceEnd(ctx, id)
+	if err == nil {
+		err = silencer.Expire(ctx)
+	}
+	if err != nil {
 		metrics.AlertSilences.WithLabelValues("failed").Inc()
 		return err
 	}

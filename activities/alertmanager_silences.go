@@ -2,13 +2,14 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"time"
 )
+
+// Silences are written only through the write gate (gate_silence.go):
+// this file reads them.
 
 // SilenceCreator is the createdBy of every silence Remedy creates.
 const SilenceCreator = "remedy"
@@ -53,19 +54,6 @@ func EqualMatchers(labels map[string]string) []SilenceMatcher {
 	return out
 }
 
-// PutSilence creates a silence, or updates the one s.ID names (Alertmanager
-// may answer an update with a new ID), and returns its ID.
-func (a *Alertmanager) PutSilence(ctx context.Context, s Silence) (string, error) {
-	s.Status = nil
-	var out struct {
-		SilenceID string `json:"silenceID"`
-	}
-	if err := a.call(ctx, http.MethodPost, "/api/v2/silences", s, &out); err != nil {
-		return "", fmt.Errorf("post alertmanager silence: %w", err)
-	}
-	return out.SilenceID, nil
-}
-
 // Silences lists the silences Remedy created (every state).
 func (a *Alertmanager) Silences(ctx context.Context) ([]Silence, error) {
 	var all []Silence
@@ -73,24 +61,4 @@ func (a *Alertmanager) Silences(ctx context.Context) ([]Silence, error) {
 		return nil, fmt.Errorf("list alertmanager silences: %w", err)
 	}
 	return slices.DeleteFunc(all, func(s Silence) bool { return s.CreatedBy != SilenceCreator }), nil
-}
-
-// ExpireSilence ends the silence now; one already expired or gone is no error.
-func (a *Alertmanager) ExpireSilence(ctx context.Context, id string) error {
-	var s Silence
-	err := a.call(ctx, http.MethodGet, "/api/v2/silence/"+url.PathEscape(id), nil, &s)
-	var am *amError
-	if errors.As(err, &am) && am.Status == http.StatusNotFound {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read alertmanager silence %s: %w", id, err)
-	}
-	if s.Status != nil && s.Status.State == "expired" {
-		return nil
-	}
-	if err := a.call(ctx, http.MethodDelete, "/api/v2/silence/"+url.PathEscape(id), nil, nil); err != nil {
-		return fmt.Errorf("expire alertmanager silence %s: %w", id, err)
-	}
-	return nil
 }

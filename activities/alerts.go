@@ -42,6 +42,8 @@ type Alerts struct {
 	Client ctrlclient.Client
 	// Alertmanager, when set, is asked whether an alert really fires.
 	Alertmanager *Alertmanager
+	// Gate hands out the only way to write a silence (gate_silence.go).
+	Gate *Gate
 	// Events records refusals and guard trips on the rule.
 	Events *Statuses
 }

@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,7 +47,7 @@ const maxReceiverError = 200
 // kausality. Failures name the answer's status only: what a receiver
 // writes in a non-2xx body stays out of Temporal.
 func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
-	httpClient, err := d.Gate.PassCallback(ctx, in.Report.Spec.Parent, in.URL)
+	callback, err := d.Gate.PassCallback(ctx, in.Report.Spec.Parent, in.URL)
 	if err != nil {
 		return err
 	}
@@ -56,14 +55,9 @@ func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
 	if err != nil {
 		return permanent(ReasonInvalidParameters, fmt.Errorf("encode drift report %s: %w", in.Report.Spec.ID, err))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.URL, bytes.NewReader(body))
+	resp, err := callback.Post(ctx, body)
 	if err != nil {
-		return permanent(ReasonInvalidParameters, fmt.Errorf("build request to %s: %w", in.URL, err))
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("post drift report to %s: %w", in.URL, err)
+		return err
 	}
 	defer resp.Body.Close()
 	// Reading a little of the body lets the connection be reused and explains failures.

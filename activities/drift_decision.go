@@ -86,10 +86,7 @@ func (d *Drift) editAnnotation(ctx context.Context, in DriftDecisionInput, decis
 	if err != nil {
 		return err
 	}
-	r, err := d.resource(writer.Dynamic, parent)
-	if err != nil {
-		return classify(ReasonInvalidParameters, fmt.Errorf("resolve parent %s: %w", parent, err))
-	}
+	r := writer.Resource()
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := r.Get(ctx, parent.Name, metav1.GetOptions{})
 		if err != nil {

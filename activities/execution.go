@@ -85,7 +85,7 @@ func (a *Execution) ExecuteInline(ctx context.Context, w Write) (ExecuteResult, 
 	if err != nil {
 		return ExecuteResult{}, err
 	}
-	plan, err := actions.ApplyOnce(ctx, writer.Dynamic, a.Mapper, req, guard)
+	plan, err := actions.ApplyOnce(ctx, writer.Resource(), req, guard)
 	if err != nil {
 		return ExecuteResult{}, classify(ReasonExecutionFailed, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,8 +38,11 @@ import (
 // (the remedy-action-<action>, remedy-reload and remedy-drift
 // ServiceAccounts), and it hands one out only with a passed check: a write
 // that skips the gate has no client to write with (gate_test.go keeps it so).
-// Callbacks are writes too: the HTTP client DriftReports are posted with
-// comes only from PassCallback (gate_drift.go).
+// Callbacks and silences are writes too: DriftReports are posted only
+// through PassCallback (gate_drift.go), Alertmanager silences only through
+// PassSilence (gate_silence.go). What the gate hands out is bound to what it
+// checked (gate_writer.go); gate_writes_test.go fails on a write anywhere
+// else but the exceptions docs/security.md lists.
 type Gate struct {
 	// Config is the worker's own identity; the writers impersonate on top of it.
 	Config *rest.Config
@@ -54,10 +56,12 @@ type Gate struct {
 	// configured URL only. Drift says which URLs are configured.
 	Callbacks *http.Client
 	Drift     *DriftConfig
+	// Alertmanager is where PassSilence's silences are posted (nil: none is).
+	Alertmanager *Alertmanager
 
-	writers sync.Map // "write/" or "inspect/" + ServiceAccount name -> Writer
+	writers sync.Map // "write/" or "inspect/" + ServiceAccount name -> dynamic.Interface
 	// fake, in unit tests only, replaces the impersonating clients.
-	fake *Writer
+	fake dynamic.Interface
 }
 
 // Write is one write the gate is asked about.
@@ -97,10 +101,21 @@ type Subject struct {
 	Drift *DriftSubject `json:"drift,omitempty"`
 }
 
-// Writer writes as one ServiceAccount. Only the gate makes one.
+// Writer writes one object, the target the gate checked, as the
+// ServiceAccount the check named. Its fields are unexported and only Pass
+// fills them: a write that skipped the gate has nothing to write with, and
+// one that passed it cannot turn to another object (gate_writer.go).
 type Writer struct {
+	target v1alpha1.ObjectRef
+	as     string
+	// ri is the target's resource (in its namespace), impersonating as.
+	ri dynamic.ResourceInterface
+}
+
+// Inspector reads and dry-runs as one ServiceAccount; its transport refuses
+// every other request, so it needs no gate.
+type Inspector struct {
 	Dynamic dynamic.Interface
-	Kube    kubernetes.Interface
 }
 
 // authority is what a verified subject lends a write: whose grant it needs
@@ -135,12 +150,21 @@ func (a authority) grants() []lender {
 	return []lender{{who: a.actor}}
 }
 
-// Pass checks w and returns the writer for w.As; callers write with nothing else.
+// Pass checks w and returns a writer of w's target, as w.As; callers
+// write with nothing else.
 func (g *Gate) Pass(ctx context.Context, w Write) (Writer, error) {
 	if err := g.Check(ctx, w); err != nil {
 		return Writer{}, err
 	}
-	return g.writer(w.As)
+	dyn, err := g.writer(w.As)
+	if err != nil {
+		return Writer{}, err
+	}
+	ri, err := actions.Resource(dyn, g.Checks.Mapper, w.Request.Target)
+	if err != nil {
+		return Writer{}, classify(ReasonInvalidParameters, fmt.Errorf("resolve %s: %w", w.Request.Target.String(), err))
+	}
+	return Writer{target: w.Request.Target, as: w.As, ri: ri}, nil
 }
 
 // Check checks w without handing out a writer: for a write the worker makes
@@ -273,8 +297,9 @@ func isRollbackOf(k *v1alpha1.KubernetesExecution, req actions.Request, key []by
 // change nothing: their transport refuses every request that is not a read
 // or a server-side dry run. Validation reads targets and dry-runs writes with
 // them, without passing the gate.
-func (g *Gate) Inspector(name string) (Writer, error) {
-	return g.clients("inspect/"+name, name, func(rt http.RoundTripper) http.RoundTripper { return readOnly{rt} })
+func (g *Gate) Inspector(name string) (Inspector, error) {
+	dyn, err := g.clients("inspect/"+name, name, func(rt http.RoundTripper) http.RoundTripper { return readOnly{rt} })
+	return Inspector{Dynamic: dyn}, err
 }
 
 // readOnly lets through reads and server-side dry runs only.
@@ -290,17 +315,17 @@ func (r readOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	return r.next.RoundTrip(req)
 }
 
-// writer returns the cached clients that impersonate the ServiceAccount name.
-func (g *Gate) writer(name string) (Writer, error) {
+// writer returns the cached client that impersonates the ServiceAccount name.
+func (g *Gate) writer(name string) (dynamic.Interface, error) {
 	return g.clients("write/"+name, name, nil)
 }
 
-func (g *Gate) clients(key, name string, wrap func(http.RoundTripper) http.RoundTripper) (Writer, error) {
+func (g *Gate) clients(key, name string, wrap func(http.RoundTripper) http.RoundTripper) (dynamic.Interface, error) {
 	if g.fake != nil {
-		return *g.fake, nil
+		return g.fake, nil
 	}
-	if w, ok := g.writers.Load(key); ok {
-		return w.(Writer), nil
+	if c, ok := g.writers.Load(key); ok {
+		return c.(dynamic.Interface), nil
 	}
 	cfg := rest.CopyConfig(g.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + g.ActionNamespace + ":" + name}
@@ -309,12 +334,8 @@ func (g *Gate) clients(key, name string, wrap func(http.RoundTripper) http.Round
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return Writer{}, fmt.Errorf("build client for %s: %w", name, err)
+		return nil, fmt.Errorf("build client for %s: %w", name, err)
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return Writer{}, fmt.Errorf("build clientset for %s: %w", name, err)
-	}
-	w, _ := g.writers.LoadOrStore(key, Writer{Dynamic: dyn, Kube: kube})
-	return w.(Writer), nil
+	c, _ := g.writers.LoadOrStore(key, dyn)
+	return c.(dynamic.Interface), nil
 }

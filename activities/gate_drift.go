@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,8 +86,8 @@ func (g *Gate) verifyDrift(ctx context.Context, w Write) (authority, error) {
 // surely as a patch writes to a parent: the workflow is the drift workflow
 // of the report's parent, and url is configured for the parent's namespace
 // now (the worker's flags, a Kausality policy's reporting). Only then does
-// it hand out the HTTP client reports are posted with.
-func (g *Gate) PassCallback(ctx context.Context, parent kv1.DriftObjectReference, url string) (*http.Client, error) {
+// it hand out a Callback, which posts to that URL and no other.
+func (g *Gate) PassCallback(ctx context.Context, parent kv1.DriftObjectReference, url string) (Callback, error) {
 	err := g.checkCallback(ctx, parent, url)
 	result := "passed"
 	if err != nil {
@@ -95,9 +96,33 @@ func (g *Gate) PassCallback(ctx context.Context, parent kv1.DriftObjectReference
 	}
 	metrics.GateDecisions.WithLabelValues(SubjectDrift, result).Inc()
 	if err != nil {
-		return nil, err
+		return Callback{}, err
 	}
-	return g.Callbacks, nil
+	return Callback{client: g.Callbacks, url: url}, nil
+}
+
+// Callback posts to the one URL the gate checked. Its fields are unexported
+// and only PassCallback fills them.
+type Callback struct {
+	client *http.Client
+	url    string
+}
+
+// Post sends body as JSON to the checked URL.
+func (c Callback) Post(ctx context.Context, body []byte) (*http.Response, error) {
+	if c.client == nil || c.url == "" {
+		return nil, errors.New("callback refused: this callback was not handed out by the write gate")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, permanent(ReasonInvalidParameters, fmt.Errorf("build request to %s: %w", c.url, err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("post drift report to %s: %w", c.url, err)
+	}
+	return resp, nil
 }
 
 func (g *Gate) checkCallback(ctx context.Context, parent kv1.DriftObjectReference, url string) error {

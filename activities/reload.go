@@ -205,7 +205,7 @@ func (r *Reload) pass(ctx context.Context, obj *unstructured.Unstructured, kind,
 	if err != nil {
 		return nil, r.refuse(ctx, obj, kind, action, key, err)
 	}
-	return writer.Dynamic.Resource(workloadGVR(kind)).Namespace(obj.GetNamespace()), nil
+	return writer.Resource(), nil
 }
 
 // refuse records a permanent refusal err as a Warning Event on the workload

@@ -66,7 +66,7 @@ func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[stri
 	})
 	mapper := apimeta.NewDefaultRESTMapper(nil)
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), apimeta.RESTScopeNamespace)
-	gate := &Gate{ActionNamespace: "remedy-system", Subjects: subjects, fake: &Writer{Dynamic: dyn, Kube: kube},
+	gate := &Gate{ActionNamespace: "remedy-system", Subjects: subjects, fake: dyn,
 		Checks: &Validation{Kube: kube, Mapper: mapper, ActionNamespace: "remedy-system", Policy: policy.NewEngine()}}
 	r := &Reload{Gate: gate, Events: kube, Namespaces: kube}
 	var suite testsuite.WorkflowTestSuite

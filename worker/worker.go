@@ -121,6 +121,8 @@ func New(o Options) (sdkworker.Worker, error) {
 	if o.AlertmanagerURL != "" {
 		alerting.Alertmanager = &activities.Alertmanager{URL: o.AlertmanagerURL, Client: &http.Client{Timeout: 10 * time.Second}}
 	}
+	// Silences are writes outside the cluster: only the gate posts them.
+	alerting.Gate, gate.Alertmanager = gate, alerting.Alertmanager
 	w.RegisterActivity(alerting)
 	w.RegisterActivity(&activities.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue, Client: kc})
 	w.RegisterActivity(&activities.Subjects{Client: kc})

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // Mode says how far Run goes.
@@ -39,31 +41,44 @@ type Applier interface {
 // mode, dry-runs or applies it. API errors are returned unwrapped in kind so
 // callers can classify them with apierrors.
 func Run(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req Request, mode Mode) (Plan, error) {
-	return run(ctx, dyn, mapper, req, mode, Guard{})
-}
-
-// ApplyOnce applies req like Run, keeping the write to at most once across
-// attempts: see Guard.
-func ApplyOnce(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req Request, g Guard) (Plan, error) {
-	return run(ctx, dyn, mapper, req, Apply, g)
-}
-
-func run(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req Request, mode Mode, g Guard) (Plan, error) {
-	a, err := Validate(req)
+	if _, err := Validate(req); err != nil {
+		return Plan{}, err
+	}
+	ri, err := Resource(dyn, mapper, req.Target)
 	if err != nil {
 		return Plan{}, err
 	}
-	gv, err := schema.ParseGroupVersion(req.Target.APIVersion)
+	return run(ctx, ri, req, mode, Guard{})
+}
+
+// ApplyOnce applies req like Run, through ri, the target's resource (the
+// write gate hands it out bound to the target it checked), keeping the write
+// to at most once across attempts: see Guard.
+func ApplyOnce(ctx context.Context, ri dynamic.ResourceInterface, req Request, g Guard) (Plan, error) {
+	return run(ctx, ri, req, Apply, g)
+}
+
+// Resource maps t's kind to its resource on dyn, in t's namespace when the
+// kind is namespaced.
+func Resource(dyn dynamic.Interface, mapper meta.RESTMapper, t v1alpha1.ObjectRef) (dynamic.ResourceInterface, error) {
+	gv, err := schema.ParseGroupVersion(t.APIVersion)
 	if err != nil {
-		return Plan{}, invalid("target.apiVersion %q: %v", req.Target.APIVersion, err)
+		return nil, invalid("target.apiVersion %q: %v", t.APIVersion, err)
 	}
-	mapping, err := mapper.RESTMapping(gv.WithKind(req.Target.Kind).GroupKind(), gv.Version)
+	mapping, err := mapper.RESTMapping(gv.WithKind(t.Kind).GroupKind(), gv.Version)
 	if err != nil {
-		return Plan{}, fmt.Errorf("map %s %s: %w", req.Target.APIVersion, req.Target.Kind, err)
+		return nil, fmt.Errorf("map %s %s: %w", t.APIVersion, t.Kind, err)
 	}
-	var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		ri = dyn.Resource(mapping.Resource).Namespace(req.Target.Namespace)
+		return dyn.Resource(mapping.Resource).Namespace(t.Namespace), nil
+	}
+	return dyn.Resource(mapping.Resource), nil
+}
+
+func run(ctx context.Context, ri dynamic.ResourceInterface, req Request, mode Mode, g Guard) (Plan, error) {
+	a, err := Validate(req)
+	if err != nil {
+		return Plan{}, err
 	}
 	obj, err := ri.Get(ctx, req.Target.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) && g.deleted(nil) {
