@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -93,4 +94,29 @@ func NewAlertmanager(url, httpConfigFile string) (*Alertmanager, error) {
 		return nil, err
 	}
 	return &Alertmanager{URL: url, Client: c}, nil
+}
+
+// RequiresAuth asks Alertmanager's API without credentials and expects a
+// refusal (401 or 403): credentials sent to an Alertmanager without web
+// authentication are ignored, and anyone may post alerts to it. A 2xx is
+// a permanent refusal to act on what it holds; anything else (unreachable)
+// is retried.
+func (a *Alertmanager) RequiresAuth(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(a.URL, "/")+"/api/v2/status", nil)
+	if err != nil {
+		return fmt.Errorf("build alertmanager request: %w", err)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("probe alertmanager authentication: %w", err)
+	}
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("alertmanager %s answers without credentials, so anyone may have posted this alert: Remedy acts only on an Alertmanager with web authentication (--web.config.file)", a.URL))
+	default:
+		return fmt.Errorf("probe alertmanager authentication: %s", resp.Status)
+	}
 }
