@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -48,7 +49,9 @@ func TestForgedPermitLeavesAHeldRunHeld(t *testing.T) {
 	}
 	require.NoError(t, tc.SignalWorkflow(ctx, workflows.AlertGuardWorkflowID(ns), "", workflows.SignalRelease, workflows.ReleaseRequest{AlertID: holderID}))
 
-	// Queries see every signal recorded before them.
+	// A query is answered once the workflow task that handles every
+	// signal recorded before it completed: what the held run did with the
+	// forged permits is in its history by then.
 	v, err := tc.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
 	require.NoError(t, err)
 	var res workflows.AlertResult
@@ -61,6 +64,7 @@ func TestForgedPermitLeavesAHeldRunHeld(t *testing.T) {
 	assert.Len(t, s.Runs[target], 1, "one run granted, one counted")
 	assert.Len(t, requestsOf(t, ns, rule.Name), 1, "nothing more runs")
 	assert.Equal(t, 2, harness.SignalsReceived(t, id, workflows.SignalPermit), "both forged permits reached the run")
+	assert.Zero(t, scheduled(t, id, "CreateAlertRequest"), "the held run started no RemediationRequest")
 
 	resolve(t, holder)
 	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
@@ -69,7 +73,23 @@ func TestForgedPermitLeavesAHeldRunHeld(t *testing.T) {
 	})
 	assert.Len(t, guardState(t, ns).Runs[target], 2, "the guard's permit is counted by the breaker")
 	assert.Len(t, requestsOf(t, ns, rule.Name), 2)
+	assert.Equal(t, 1, scheduled(t, id, "CreateAlertRequest"), "the guard's permit started it")
 	resolve(t, held)
 	harness.WaitClosed(t, id, 60*time.Second)
 	harness.WaitClosed(t, holderID, 60*time.Second)
+}
+
+// scheduled counts the activities of type name the workflow's current run scheduled.
+func scheduled(t *testing.T, workflowID, name string) int {
+	t.Helper()
+	n := 0
+	it := harness.Temporal().GetWorkflowHistory(context.Background(), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == name {
+			n++
+		}
+	}
+	return n
 }
