@@ -65,7 +65,7 @@ func (a *Alerts) CheckGates(ctx context.Context, in AlertGateInput) (AlertGates,
 		}
 	}
 	if in.Gate && len(rule.Spec.BlockWhileFiring) > 0 {
-		return a.gated(ctx, &rule.Spec), nil
+		return a.gated(ctx, s.Namespace, &rule.Spec), nil
 	}
 	return AlertGates{}, nil
 }
@@ -86,8 +86,12 @@ func frozen(f *v1alpha1.FreezeSpec, now time.Time) (AlertGates, error) {
 }
 
 // gated asks Alertmanager for firing alerts that match any of the rule's
-// blockWhileFiring entries; silenced and inhibited alerts still fire.
-func (a *Alerts) gated(ctx context.Context, spec *v1alpha1.RemediationRuleSpec) AlertGates {
+// blockWhileFiring entries; silenced and inhibited alerts still fire. The
+// gate reads every namespace's alerts (it is for cluster-wide health), but
+// the answer, which lands in the rule's status, names only an alert of the
+// rule's own namespace or one with no namespace label: an alert of another
+// tenant holds the run without its name or fingerprint.
+func (a *Alerts) gated(ctx context.Context, namespace string, spec *v1alpha1.RemediationRuleSpec) AlertGates {
 	sets, err := alertrule.GateMatchers(spec)
 	if err != nil {
 		return AlertGates{Reason: ReasonGateUnknown, Message: "spec.blockWhileFiring: " + err.Error()}
@@ -95,6 +99,7 @@ func (a *Alerts) gated(ctx context.Context, spec *v1alpha1.RemediationRuleSpec) 
 	if a.Alertmanager == nil {
 		return AlertGates{Reason: ReasonGateUnknown, Message: "the worker has no Alertmanager (--alertmanager-url) to read spec.blockWhileFiring from: held until it has"}
 	}
+	var foreign string
 	for _, ms := range sets {
 		filter := make([]string, 0, len(ms))
 		for _, m := range ms {
@@ -108,9 +113,18 @@ func (a *Alerts) gated(ctx context.Context, spec *v1alpha1.RemediationRuleSpec) 
 			if al.Status.State == "resolved" {
 				continue
 			}
+			if ns, ok := al.Labels[alertrule.NamespaceLabel]; ok && ns != namespace {
+				if foreign == "" {
+					foreign = strings.Join(filter, ",")
+				}
+				continue
+			}
 			return AlertGates{Reason: ReasonGatedByAlert, Message: fmt.Sprintf("alert %s (%s) fires and matches spec.blockWhileFiring %s: waiting until it resolves",
 				al.Labels["alertname"], al.Fingerprint, strings.Join(filter, ","))}
 		}
+	}
+	if foreign != "" {
+		return AlertGates{Reason: ReasonGatedByAlert, Message: fmt.Sprintf("an alert of another namespace fires and matches spec.blockWhileFiring %s: waiting until it resolves", foreign)}
 	}
 	return AlertGates{}
 }

@@ -31,22 +31,60 @@ func TestGateHoldsWhileAMatchingAlertFiresAndWhenAlertmanagerIsUnreadable(t *tes
 	spec := &v1alpha1.RemediationRuleSpec{BlockWhileFiring: []string{`{alertname="ClusterDegraded",severity=~"crit|page"}`}}
 	a := &Alerts{Alertmanager: &Alertmanager{URL: am.URL}}
 
-	g := a.gated(context.Background(), spec)
+	g := a.gated(context.Background(), "demo", spec)
 	assert.Equal(t, ReasonGatedByAlert, g.Reason)
 	assert.Contains(t, g.Message, "ClusterDegraded (abc)")
 	assert.Equal(t, []string{`alertname="ClusterDegraded"`, `severity=~"crit|page"`}, filters, "Alertmanager filters")
 
 	firing = false
-	assert.Equal(t, AlertGates{}, a.gated(context.Background(), spec))
+	assert.Equal(t, AlertGates{}, a.gated(context.Background(), "demo", spec))
 
 	am.Close()
-	g = a.gated(context.Background(), spec)
+	g = a.gated(context.Background(), "demo", spec)
 	assert.Equal(t, ReasonGateUnknown, g.Reason)
 	assert.Contains(t, g.Message, "Alertmanager cannot be read")
 
-	g = (&Alerts{}).gated(context.Background(), spec)
+	g = (&Alerts{}).gated(context.Background(), "demo", spec)
 	assert.Equal(t, ReasonGateUnknown, g.Reason)
 	assert.Contains(t, g.Message, "--alertmanager-url")
+}
+
+// The gate reads every namespace's alerts, but the rule's status names
+// only an alert of the rule's own namespace or a cluster-wide one (no
+// namespace label): another tenant's alert holds the run unnamed.
+func TestGateNamesOnlyAlertsOfItsOwnNamespace(t *testing.T) {
+	var firing []map[string]any
+	am := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(firing)
+	}))
+	defer am.Close()
+	alert := func(fp string, labels map[string]string) map[string]any {
+		return map[string]any{"fingerprint": fp, "labels": labels, "status": map[string]string{"state": "active"}}
+	}
+	theirs := alert("f0e1", map[string]string{"alertname": "TheirSecretOutage", "namespace": "theirs"})
+	mine := alert("a1b2", map[string]string{"alertname": "MyDegraded", "namespace": "demo"})
+	cluster := alert("c3d4", map[string]string{"alertname": "ClusterDegraded"})
+	spec := &v1alpha1.RemediationRuleSpec{BlockWhileFiring: []string{`severity="page"`}}
+	a := &Alerts{Alertmanager: &Alertmanager{URL: am.URL}}
+	for _, tc := range []struct {
+		name   string
+		firing []map[string]any
+		want   string
+	}{
+		{"another namespace's alert only", []map[string]any{theirs}, "an alert of another namespace fires"},
+		{"another namespace's alert, then one of its own", []map[string]any{theirs, mine}, "alert MyDegraded (a1b2) fires"},
+		{"another namespace's alert, then a cluster-wide one", []map[string]any{theirs, cluster}, "alert ClusterDegraded (c3d4) fires"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			firing = tc.firing
+			g := a.gated(context.Background(), "demo", spec)
+			assert.Equal(t, ReasonGatedByAlert, g.Reason, "held all the same")
+			assert.Contains(t, g.Message, tc.want)
+			assert.NotContains(t, g.Message, "TheirSecretOutage")
+			assert.NotContains(t, g.Message, "f0e1")
+			assert.NotContains(t, g.Message, "theirs")
+		})
+	}
 }
 
 func TestFrozenSaysUntilWhen(t *testing.T) {

@@ -134,8 +134,12 @@ const ReasonAlertSuspended = "Suspended"
 
 // firing asks Alertmanager whether the alert fires with these labels. An
 // unreachable Alertmanager is retried: a run never acts on an alert it
-// could not confirm.
+// could not confirm. An Alertmanager that answers without credentials
+// confirms nothing: anyone may have posted the alert.
 func (a *Alerts) firing(ctx context.Context, in AlertSubject) error {
+	if err := a.Alertmanager.RequiresAuth(ctx); err != nil {
+		return err
+	}
 	active, err := a.Alertmanager.Active(ctx, in.Namespace)
 	if err != nil {
 		return err

@@ -24,7 +24,11 @@ type GuardAcquire struct {
 	// RunID is the alert workflow's run that holds or awaits the permit:
 	// the guard reclaims the permit once that run is closed (empty, from
 	// runs started before v0.2: the workflow ID's newest run).
-	RunID         string        `json:"runID,omitempty"`
+	RunID string `json:"runID,omitempty"`
+	// Nonce is the run's secret for this request: the guard's permit
+	// carries it back, and only a release that carries it ends the permit
+	// (empty from runs recorded before permits were bound to requests).
+	Nonce         string        `json:"nonce,omitempty"`
 	Rule          string        `json:"rule"`
 	Target        string        `json:"target"`
 	MaxConcurrent int           `json:"maxConcurrent"`

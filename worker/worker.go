@@ -61,6 +61,9 @@ type Options struct {
 	// AlertmanagerURL is the Alertmanager alert runs verify their alert
 	// against and sweep for lost resolves (empty: no check, no sweep).
 	AlertmanagerURL string
+	// AlertmanagerHTTPConfigFile holds the basic-auth credentials it is read
+	// with (amtool's --http.config.file format); required with AlertmanagerURL.
+	AlertmanagerHTTPConfigFile string
 }
 
 // DefaultExecImage is the released image of this binary.
@@ -119,7 +122,11 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(statuses)
 	alerting := &activities.Alerts{Client: kc, Events: statuses}
 	if o.AlertmanagerURL != "" {
-		alerting.Alertmanager = &activities.Alertmanager{URL: o.AlertmanagerURL, Client: &http.Client{Timeout: 10 * time.Second}}
+		am, err := activities.NewAlertmanager(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		alerting.Alertmanager = am
 	}
 	// Silences are writes outside the cluster: only the gate posts them.
 	alerting.Gate, gate.Alertmanager = gate, alerting.Alertmanager

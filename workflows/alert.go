@@ -91,8 +91,12 @@ type alertRun struct {
 	id       string
 	resolved bool
 	permit   *Permit
-	plan     activities.AlertPlan
-	result   AlertResult
+	// permits are the permit signals received and not yet taken; nonce
+	// binds the run's request to the guard's answer (permitNonceChange).
+	permits []Permit
+	nonce   string
+	plan    activities.AlertPlan
+	result  AlertResult
 	// frozen is set when a freeze made this run ask for approval.
 	frozen *activities.AlertGates
 	// until is when a freeze that holds the run ends (for its records).
@@ -126,12 +130,7 @@ func AlertWorkflow(ctx workflow.Context, in AlertInput) (AlertResult, error) {
 			}
 		}
 	})
-	workflow.Go(ctx, func(c workflow.Context) {
-		ch := workflow.GetSignalChannel(c, SignalPermit)
-		var p Permit
-		ch.Receive(c, &p)
-		r.permit = &p
-	})
+	workflow.Go(ctx, r.receivePermits)
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
 	r.setPhase(ctx, "Verifying", "", "")
 	subject := activities.AlertSubject{Namespace: in.Namespace, Rule: in.Rule, Alert: in.Alert}
@@ -241,13 +240,17 @@ func (r *alertRun) acquire(ctx workflow.Context) bool {
 	if spec.Budget != nil && spec.Budget.MaxPercent > 0 {
 		req.Slots = max(1, r.plan.Workloads*int(spec.Budget.MaxPercent)/100)
 	}
+	if workflow.GetVersion(ctx, permitNonceChange, workflow.DefaultVersion, 1) >= 1 {
+		r.nonce = newPermitNonce(ctx)
+		req.Nonce = r.nonce
+	}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), guards.Acquire, r.in.Namespace, req).Get(ctx, nil); err != nil {
 		r.refuse(ctx, "GuardUnavailable", messageOf(err), "")
 		return false
 	}
 	r.setPhase(ctx, v1alpha1.AlertQueued, "AwaitingPermit", "waiting for the namespace's guard: target busy or cooling down, or the namespace budget is spent")
 	cancelOnResolve := r.plan.Spec.ResolvePolicy != v1alpha1.ResolveFinish
-	_ = workflow.Await(ctx, func() bool { return r.permit != nil || (cancelOnResolve && r.resolved) })
+	_ = workflow.Await(ctx, func() bool { return r.permit != nil || r.take(ctx) || (cancelOnResolve && r.resolved) })
 	if r.permit == nil {
 		r.release(ctx)
 		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonResolved, "the alert resolved while queued")
@@ -261,7 +264,7 @@ func (r *alertRun) acquire(ctx workflow.Context) bool {
 }
 
 func (r *alertRun) release(ctx workflow.Context) {
-	err := workflow.SignalExternalWorkflow(ctx, AlertGuardWorkflowID(r.in.Namespace), "", SignalRelease, ReleaseRequest{AlertID: r.id}).Get(ctx, nil)
+	err := workflow.SignalExternalWorkflow(ctx, AlertGuardWorkflowID(r.in.Namespace), "", SignalRelease, ReleaseRequest{AlertID: r.id, Nonce: r.nonce}).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("permit not released", "error", err)
 	}

@@ -36,6 +36,9 @@ type AcquireRequest = activities.GuardAcquire
 // ReleaseRequest ends a permit, or withdraws a queued request.
 type ReleaseRequest struct {
 	AlertID string `json:"alertID"`
+	// Nonce is the request's (AcquireRequest.Nonce): a release without it
+	// ends nothing a bound request holds.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // Permit is the guard's answer: granted, or refused with the guard that tripped.
@@ -45,6 +48,10 @@ type Permit struct {
 	Message string `json:"message,omitempty"`
 	// StormUntil is set when the refusal is storm mode's.
 	StormUntil *time.Time `json:"stormUntil,omitempty"`
+	// RequestNonce is the nonce of the request this permit answers
+	// (AcquireRequest.Nonce): the alert run takes no permit without its own.
+	// Named unlike the request's field, so an acquire replayed as a permit carries none.
+	RequestNonce string `json:"requestNonce,omitempty"`
 }
 
 // GuardState is everything the guard knows; it is carried across continue-as-new.
@@ -58,10 +65,10 @@ type GuardState struct {
 	Storm map[string]time.Time   `json:"storm,omitempty"`
 }
 
-// answer is one permit decided, for one alert workflow.
+// answer is one permit decided, for one alert workflow's request.
 type answer struct {
-	alertID string
-	permit  Permit
+	req    AcquireRequest
+	permit Permit
 }
 
 // decide grants or refuses queued requests in arrival order, as far as the
@@ -72,12 +79,12 @@ func (s *GuardState) decide(now time.Time) (out []answer, wake time.Time) {
 	var keep []AcquireRequest
 	for _, r := range s.Queue {
 		if until, ok := s.Storm[r.Rule]; ok && now.Before(until) {
-			out = append(out, answer{r.AlertID, stormPermit(r.Rule, until)})
+			out = append(out, answer{r, stormPermit(r.Rule, until)})
 			continue
 		}
 		runs := recent(s.Runs[r.Target], now, r.BreakerWindow)
 		if r.BreakerRuns > 0 && len(runs) >= r.BreakerRuns {
-			out = append(out, answer{r.AlertID, Permit{Reason: ReasonCircuitOpen, Message: fmt.Sprintf(
+			out = append(out, answer{r, Permit{Reason: ReasonCircuitOpen, Message: fmt.Sprintf(
 				"%s was remediated %d times within %s and the alert fired again: stopped, a person must look", r.Target, len(runs), r.BreakerWindow)}})
 			continue
 		}
@@ -98,7 +105,7 @@ func (s *GuardState) decide(now time.Time) (out []answer, wake time.Time) {
 				s.Storm = map[string]time.Time{}
 			}
 			s.Storm[r.Rule] = until
-			out = append(out, answer{r.AlertID, stormPermit(r.Rule, until)})
+			out = append(out, answer{r, stormPermit(r.Rule, until)})
 			continue
 		}
 		if len(s.Running) >= max(1, r.Slots) {
@@ -110,7 +117,7 @@ func (s *GuardState) decide(now time.Time) (out []answer, wake time.Time) {
 			s.Runs = map[string][]time.Time{}
 		}
 		s.Runs[r.Target] = append(runs, now)
-		out = append(out, answer{r.AlertID, Permit{Granted: true}})
+		out = append(out, answer{r, Permit{Granted: true}})
 	}
 	s.Queue = keep
 	return out, wake
@@ -146,24 +153,32 @@ func (s *GuardState) running(rule string) int {
 	return n
 }
 
-// add queues a request, unless the alert already holds or awaits a permit
-// (a retried acquire): then it reports whether the alert holds one.
+// same says whether o is the request of alertID with nonce (both empty
+// for runs recorded before permits were bound to their requests).
+func same(o AcquireRequest, alertID, nonce string) bool {
+	return o.AlertID == alertID && o.Nonce == nonce
+}
+
+// add queues a request, unless it already holds or awaits a permit (a
+// retried acquire): then it reports whether it holds one. A request of
+// another run of the same alert is another request: it queues behind.
 func (s *GuardState) add(r AcquireRequest) (known, granted bool) {
-	if slices.ContainsFunc(s.Running, func(o AcquireRequest) bool { return o.AlertID == r.AlertID }) {
+	if slices.ContainsFunc(s.Running, func(o AcquireRequest) bool { return same(o, r.AlertID, r.Nonce) }) {
 		return true, true
 	}
-	if slices.ContainsFunc(s.Queue, func(o AcquireRequest) bool { return o.AlertID == r.AlertID }) {
+	if slices.ContainsFunc(s.Queue, func(o AcquireRequest) bool { return same(o, r.AlertID, r.Nonce) }) {
 		return true, false
 	}
 	s.Queue = append(s.Queue, r)
 	return false, false
 }
 
-// release ends the alert's permit (its target's cooldown starts now) or
-// drops its queued request.
-func (s *GuardState) release(alertID string, now time.Time) {
-	s.Queue = slices.DeleteFunc(s.Queue, func(o AcquireRequest) bool { return o.AlertID == alertID })
-	i := slices.IndexFunc(s.Running, func(o AcquireRequest) bool { return o.AlertID == alertID })
+// release ends the request's permit (its target's cooldown starts now) or
+// drops it from the queue. Only the request's own nonce does: a release
+// signalled by anyone else, or replayed from another run, ends nothing.
+func (s *GuardState) release(alertID, nonce string, now time.Time) {
+	s.Queue = slices.DeleteFunc(s.Queue, func(o AcquireRequest) bool { return same(o, alertID, nonce) })
+	i := slices.IndexFunc(s.Running, func(o AcquireRequest) bool { return same(o, alertID, nonce) })
 	if i < 0 {
 		return
 	}
@@ -244,7 +259,7 @@ func AlertGuardWorkflow(ctx workflow.Context, in GuardInput) (GuardResult, error
 			got, signals = true, signals+1
 			horizon = max(horizon, r.BreakerWindow, r.Cooldown)
 			if known, granted := s.add(r); known && granted {
-				answerAlert(ctx, &s, answer{r.AlertID, Permit{Granted: true}})
+				answerAlert(ctx, &s, answer{r, Permit{Granted: true}})
 			} else if !known {
 				rc.arrived()
 			}
@@ -255,7 +270,7 @@ func AlertGuardWorkflow(ctx workflow.Context, in GuardInput) (GuardResult, error
 				break
 			}
 			got, signals = true, signals+1
-			s.release(r.AlertID, workflow.Now(ctx))
+			s.release(r.AlertID, r.Nonce, workflow.Now(ctx))
 		}
 		now := workflow.Now(ctx)
 		answers, wake := s.decide(now)
@@ -287,13 +302,15 @@ func AlertGuardWorkflow(ctx workflow.Context, in GuardInput) (GuardResult, error
 	}
 }
 
-// answerAlert signals the alert workflow. A workflow that is gone cannot
-// use its permit, so it is released.
+// answerAlert signals the alert workflow, with its request's nonce: the
+// run takes no other permit. A workflow that is gone cannot use its
+// permit, so it is released.
 func answerAlert(ctx workflow.Context, s *GuardState, a answer) {
-	if err := workflow.SignalExternalWorkflow(ctx, a.alertID, "", SignalPermit, a.permit).Get(ctx, nil); err != nil {
-		workflow.GetLogger(ctx).Warn("alert workflow not answered", "alert", a.alertID, "error", err)
+	a.permit.RequestNonce = a.req.Nonce
+	if err := workflow.SignalExternalWorkflow(ctx, a.req.AlertID, "", SignalPermit, a.permit).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("alert workflow not answered", "alert", a.req.AlertID, "error", err)
 		if a.permit.Granted {
-			s.release(a.alertID, workflow.Now(ctx))
+			s.release(a.req.AlertID, a.req.Nonce, workflow.Now(ctx))
 		}
 	}
 }

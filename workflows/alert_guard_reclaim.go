@@ -63,6 +63,10 @@ func (r *reclaimer) reclaim(ctx workflow.Context, s *GuardState) {
 	}
 	for _, id := range closed {
 		workflow.GetLogger(ctx).Info("permit reclaimed: its alert workflow closed without releasing it", "alert", id)
-		s.release(id, workflow.Now(ctx))
+		for _, h := range holders {
+			if h.AlertID == id {
+				s.release(id, h.Nonce, workflow.Now(ctx))
+			}
+		}
 	}
 }

@@ -197,6 +197,7 @@ func runDev(ctx context.Context, args []string) error {
 	done()
 	if err := writeAccess(env, kubeconfig, envFile, devenv.ShellEnv{
 		Kubeconfig: kubeconfig, TemporalAddress: env.TemporalAddress, WebUI: webUI, BinDir: binDir, AlertmanagerURL: am.URL,
+		AlertmanagerHTTPConfig: am.HTTPConfig,
 	}); err != nil {
 		return err
 	}
@@ -217,7 +218,8 @@ func runDev(ctx context.Context, args []string) error {
 
 	done = step("starting the operator and the worker")
 	stopped, err := compose.RunRemedy(ctx, env, compose.RemedyOptions{WorkerStopTimeout: *workerStop,
-		DriftCallbackURLs: *callbacks, DriftApproval: *driftApproval, AlertmanagerURL: am.URL})
+		DriftCallbackURLs: *callbacks, DriftApproval: *driftApproval, AlertmanagerURL: am.URL,
+		AlertmanagerHTTPConfigFile: am.HTTPConfig})
 	if err != nil {
 		return err
 	}
@@ -239,7 +241,7 @@ func runDev(ctx context.Context, args []string) error {
   logs:            %s
   metrics:         %s
   kubectl, temporal, kubectl-remedy, amtool: %s (the pinned ones, linked)
-  environment:     source %s   (KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, ALERTMANAGER_URL, and PATH with %s first)
+  environment:     source %s   (KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, ALERTMANAGER_URL, ALERTMANAGER_HTTP_CONFIG, and PATH with %s first)
 
   Try it:
     source %s
@@ -249,8 +251,8 @@ func runDev(ctx context.Context, args []string) error {
   Drift (docs/drift.md): scale demo/drift-demo's ReplicaSet by hand, watch the
   Deployment controller's revert be judged, and find RemedyKind='Drift' in the Web UI.
 
-  Alerts (docs/alerts.md): Alertmanager UI %s, receiver %s;
-    amtool --alertmanager.url "$ALERTMANAGER_URL" alert add DemoHighLatency namespace=demo deployment=web
+  Alerts (docs/alerts.md): Alertmanager UI %s (user remedy, password in $ALERTMANAGER_HTTP_CONFIG), receiver %s;
+    amtool --alertmanager.url "$ALERTMANAGER_URL" --http.config.file "$ALERTMANAGER_HTTP_CONFIG" alert add DemoHighLatency namespace=demo deployment=web
     kubectl get rr -n demo -l remedy.dev/rule=demo-latency -w
 
 `, remedyrelease.String(), kubeconfig, env.TemporalAddress, webUI, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),

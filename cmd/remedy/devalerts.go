@@ -17,10 +17,15 @@ import (
 // alertsTokenFile, in .dev, holds the receiver's bearer token while dev runs.
 const alertsTokenFile = "alerts-token"
 
+// alertmanagerHTTPConfig, in .dev, holds the credentials Alertmanager's web
+// authentication admits (amtool's --http.config.file format).
+const alertmanagerHTTPConfig = "alertmanager-http.yml"
+
 // startDevAlerts serves the worker's Alertmanager receiver on alertsAddr
 // with a fresh bearer token (in devDir), and starts the pinned Alertmanager
 // on amAddr routed to it: group_by alertname and namespace, send_resolved,
-// the token as http_config.authorization's credentials_file.
+// the token as http_config.authorization's credentials_file. Alertmanager's
+// own API and UI require basic auth (a fresh password, in devDir).
 func startDevAlerts(ctx context.Context, env *devenv.Env, root, devDir, amAddr, alertsAddr string, log io.Writer) (*devenv.Alertmanager, string, error) {
 	bin, err := devenv.AlertmanagerBinary(root)
 	if err != nil {
@@ -36,13 +41,20 @@ func startDevAlerts(ctx context.Context, env *devenv.Env, root, devDir, amAddr, 
 	if err != nil {
 		return nil, "", err
 	}
+	// Alertmanager admits only the worker and amtool, with this password.
+	amAuth := filepath.Join(devDir, alertmanagerHTTPConfig)
+	password, err := devenv.NewAlertmanagerPassword(amAuth)
+	if err != nil {
+		return nil, "", err
+	}
 	receiver, err := compose.ServeAlerts(ctx, wCfg, env.Temporal, env.Temporal, compose.AlertsOptions{Addr: alertsAddr, TokenFile: tokenFile,
-		AlertmanagerURL: "http://" + amAddr})
+		AlertmanagerURL: "http://" + amAddr, AlertmanagerHTTPConfigFile: amAuth})
 	if err != nil {
 		return nil, "", err
 	}
 	cfg := devenv.RouteToRemedy(receiver, tokenFile, "5s", "10s", "1h")
-	am, err := devenv.StartAlertmanager(ctx, devenv.AlertmanagerOptions{Binary: bin, Config: cfg, ListenAddress: amAddr, Log: log, DieWithParent: true})
+	am, err := devenv.StartAlertmanager(ctx, devenv.AlertmanagerOptions{Binary: bin, Config: cfg, ListenAddress: amAddr, Log: log, DieWithParent: true,
+		Password: password})
 	if err != nil {
 		return nil, "", err
 	}

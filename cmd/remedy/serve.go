@@ -88,6 +88,7 @@ func runWorker(ctx context.Context, args []string) error {
 	fs.DurationVar(&ao.SweepEvery, "alerts-sweep-every", time.Minute, "how often the receiver lists Alertmanager's active alerts and resolves open alert runs whose alert it no longer holds (lost resolves)")
 	fs.DurationVar(&ao.SweepGrace, "alerts-sweep-grace", alerts.DefaultSweepGrace, "after Alertmanager (re)starts, how long the sweep resolves nothing: it keeps no alerts across a restart, and its senders send firing alerts again only every resend delay")
 	amURL := fs.String("alertmanager-url", "", "Alertmanager that alert runs verify their alert against and sweep (empty: no check)")
+	amAuth := fs.String("alertmanager-http-config-file", "", "basic_auth credentials for --alertmanager-url, in amtool's --http.config.file format (required with it: Remedy acts only on an Alertmanager with web authentication); read on each request")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,12 +107,13 @@ func runWorker(ctx context.Context, args []string) error {
 	defer tc.Close()
 	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage,
 		MaxConcurrentActivities: *maxActivities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
-		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval, AlertmanagerURL: *amURL})
+		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval, AlertmanagerURL: *amURL,
+		AlertmanagerHTTPConfigFile: *amAuth})
 	if err != nil {
 		return err
 	}
 	if ao.Addr != "0" {
-		ao.AlertmanagerURL = *amURL
+		ao.AlertmanagerURL, ao.AlertmanagerHTTPConfigFile = *amURL, *amAuth
 		url, err := compose.ServeAlerts(ctx, cfg, tc, tc, ao)
 		if err != nil {
 			return err

@@ -34,7 +34,9 @@ type AlertsOptions struct {
 	MaxAge       time.Duration
 	// AlertmanagerURL, when set, is swept every SweepEvery (default 1m) for lost resolves.
 	AlertmanagerURL string
-	SweepEvery      time.Duration
+	// AlertmanagerHTTPConfigFile holds its credentials (required with AlertmanagerURL).
+	AlertmanagerHTTPConfigFile string
+	SweepEvery                 time.Duration
 	// SweepGrace after Alertmanager starts before the sweep trusts its list (0: alerts.DefaultSweepGrace).
 	SweepGrace time.Duration
 	// TemporalTimeout bounds handing one notification to Temporal (0: the receiver's default).
@@ -75,6 +77,12 @@ func ServeAlerts(ctx context.Context, cfg *rest.Config, tc alerts.Temporal, list
 			srv.TLSConfig.ClientCAs, srv.TLSConfig.ClientAuth = pool, tls.VerifyClientCertIfGiven
 		}
 	}
+	var am *activities.Alertmanager
+	if o.AlertmanagerURL != "" {
+		if am, err = activities.NewAlertmanager(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile); err != nil {
+			return "", err
+		}
+	}
 	l, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return "", fmt.Errorf("listen for alerts: %w", err)
@@ -90,13 +98,13 @@ func ServeAlerts(ctx context.Context, cfg *rest.Config, tc alerts.Temporal, list
 			ctrl.Log.Error(err, "serve alerts", "addr", o.Addr)
 		}
 	}()
-	if o.AlertmanagerURL != "" {
+	if am != nil {
 		every := o.SweepEvery
 		if every <= 0 {
 			every = time.Minute
 		}
 		sw := &alerts.Sweep{Temporal: lister, Every: every, Grace: o.SweepGrace, Log: ctrl.Log.WithName("alerts-sweep"),
-			Alertmanager: &activities.Alertmanager{URL: o.AlertmanagerURL, Client: &http.Client{Timeout: 10 * time.Second}}}
+			Alertmanager: am}
 		go sw.Run(ctx)
 	}
 	go func() {

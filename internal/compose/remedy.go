@@ -57,6 +57,8 @@ type RemedyOptions struct {
 	DriftApproval     bool
 	// AlertmanagerURL is the worker's (alert runs verify against it and sweep it).
 	AlertmanagerURL string
+	// AlertmanagerHTTPConfigFile holds its credentials (required with AlertmanagerURL).
+	AlertmanagerHTTPConfigFile string
 	// WrapTransport, when set, wraps the API clients of both processes
 	// (the benchmarks count their requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -82,7 +84,8 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 		return nil, err
 	}
 	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
-		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL})
+		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL,
+		AlertmanagerHTTPConfigFile: o.AlertmanagerHTTPConfigFile})
 	if err != nil {
 		return nil, err
 	}

@@ -26,12 +26,20 @@ type AlertmanagerOptions struct {
 	Log io.Writer
 	// DieWithParent kills it with this process (Linux).
 	DieWithParent bool
+	// Password of AlertmanagerUser (NewAlertmanagerPassword); empty: a fresh one.
+	Password string
 }
 
-// Alertmanager is a running Alertmanager.
+// Alertmanager is a running Alertmanager. Its API and UI admit only
+// AlertmanagerUser with Password (its own web authentication,
+// --web.config.file): nobody else can post alerts that start remediations.
 type Alertmanager struct {
 	// URL of its API and UI, e.g. http://127.0.0.1:9093.
 	URL string
+	// Password of AlertmanagerUser, and HTTPConfig the client configuration
+	// holding both (amtool --http.config.file, remedy worker --alertmanager-http-config-file).
+	Password   string
+	HTTPConfig string
 	// Dir holds its configuration and data; files written there (a token
 	// for http_config's credentials_file) live as long as it does.
 	Dir    string
@@ -78,6 +86,10 @@ func StartAlertmanager(ctx context.Context, o AlertmanagerOptions) (*Alertmanage
 	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(o.Config), 0o600); err != nil {
 		return nil, fmt.Errorf("write alertmanager config: %w", err)
 	}
+	if err := am.writeAuth(o.Password); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
 	if o.ListenAddress == "" {
 		port, err := freeLoopbackPort()
 		if err != nil {
@@ -109,6 +121,7 @@ func (a *Alertmanager) start(ctx context.Context) error {
 		"--config.file="+filepath.Join(a.Dir, "alertmanager.yml"),
 		"--storage.path="+filepath.Join(a.Dir, "data"),
 		"--web.listen-address="+a.opts.ListenAddress,
+		"--web.config.file="+filepath.Join(a.Dir, webConfigFile),
 		"--cluster.listen-address=",
 		"--log.level=debug",
 	)
@@ -122,8 +135,9 @@ func (a *Alertmanager) start(ctx context.Context) error {
 	a.exited = make(chan struct{})
 	go func() { _ = a.cmd.Wait(); close(a.exited) }()
 	deadline := time.Now().Add(30 * time.Second)
+	c := a.Client()
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(a.URL + "/-/ready")
+		resp, err := c.Get(a.URL + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -14,8 +14,11 @@ type ShellEnv struct {
 	WebUI string
 	// BinDir holds kubectl, temporal and kubectl-remedy (and amtool).
 	BinDir string
-	// AlertmanagerURL, when set, is exported as ALERTMANAGER_URL (amtool's --alertmanager.url).
-	AlertmanagerURL string
+	// AlertmanagerURL, when set, is exported as ALERTMANAGER_URL (amtool's
+	// --alertmanager.url), and AlertmanagerHTTPConfig as
+	// ALERTMANAGER_HTTP_CONFIG (amtool's --http.config.file: its credentials).
+	AlertmanagerURL        string
+	AlertmanagerHTTPConfig string
 }
 
 // Render is the file's text: bash/sh export lines with quoted values.
@@ -30,6 +33,9 @@ func (e ShellEnv) Render() []byte {
 	}
 	if e.AlertmanagerURL != "" {
 		fmt.Fprintf(&b, "export ALERTMANAGER_URL=%s\n", shellQuote(e.AlertmanagerURL))
+	}
+	if e.AlertmanagerHTTPConfig != "" {
+		fmt.Fprintf(&b, "export ALERTMANAGER_HTTP_CONFIG=%s\n", shellQuote(e.AlertmanagerHTTPConfig))
 	}
 	fmt.Fprintf(&b, "export PATH=%s:\"$PATH\"\n", shellQuote(e.BinDir))
 	return []byte(b.String())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -46,7 +47,7 @@ func BenchmarkAlertToRemediation(b *testing.B) {
 		l := labels(ns, fmt.Sprintf("BenchLatency%02d", i), "deployment", fmt.Sprintf("web-%02d", i))
 		fp := activities.Fingerprint(l)
 		posted := time.Now()
-		postTo(b, harness.Alertmanager().URL, amAlert{Labels: l, StartsAt: posted, EndsAt: posted.Add(time.Hour)})
+		postTo(b, harness.Alertmanager(), amAlert{Labels: l, StartsAt: posted, EndsAt: posted.Add(time.Hour)})
 		toRun = append(toRun, startedAt(b, workflows.AlertWorkflowID(ns, rule.Name, fp), 30*time.Second).Sub(posted))
 		toRemediation = append(toRemediation, remediationStartedAt(b, ns, fp, 60*time.Second).Sub(posted))
 	}
@@ -78,8 +79,8 @@ func BenchmarkAlertToRemediation(b *testing.B) {
 func BenchmarkAlertThroughput1000(b *testing.B) {
 	const groups, perGroup = 10, 100
 	replica, _ := secondReplica(b)
-	direct := burst(b, groups, perGroup, "")
-	viaAM := burst(b, groups, perGroup, replica.URL)
+	direct := burst(b, groups, perGroup, nil)
+	viaAM := burst(b, groups, perGroup, replica)
 	b.ReportMetric(float64(benchGroupWait.Milliseconds()), "group-wait-ms")
 	b.ReportMetric(float64(groups*perGroup)/viaAM.Seconds(), "alerts/s")
 	b.ReportMetric(float64(groups*perGroup)/direct.Seconds(), "direct-alerts/s")
@@ -87,11 +88,11 @@ func BenchmarkAlertThroughput1000(b *testing.B) {
 }
 
 // burst sends groups*perGroup distinct alerts matching one rule of a new
-// namespace, to the Alertmanager at amURL, or straight to the receiver
-// when amURL is empty, and returns the time from the first post to the
+// namespace, to the Alertmanager am, or straight to the receiver
+// when am is nil, and returns the time from the first post to the
 // start of the last alert workflow. It then waits for the runs to end, so
 // the next burst has the machine to itself.
-func burst(b *testing.B, groups, perGroup int, amURL string) time.Duration {
+func burst(b *testing.B, groups, perGroup int, am *devenv.Alertmanager) time.Duration {
 	b.Helper()
 	ns := tenant(b, "web")
 	rule := restartRule(ns, "burst", "")
@@ -106,10 +107,10 @@ func burst(b *testing.B, groups, perGroup int, amURL string) time.Duration {
 		ids = append(ids, workflows.AlertWorkflowID(ns, rule.Name, activities.Fingerprint(l)))
 	}
 	send := func(batch []amAlert) error {
-		postTo(b, amURL, batch...)
+		postTo(b, am, batch...)
 		return nil
 	}
-	if amURL == "" {
+	if am == nil {
 		send = func(batch []amAlert) error {
 			var ls []map[string]string
 			for _, a := range batch {

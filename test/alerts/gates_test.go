@@ -158,7 +158,7 @@ type amSilence struct {
 
 func silence(t *testing.T, id string) amSilence {
 	t.Helper()
-	resp, err := http.Get(harness.Alertmanager().URL + "/api/v2/silence/" + id)
+	resp, err := harness.Alertmanager().Client().Get(harness.Alertmanager().URL + "/api/v2/silence/" + id)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -97,8 +97,8 @@ func TestTwoReplicasAndAReplayedNotificationAreOneRun(t *testing.T) {
 	l := labels(ns, "HADup", "deployment", "web")
 	a := amAlert{Labels: l, StartsAt: time.Now().Add(-time.Second), EndsAt: time.Now().Add(time.Hour)}
 	var wg sync.WaitGroup
-	for _, url := range []string{harness.Alertmanager().URL, replica.URL} {
-		wg.Go(func() { postTo(t, url, a) })
+	for _, am := range []*devenv.Alertmanager{harness.Alertmanager(), replica} {
+		wg.Go(func() { postTo(t, am, a) })
 	}
 	wg.Wait()
 

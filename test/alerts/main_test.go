@@ -21,6 +21,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/test/harness"
 )
@@ -95,21 +96,21 @@ type amAlert struct {
 // post sends alerts to the harness's Alertmanager's own API.
 func post(t *testing.T, alerts ...amAlert) {
 	t.Helper()
-	postTo(t, harness.Alertmanager().URL, alerts...)
+	postTo(t, harness.Alertmanager(), alerts...)
 }
 
-// postTo sends alerts to the API of the Alertmanager at amURL.
-func postTo(t testing.TB, amURL string, alerts ...amAlert) {
+// postTo sends alerts to am's API, with its credentials.
+func postTo(t testing.TB, am *devenv.Alertmanager, alerts ...amAlert) {
 	t.Helper()
-	postJSON(t, amURL+"/api/v2/alerts", alerts)
+	postJSON(t, am.Client(), am.URL+"/api/v2/alerts", alerts)
 }
 
-// postJSON posts v to url as JSON and expects 200.
-func postJSON(t testing.TB, url string, v any) {
+// postJSON posts v to url as JSON with c and expects 200.
+func postJSON(t testing.TB, c *http.Client, url string, v any) {
 	t.Helper()
 	body, err := json.Marshal(v)
 	require.NoError(t, err)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -127,10 +127,10 @@ func TestAlertmanagerWithAClientCertificateDelivers(t *testing.T) {
 	l := labels(ns, "MTLS", "deployment", "web")
 	// The worker confirms every alert with the harness's Alertmanager, so
 	// that one holds it too, silenced: only the mTLS one notifies.
-	silenceFor(t, harness.Alertmanager().URL, l)
+	silenceFor(t, harness.Alertmanager(), l)
 	a := amAlert{Labels: l, StartsAt: time.Now().Add(-time.Second), EndsAt: time.Now().Add(time.Hour)}
-	postTo(t, harness.Alertmanager().URL, a)
-	postTo(t, am.URL, a)
+	postTo(t, harness.Alertmanager(), a)
+	postTo(t, am, a)
 	fp := activities.Fingerprint(l)
 	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
@@ -184,9 +184,9 @@ func TestClientCertificatesAndTokens(t *testing.T) {
 	}
 }
 
-// silenceFor silences alerts with these labels in the Alertmanager at amURL
-// for an hour, through its silences API.
-func silenceFor(t testing.TB, amURL string, labels map[string]string) {
+// silenceFor silences alerts with these labels in am for an hour, through
+// its silences API.
+func silenceFor(t testing.TB, am *devenv.Alertmanager, labels map[string]string) {
 	t.Helper()
 	s := struct {
 		Matchers  []activities.SilenceMatcher `json:"matchers"`
@@ -198,5 +198,5 @@ func silenceFor(t testing.TB, amURL string, labels map[string]string) {
 	for k, v := range labels {
 		s.Matchers = append(s.Matchers, activities.SilenceMatcher{Name: k, Value: v, IsEqual: true})
 	}
-	postJSON(t, amURL+"/api/v2/silences", s)
+	postJSON(t, am.Client(), am.URL+"/api/v2/silences", s)
 }

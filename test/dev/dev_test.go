@@ -115,7 +115,8 @@ kubectl get namespace demo -o name
 kubectl get rrule -n demo demo-latency -o name
 temporal workflow list --limit 1 >/dev/null
 kubectl remedy --help >/dev/null
-amtool --alertmanager.url "$ALERTMANAGER_URL" alert query >/dev/null`
+amtool --alertmanager.url "$ALERTMANAGER_URL" --http.config.file "$ALERTMANAGER_HTTP_CONFIG" alert query >/dev/null
+! amtool --alertmanager.url "$ALERTMANAGER_URL" alert query >/dev/null 2>&1`
 		cmd := exec.Command("bash", "--noprofile", "--norc", "-euo", "pipefail", "-c", script)
 		cmd.Dir, cmd.Env = first.repo, []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
 		out, err = cmd.CombinedOutput()

@@ -186,20 +186,22 @@ func check(b Block, out string, err error) string {
 }
 
 // shellEnv is a person's shell after `source .dev/env`, the file `make dev`
-// writes: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, ALERTMANAGER_URL, and
+// writes: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, ALERTMANAGER_URL,
+// ALERTMANAGER_HTTP_CONFIG (its credentials), and
 // .dev/bin (the pinned kubectl, temporal and amtool, and kubectl-remedy) first
 // on the system's PATH.
 func shellEnv(t *testing.T) []string {
 	kubeconfig := filepath.Join(workDir, ".dev", "kubeconfig")
 	require.NoError(t, harness.WriteKubeconfig(kubeconfig))
 	shell := devenv.ShellEnv{Kubeconfig: kubeconfig, TemporalAddress: harness.TemporalAddress(),
-		WebUI: "http://127.0.0.1:8233", BinDir: filepath.Join(workDir, ".dev", "bin"), AlertmanagerURL: harness.Alertmanager().URL}
+		WebUI: "http://127.0.0.1:8233", BinDir: filepath.Join(workDir, ".dev", "bin"), AlertmanagerURL: harness.Alertmanager().URL,
+		AlertmanagerHTTPConfig: harness.Alertmanager().HTTPConfig}
 	require.NoError(t, os.WriteFile(filepath.Join(workDir, ".dev", "env"), shell.Render(), 0o644))
 
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "PATH" || name == "KUBECONFIG" || name == "REMEDY_WEB_UI" || name == "ALERTMANAGER_URL" || strings.HasPrefix(name, "TEMPORAL_") {
+		if name == "PATH" || name == "KUBECONFIG" || name == "REMEDY_WEB_UI" || name == "ALERTMANAGER_URL" || name == "ALERTMANAGER_HTTP_CONFIG" || strings.HasPrefix(name, "TEMPORAL_") {
 			continue
 		}
 		env = append(env, kv)
@@ -208,7 +210,8 @@ func shellEnv(t *testing.T) []string {
 		env = append(env, "USER=doctest")
 	}
 	return append(env, "PATH="+shell.BinDir+":"+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig,
-		"TEMPORAL_ADDRESS="+shell.TemporalAddress, "REMEDY_WEB_UI="+shell.WebUI, "ALERTMANAGER_URL="+shell.AlertmanagerURL)
+		"TEMPORAL_ADDRESS="+shell.TemporalAddress, "REMEDY_WEB_UI="+shell.WebUI, "ALERTMANAGER_URL="+shell.AlertmanagerURL,
+		"ALERTMANAGER_HTTP_CONFIG="+shell.AlertmanagerHTTPConfig)
 }
 
 // runBlock runs one block in its own process group and returns its

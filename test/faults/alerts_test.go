@@ -54,6 +54,7 @@ func startAlerting(t *testing.T) *alerting {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = am.Stop() })
 	return &alerting{am: am, args: []string{"--alerts-addr=" + receiver, "--alerts-token-file=" + tokenFile, "--alertmanager-url=" + am.URL,
+		"--alertmanager-http-config-file=" + am.HTTPConfig,
 		"--alerts-sweep-every=2s", "--alerts-sweep-grace=5s"}}
 }
 
@@ -134,7 +135,7 @@ func alertReceipt(t *testing.T, p *parts, what string) string {
 	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
 	rules := "/apis/remedy.dev/v1alpha1/namespaces/" + ns + "/remediationrules"
 	hold := p.proxy.HoldBefore(t, func(r *http.Request, _ []byte) bool { return r.Method == http.MethodGet && r.URL.Path == rules })
-	harness.FireAlert(t, p.alerting.am.URL, l)
+	harness.FireAlert(t, p.alerting.am, l)
 	select {
 	case <-hold.Reached():
 	case <-time.After(30 * time.Second):
@@ -163,7 +164,7 @@ func tally(t *testing.T, p *parts, got *v1alpha1.RemediationRule, l map[string]s
 	t.Helper()
 	ns, rule := got.Namespace, got.Name
 	id := workflows.AlertWorkflowID(ns, rule, activities.Fingerprint(l))
-	harness.ResolveAlert(t, p.alerting.am.URL, l)
+	harness.ResolveAlert(t, p.alerting.am, l)
 	harness.WaitClosed(t, id, time.Minute)
 	assert.Equal(t, int64(firings), got.Status.Matches, "each firing matched once")
 	assert.Equal(t, int64(runs), got.Status.RunsStarted, "each run counted once")
@@ -187,23 +188,23 @@ func alertFlap(t *testing.T, p *parts, what string) string {
 		ruleAlert(t, rule, fp, timeout, func(r *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool {
 			return r.Status.RunsStarted == n && a.Phase == v1alpha1.AlertDone
 		})
-		harness.ResolveAlert(t, p.alerting.am.URL, l)
+		harness.ResolveAlert(t, p.alerting.am, l)
 		harness.WaitClosed(t, id, time.Minute)
 		// A firing inside the resolve's group_interval (1s) is no change to Alertmanager.
 		time.Sleep(2500 * time.Millisecond)
 	}
-	harness.FireAlert(t, p.alerting.am.URL, l)
+	harness.FireAlert(t, p.alerting.am, l)
 	ran(1, time.Minute)
 
 	p.kill(t, what)
-	harness.FireAlert(t, p.alerting.am.URL, l)
+	harness.FireAlert(t, p.alerting.am, l)
 	time.Sleep(down[what])
 	p.restart(t, what)
 	back := time.Now()
 	ran(2, 90*time.Second)
 	t.Logf("the second run was done %.1fs after %s was back", time.Since(back).Seconds(), what)
 
-	harness.FireAlert(t, p.alerting.am.URL, l)
+	harness.FireAlert(t, p.alerting.am, l)
 	got := ruleAlert(t, rule, fp, time.Minute, func(_ *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool {
 		return a.Phase == v1alpha1.AlertRefused
 	})

@@ -161,13 +161,13 @@ func Main(m *testing.M, o Options) int {
 		return 1
 	}
 	if o.Alerts != nil {
-		url, err := startAlerts(ctx, *o.Alerts, logFile)
+		url, amAuth, err := startAlerts(ctx, *o.Alerts, logFile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "harness: alerts:", err)
 			return 1
 		}
 		defer func() { _ = alertmanager.Stop() }()
-		remedyOpts.AlertmanagerURL = url
+		remedyOpts.AlertmanagerURL, remedyOpts.AlertmanagerHTTPConfigFile = url, amAuth
 	}
 	var stopped <-chan error
 	if o.Remedy {
