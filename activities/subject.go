@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -42,7 +43,7 @@ func (s *Subjects) VerifyExecution(ctx context.Context, ref SubjectRef, spec v1a
 // another ID, or in another run of the same ID, does nothing.
 func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec v1alpha1.KubernetesExecutionSpec) (*v1alpha1.KubernetesExecution, error) {
 	var k v1alpha1.KubernetesExecution
-	if err := s.get(ctx, ref, "KubernetesExecution", &k); err != nil {
+	if err := s.getRecorded(ctx, ref, "KubernetesExecution", &k, func() bool { return k.Status.RunID != "" || k.Status.Phase.Terminal() }); err != nil {
 		return nil, err
 	}
 	if err := s.compare(ctx, ref, "KubernetesExecution", string(k.UID), equality.Semantic.DeepEqual(k.Spec, spec)); err != nil {
@@ -58,7 +59,7 @@ func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec v1alpha1.
 // VerifyRemediation requires the RemediationRequest to exist with the UID and spec the workflow has.
 func (s *Subjects) VerifyRemediation(ctx context.Context, ref SubjectRef, spec v1alpha1.RemediationRequestSpec) error {
 	var rr v1alpha1.RemediationRequest
-	if err := s.get(ctx, ref, "RemediationRequest", &rr); err != nil {
+	if err := s.getRecorded(ctx, ref, "RemediationRequest", &rr, func() bool { return rr.Status.RunID != "" || rr.Status.Phase.Terminal() }); err != nil {
 		return err
 	}
 	if err := s.compare(ctx, ref, "RemediationRequest", string(rr.UID), equality.Semantic.DeepEqual(rr.Spec, spec)); err != nil {
@@ -118,6 +119,31 @@ func callerIsRun(caller, kind string, ref SubjectRef, recorded string) error {
 // ErrRunNotRecorded: the object's run ID is not recorded yet; the caller
 // retries until the operator records it.
 var ErrRunNotRecorded = errors.New("its run ID is not recorded yet (status.runID); retrying until the operator records it")
+
+// runRecordWait is how long a check waits in place for the operator to
+// record a run it just started, before it fails retryably: the run's first
+// check usually races the operator's status write by milliseconds.
+const runRecordWait = 5 * time.Second
+
+// getRecorded reads obj, and reads it again, backing off, while it is this
+// object (ref's UID) and recorded says its run is not recorded yet.
+func (s *Subjects) getRecorded(ctx context.Context, ref SubjectRef, kind string, obj ctrlclient.Object, recorded func() bool) error {
+	wait, deadline := 25*time.Millisecond, time.Now().Add(runRecordWait)
+	for {
+		if err := s.get(ctx, ref, kind, obj); err != nil {
+			return err
+		}
+		if string(obj.GetUID()) != ref.UID || recorded() || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the run of %s %s/%s to be recorded: %w", kind, ref.Namespace, ref.Name, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
 
 func (s *Subjects) get(ctx context.Context, ref SubjectRef, kind string, obj ctrlclient.Object) error {
 	err := s.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj)
