@@ -247,7 +247,10 @@ func isActionOf(spec *v1alpha1.KubernetesExecutionSpec, req actions.Request) boo
 }
 
 // isRollbackOf reports whether req is the inverse action the execution's
-// status captured; only Remedy's worker writes that status.
+// status captured. Only the execution's own run writes that status (its
+// pushes are refused from any other run, statusRun; the operator mirrors
+// only the recorded run's query), so the inverse is what that run captured
+// at its write, never a status another run handed in.
 func isRollbackOf(k *v1alpha1.KubernetesExecution, req actions.Request) bool {
 	rb := k.Status.RollbackInformation
 	if rb == nil || !rb.Available || rb.RollbackAction != req.Action {
