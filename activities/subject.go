@@ -58,15 +58,51 @@ func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec v1alpha1.
 
 // VerifyRemediation requires the RemediationRequest to exist with the UID and spec the workflow has.
 func (s *Subjects) VerifyRemediation(ctx context.Context, ref SubjectRef, spec v1alpha1.RemediationRequestSpec) error {
+	rr, err := s.remediation(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return s.compare(ctx, ref, "RemediationRequest", string(rr.UID), equality.Semantic.DeepEqual(rr.Spec, spec))
+}
+
+// remediation reads the RemediationRequest and requires the UID the run has,
+// an unfinished object, and this run (ownRun).
+func (s *Subjects) remediation(ctx context.Context, ref SubjectRef) (*v1alpha1.RemediationRequest, error) {
 	var rr v1alpha1.RemediationRequest
 	if err := s.getRecorded(ctx, ref, "RemediationRequest", &rr, func() bool { return rr.Status.RunID != "" || rr.Status.Phase.Terminal() }); err != nil {
-		return err
+		return nil, err
 	}
-	if err := s.compare(ctx, ref, "RemediationRequest", string(rr.UID), equality.Semantic.DeepEqual(rr.Spec, spec)); err != nil {
-		return err
+	if err := s.compare(ctx, ref, "RemediationRequest", string(rr.UID), true); err != nil {
+		return nil, err
 	}
 	run := ownRun{want: fmt.Sprintf("rr/%s/%s/%s", ref.Namespace, ref.Name, ref.UID), workflowID: rr.Status.WorkflowID, runID: rr.Status.RunID}
-	return s.ownRun(ctx, ref, "RemediationRequest", run, rr.Status.Phase, rr.Status.Reason)
+	return &rr, s.ownRun(ctx, ref, "RemediationRequest", run, rr.Status.Phase, rr.Status.Reason)
+}
+
+// approvalRun requires the caller to be the run an approval request is
+// asked by or decided for: the workflow it names (workflowID) and, when its
+// subject is a KubernetesExecution, that execution's recorded run. The
+// subjects of reload and drift approvals record no run (their workflows are
+// started by signal-with-start and continue as new), so for them the
+// workflow ID is what binds.
+func (s *Subjects) approvalRun(ctx context.Context, namespace string, subject v1alpha1.ObjectRef, workflowID string) error {
+	caller := activity.GetInfo(ctx).WorkflowExecution
+	if caller.ID != workflowID {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("an approval request of workflow %s is asked and decided by that workflow only, not %s", workflowID, caller.ID))
+	}
+	if subject.Kind != "KubernetesExecution" || (subject.APIVersion != "" && subject.APIVersion != v1alpha1.GroupVersion.String()) {
+		return nil
+	}
+	ref := SubjectRef{Namespace: namespace, Name: subject.Name}
+	var k v1alpha1.KubernetesExecution
+	if err := s.get(ctx, ref, "KubernetesExecution", &k); err != nil {
+		return err
+	}
+	ref.UID = string(k.UID)
+	if k.Status.WorkflowID != caller.ID {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s is run by workflow %s, not %s", namespace, subject.Name, k.Status.WorkflowID, caller.ID))
+	}
+	return callerIsRun(caller.RunID, "KubernetesExecution", ref, k.Status.RunID)
 }
 
 // ownRun requires that the calling run is the object's own (run) and that
