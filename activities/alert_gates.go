@@ -137,6 +137,9 @@ func (a *Alerts) HoldSilence(ctx context.Context, in SilenceInput) (string, erro
 	if a.Alertmanager == nil {
 		return "", permanent(ReasonInvalidParameters, fmt.Errorf("the worker has no Alertmanager (--alertmanager-url) to silence the alert in"))
 	}
+	if err := a.holdsPermit(ctx, s.Namespace); err != nil {
+		return "", err
+	}
 	now := time.Now().UTC()
 	comment := fmt.Sprintf("Remedy is remediating this alert: RemediationRule %s/%s, workflow %s, run %s", s.Namespace, s.Rule, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
 	sil := Silence{Matchers: EqualMatchers(s.Alert.Labels), StartsAt: now, EndsAt: now.Add(in.Duration), CreatedBy: SilenceCreator, Comment: comment}

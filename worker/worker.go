@@ -117,7 +117,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Remediation{Client: kc})
 	statuses := &activities.Statuses{Client: kc, Kube: cs}
 	w.RegisterActivity(statuses)
-	alerting := &activities.Alerts{Client: kc, Events: statuses}
+	alerting := &activities.Alerts{Client: kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue}
 	if o.AlertmanagerURL != "" {
 		alerting.Alertmanager = &activities.Alertmanager{URL: o.AlertmanagerURL, Client: &http.Client{Timeout: 10 * time.Second}}
 	}
