@@ -96,6 +96,9 @@ func (r *ExecutionReconciler) recordExecutionRun(ctx context.Context, kexec *v1a
 	if err := r.Status().Update(ctx, kexec); err != nil {
 		return false, fmt.Errorf("record run %s of %s: %w", runID, id, err)
 	}
+	if kexec.Status.RunID != runID {
+		return false, errors.New("status.runID was not stored: the KubernetesExecution CRD predates v0.2; apply this release's deploy/crd")
+	}
 	log.FromContext(ctx).Info("workflow run recorded", "workflowID", id, "runID", runID)
 	return true, nil
 }
@@ -110,6 +113,9 @@ func (r *RemediationReconciler) recordRemediationRun(ctx context.Context, rr *v1
 	rr.Status.RunID = runID
 	if err := r.Status().Update(ctx, rr); err != nil {
 		return false, fmt.Errorf("record run %s of %s: %w", runID, id, err)
+	}
+	if rr.Status.RunID != runID {
+		return false, errors.New("status.runID was not stored: the RemediationRequest CRD predates v0.2; apply this release's deploy/crd")
 	}
 	log.FromContext(ctx).Info("workflow run recorded", "workflowID", id, "runID", runID)
 	return true, nil
