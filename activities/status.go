@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -194,9 +195,46 @@ func writeStatus[T any, PT interface {
 	ctrlclient.Object
 }](ctx context.Context, c ctrlclient.Client, kind string, key ctrlclient.ObjectKey, uid string, bound func(PT) error, merge func(PT) bool) (PT, string, error) {
 	var obj PT
-	result := pushWritten
+	var result string
 	var refused error
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	// A run's first push usually races the operator's write of its run ID
+	// by milliseconds: an unrecorded run is read again in place, briefly,
+	// before the push fails retryably.
+	wait, deadline := 25*time.Millisecond, time.Now().Add(runRecordWait)
+	for {
+		var err error
+		obj, result, refused, err = writeStatusOnce(ctx, c, kind, key, uid, bound, merge)
+		if err != nil {
+			return nil, "", err
+		}
+		if !errors.Is(refused, ErrRunNotRecorded) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, "", fmt.Errorf("write %s %s status: %w", kind, key, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+	metrics.StatusWrites.WithLabelValues(kind, result).Inc()
+	if refused != nil {
+		activity.GetLogger(ctx).Warn("status not written: the caller is not the object's own run", "kind", kind, "object", key.String(), "error", refused)
+		return nil, result, refused
+	}
+	if result != pushWritten {
+		activity.GetLogger(ctx).Info("status not written", "kind", kind, "object", key.String(), "result", result)
+	}
+	return obj, result, nil
+}
+
+// writeStatusOnce is one read-merge-update of writeStatus, retried on conflict.
+func writeStatusOnce[T any, PT interface {
+	*T
+	ctrlclient.Object
+}](ctx context.Context, c ctrlclient.Client, kind string, key ctrlclient.ObjectKey, uid string, bound func(PT) error, merge func(PT) bool) (obj PT, result string, refused, err error) {
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		result, refused = pushWritten, nil
 		obj = PT(new(T))
 		if err := c.Get(ctx, key, obj); err != nil {
 			return err
@@ -225,17 +263,9 @@ func writeStatus[T any, PT interface {
 		result, err = pushGone, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("write %s %s status: %w", kind, key, err)
+		return nil, "", nil, fmt.Errorf("write %s %s status: %w", kind, key, err)
 	}
-	metrics.StatusWrites.WithLabelValues(kind, result).Inc()
-	if refused != nil {
-		activity.GetLogger(ctx).Warn("status not written: the caller is not the object's own run", "kind", kind, "object", key.String(), "error", refused)
-		return nil, result, refused
-	}
-	if result != pushWritten {
-		activity.GetLogger(ctx).Info("status not written", "kind", kind, "object", key.String(), "result", result)
-	}
-	return obj, result, nil
+	return obj, result, refused, nil
 }
 
 // event records a phase Event on obj, named after the object's UID and key so a

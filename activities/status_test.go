@@ -99,6 +99,8 @@ func TestMergeRemediationStatusGuard(t *testing.T) {
 // object records; another run's push, even with a newer sequence, writes
 // nothing, and an unrecorded run is retried.
 func TestStatusPushOnlyFromTheOwnRun(t *testing.T) {
+	defer func(d time.Duration) { runRecordWait = d }(runRecordWait)
+	runRecordWait = 200 * time.Millisecond
 	s := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(s))
 	for _, tc := range []struct {

@@ -158,8 +158,9 @@ var ErrRunNotRecorded = errors.New("its run ID is not recorded yet (status.runID
 
 // runRecordWait is how long a check waits in place for the operator to
 // record a run it just started, before it fails retryably: the run's first
-// check usually races the operator's status write by milliseconds.
-const runRecordWait = 5 * time.Second
+// check usually races the operator's status write by milliseconds. A
+// variable only so that tests can shorten it.
+var runRecordWait = 5 * time.Second
 
 // getRecorded reads obj, and reads it again, backing off, while it is this
 // object (ref's UID) and recorded says its run is not recorded yet.
