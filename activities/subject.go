@@ -160,7 +160,7 @@ var ErrRunNotRecorded = errors.New("its run ID is not recorded yet (status.runID
 // record a run it just started, before it fails retryably: the run's first
 // check usually races the operator's status write by milliseconds. A
 // variable only so that tests can shorten it.
-var runRecordWait = 5 * time.Second
+var runRecordWait = 3 * time.Second
 
 // getRecorded reads obj, and reads it again, backing off, while it is this
 // object (ref's UID) and recorded says its run is not recorded yet.

@@ -53,7 +53,7 @@ type ExecutionReconciler struct {
 
 // Reconcile observes the execution and its workflow, plans the status in a
 // pure function, then starts, cancels or writes status as planned.
-func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, _ error) {
 	logger := log.FromContext(ctx)
 	var kexec v1alpha1.KubernetesExecution
 	if err := r.Get(ctx, req.NamespacedName, &kexec); err != nil {
@@ -83,6 +83,12 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if recorded {
 			return ctrl.Result{Requeue: true}, nil
 		}
+		// Not open yet (a step whose parent has not started it): look again soon.
+		defer func() {
+			if res.RequeueAfter == 0 || res.RequeueAfter > queryRetry {
+				res.RequeueAfter = queryRetry
+			}
+		}()
 	}
 
 	// Observe. A run that writes its own status (sequence > 0) is not

@@ -46,7 +46,7 @@ type RemediationReconciler struct {
 // +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests/status,verbs=update
 
 // Reconcile observes the request and its workflow, plans, then starts or writes status.
-func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, _ error) {
 	var rr v1alpha1.RemediationRequest
 	if err := r.Get(ctx, req.NamespacedName, &rr); err != nil {
 		r.checks.forget(req.NamespacedName)
@@ -69,6 +69,12 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if recorded {
 			return ctrl.Result{Requeue: true}, nil
 		}
+		// Not open yet (a step whose parent has not started it): look again soon.
+		defer func() {
+			if res.RequeueAfter == 0 || res.RequeueAfter > queryRetry {
+				res.RequeueAfter = queryRetry
+			}
+		}()
 	}
 
 	// Observe as the execution reconciler does: query runs that do not push,

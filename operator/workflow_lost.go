@@ -185,6 +185,11 @@ func observeRun[S any](ctx context.Context, tc client.Client, checks *runChecks,
 	case o.workflowID == "" || o.phase.Terminal():
 		checks.forget(o.key)
 		return runLook{}, nil, nil
+	case o.sequence == 0 && o.runID == "":
+		// A run not recorded yet waits for the operator (its activities
+		// retry until status.runID is written): a query would wait on its
+		// workflow task, which waits on the operator. Describe it instead.
+		return describeRun[S](ctx, tc, id, "", true)
 	case o.sequence == 0:
 		return queryRun[S](ctx, tc, id, o.runID)
 	case !checks.take(o.key):
