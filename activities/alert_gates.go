@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,7 +142,7 @@ func (a *Alerts) HoldSilence(ctx context.Context, in SilenceInput) (string, erro
 		return "", err
 	}
 	now := time.Now().UTC()
-	comment := fmt.Sprintf("Remedy is remediating this alert: RemediationRule %s/%s, workflow %s, run %s", s.Namespace, s.Rule, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+	comment := fmt.Sprintf("Remedy is remediating this alert: RemediationRule %s/%s%s", s.Namespace, s.Rule, silenceRun(info.WorkflowExecution.ID, info.WorkflowExecution.RunID))
 	sil := Silence{Matchers: EqualMatchers(s.Alert.Labels), StartsAt: now, EndsAt: now.Add(in.Duration), CreatedBy: SilenceCreator, Comment: comment}
 	op := "created"
 	mine, err := a.Alertmanager.Silences(ctx)
@@ -176,11 +177,30 @@ func (a *Alerts) HoldSilence(ctx context.Context, in SilenceInput) (string, erro
 	return id, nil
 }
 
+// silenceRun ends the comment of a run's silence: it names the run that
+// holds it.
+func silenceRun(workflowID, runID string) string {
+	return fmt.Sprintf(", workflow %s, run %s", workflowID, runID)
+}
+
 // EndSilence expires the run's silence, so the alert notifies again if it
-// still fires once the remediation ended.
+// still fires once the remediation ended. Only a silence Remedy made for the
+// calling run (its comment names the run, as Temporal's server names the
+// caller) is expired: any other, a person's or another run's, is left alone.
 func (a *Alerts) EndSilence(ctx context.Context, id string) error {
 	if a.Alertmanager == nil || id == "" {
 		return nil
+	}
+	caller := activity.GetInfo(ctx).WorkflowExecution
+	mine, err := a.Alertmanager.Silences(ctx)
+	if err != nil {
+		metrics.AlertSilences.WithLabelValues("failed").Inc()
+		return err
+	}
+	if !slices.ContainsFunc(mine, func(o Silence) bool {
+		return o.ID == id && strings.HasSuffix(o.Comment, silenceRun(caller.ID, caller.RunID))
+	}) {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("silence %s was not made for run %s of %s: only its own run expires it", id, caller.RunID, caller.ID))
 	}
 	if err := a.Alertmanager.ExpireSilence(ctx, id); err != nil {
 		metrics.AlertSilences.WithLabelValues("failed").Inc()

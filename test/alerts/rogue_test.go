@@ -1,6 +1,7 @@
 package alerts
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -37,13 +38,33 @@ func silencesFor(t *testing.T, id string) []string {
 	return ids
 }
 
+// personSilence makes a silence as a person would, and returns its ID.
+func personSilence(t *testing.T, l map[string]string) string {
+	t.Helper()
+	s := amSilence{EndsAt: time.Now().Add(time.Hour), CreatedBy: "alice", Comment: "maintenance"}
+	for k, v := range l {
+		s.Matchers = append(s.Matchers, activities.SilenceMatcher{Name: k, Value: v, IsEqual: true})
+	}
+	body, err := json.Marshal(map[string]any{"matchers": s.Matchers, "startsAt": time.Now(), "endsAt": s.EndsAt, "createdBy": s.CreatedBy, "comment": s.Comment})
+	require.NoError(t, err)
+	resp, err := http.Post(harness.Alertmanager().URL+"/api/v2/silences", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var out struct {
+		SilenceID string `json:"silenceID"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out.SilenceID
+}
+
 // TestRogueRunUnderAClosedAlertRunSilencesNothing: a workflow of the
 // attacker's, on its own task queue, schedules the silence and the
 // RemediationRequest of a finished alert run on Remedy's task queue, with
 // the inputs copied byte for byte from that run's history, from a workflow
 // of its own and from a new run under the alert's own (closed) workflow ID.
 // Neither holds a permit of the namespace's guard: no silence is held and
-// no request is created.
+// no request is created; nor does either expire a person's silence.
 func TestRogueRunUnderAClosedAlertRunSilencesNothing(t *testing.T) {
 	ctx := context.Background()
 	ns := tenant(t, "web")
@@ -63,7 +84,7 @@ func TestRogueRunUnderAClosedAlertRunSilencesNothing(t *testing.T) {
 	d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")
 	require.NoError(t, err)
 	runID := d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-	silence := harness.ScheduledInput(t, id, runID, "HoldSilence")
+	hold := harness.ScheduledInput(t, id, runID, "HoldSilence")
 	request := harness.ScheduledInput(t, id, runID, "CreateAlertRequest")
 
 	silences := silencesFor(t, id)
@@ -72,6 +93,7 @@ func TestRogueRunUnderAClosedAlertRunSilencesNothing(t *testing.T) {
 	require.NoError(t, harness.Kube().List(ctx, &requests, ctrlclient.InNamespace(ns)))
 	require.Len(t, requests.Items, 1, "the run made its one request")
 
+	theirs := personSilence(t, l)
 	queue := "rogue-" + ns
 	harness.StartRogue(t, queue)
 	for name, wid := range map[string]string{
@@ -80,12 +102,14 @@ func TestRogueRunUnderAClosedAlertRunSilencesNothing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := harness.RunRogue(t, queue, wid,
-				harness.RogueCall{Activity: "HoldSilence", Raw: silence},
-				harness.RogueCall{Activity: "CreateAlertRequest", Raw: request})
+				harness.RogueCall{Activity: "HoldSilence", Raw: hold},
+				harness.RogueCall{Activity: "CreateAlertRequest", Raw: request},
+				harness.RogueCall{Activity: "EndSilence", Arg: theirs})
 			for i, o := range out {
 				assert.Equal(t, activities.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
 			}
 			assert.Equal(t, silences, silencesFor(t, id), "no silence held")
+			assert.Equal(t, "active", silence(t, theirs).Status.State, "a person's silence is not expired")
 			var now v1alpha1.RemediationRequestList
 			require.NoError(t, harness.Kube().List(ctx, &now, ctrlclient.InNamespace(ns)))
 			assert.Len(t, now.Items, 1, "no request created")
