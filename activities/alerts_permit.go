@@ -32,7 +32,10 @@ const guardQuery = "status"
 // holds no permit and writes nothing. The guard is believed only when it is
 // the AlertGuardWorkflow on Remedy's task queue, so Remedy's worker answers
 // the query; what it holds came from acquire signals, which only Remedy's
-// sealed payloads can carry.
+// sealed payloads can carry. The guard continues as new, so it is not bound
+// by run ID: its permits are carried across runs, and whichever run of its ID
+// is open answers. No run ID from an input (a first run ID included) is
+// believed: an input can be copied, the server's name for the caller cannot.
 func (a *Alerts) holdsPermit(ctx context.Context, namespace string) error {
 	caller := activity.GetInfo(ctx).WorkflowExecution
 	if a.Guard == nil {
