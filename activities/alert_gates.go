@@ -147,6 +147,9 @@ func (a *Alerts) HoldSilence(ctx context.Context, in SilenceInput) (string, erro
 	if a.Gate == nil || a.Alertmanager == nil {
 		return "", permanent(ReasonInvalidParameters, fmt.Errorf("the worker has no Alertmanager (--alertmanager-url) to silence the alert in"))
 	}
+	if err := a.holdsPermit(ctx, in.Subject.Namespace); err != nil {
+		return "", err
+	}
 	silencer, err := a.Gate.PassSilence(ctx, in.Subject)
 	if err != nil {
 		metrics.AlertSilences.WithLabelValues("failed").Inc()

@@ -46,6 +46,10 @@ type Alerts struct {
 	Gate *Gate
 	// Events records refusals and guard trips on the rule.
 	Events *Statuses
+	// Guard reads the namespace guards' permits (holdsPermit); TaskQueue is
+	// the one Remedy's guards run on.
+	Guard     GuardReader
+	TaskQueue string
 }
 
 // AlertSubject is what an alert workflow was started for.
@@ -249,6 +253,9 @@ type RequestRef struct {
 // author's name (the requester webhook admits it only from the worker and
 // only for that author); its name is the run's, so a retry finds it.
 func (a *Alerts) CreateAlertRequest(ctx context.Context, in AlertRequestInput) (RequestRef, error) {
+	if err := a.holdsPermit(ctx, in.Subject.Namespace); err != nil {
+		return RequestRef{}, err
+	}
 	name := alertRequestName(in.Subject.Rule, in.Subject.Alert.Fingerprint, activity.GetInfo(ctx).WorkflowExecution.RunID)
 	author := in.Plan.Author
 	rr := &v1alpha1.RemediationRequest{

@@ -80,6 +80,9 @@ type ApprovalRequestInput struct {
 // subjects are marked controller and block their deletion: a workload or a
 // drifted parent merely garbage-collects the request.
 func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalRequestInput) error {
+	if err := (&Subjects{Client: a.Client}).approvalRun(ctx, in.Namespace, in.Subject, in.WorkflowID); err != nil {
+		return err
+	}
 	if in.Context.Action == DriftApprovalAction {
 		if err := a.verifyDriftAsk(ctx, in); err != nil {
 			return err
@@ -155,10 +158,17 @@ type DecisionInput struct {
 func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decision, error) {
 	var got Decision
 	var created time.Time
+	var refused error
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var rar v1alpha1.RemediationApprovalRequest
 		if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, &rar); err != nil {
 			return err
+		}
+		// Only the run that asked decides: a decision recorded by any other
+		// run (a rogue one scheduling this activity) would be attributed to
+		// whoever it names.
+		if refused = (&Subjects{Client: a.Client}).approvalRun(ctx, rar.Namespace, rar.Spec.SubjectRef, rar.Spec.WorkflowID); refused != nil {
+			return nil
 		}
 		created = rar.CreationTimestamp.Time
 		if rar.Status.Decision != "" {
@@ -176,6 +186,9 @@ func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decis
 	})
 	if err != nil {
 		return Decision{}, classify(ReasonInvalidParameters, fmt.Errorf("record decision on %s: %w", in.Name, err))
+	}
+	if refused != nil {
+		return Decision{}, refused
 	}
 	metrics.ObserveApproval(string(got.Decision), string(got.Via), got.At.Sub(created))
 	activity.GetLogger(ctx).Info("approval decision", "decision", got.Decision, "approver", got.DecidedBy,

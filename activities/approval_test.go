@@ -10,8 +10,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -46,13 +48,16 @@ func TestApprovalRequestOwnershipAndFirstDecisionWins(t *testing.T) {
 	s := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(s))
 	rr := &v1alpha1.RemediationRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "fix-web", UID: "rr-uid"}}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(rr).WithStatusSubresource(&v1alpha1.RemediationApprovalRequest{}).Build()
+	// The test activity environment's caller is testRun; the step records it as its run.
+	step := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "fix-web-scale", UID: "kexec-uid"},
+		Status: v1alpha1.KubernetesExecutionStatus{WorkflowID: testWorkflowID, RunID: testRunID, Phase: v1alpha1.PhaseWaitingApproval}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(rr, step).WithStatusSubresource(&v1alpha1.RemediationApprovalRequest{}).Build()
 	a := &Approvals{Client: c}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(a)
 
-	in := ApprovalRequestInput{Namespace: "shop", Name: "fix-web-scale-approval", SubjectUID: "kexec-uid", RemediationRequest: "fix-web", WorkflowID: "kexec/shop/fix-web-scale/kexec-uid",
+	in := ApprovalRequestInput{Namespace: "shop", Name: "fix-web-scale-approval", SubjectUID: "kexec-uid", RemediationRequest: "fix-web", WorkflowID: testWorkflowID,
 		Subject:    v1alpha1.ObjectRef{APIVersion: "remedy.dev/v1alpha1", Kind: "KubernetesExecution", Namespace: "shop", Name: "fix-web-scale"},
 		Context:    v1alpha1.ApprovalContext{Reason: "r", Action: "scale"},
 		RequiredBy: time.Now().Add(time.Hour).Truncate(time.Second)}
@@ -85,6 +90,53 @@ func TestApprovalRequestOwnershipAndFirstDecisionWins(t *testing.T) {
 	assert.Equal(t, "carol", got.DecidedBy)
 }
 
+// TestApprovalOnlyFromTheSubjectsRun: an approval request for an execution
+// is asked and decided by the execution's recorded run only.
+func TestApprovalOnlyFromTheSubjectsRun(t *testing.T) {
+	s := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	k := func(name, workflowID, runID string) *v1alpha1.KubernetesExecution {
+		return &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID(name + "-uid")},
+			Status: v1alpha1.KubernetesExecutionStatus{WorkflowID: workflowID, RunID: runID, Phase: v1alpha1.PhaseWaitingApproval}}
+	}
+	rar := func(name, workflowID string) *v1alpha1.RemediationApprovalRequest {
+		return &v1alpha1.RemediationApprovalRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name + "-approval"},
+			Spec: v1alpha1.RemediationApprovalRequestSpec{WorkflowID: workflowID,
+				SubjectRef: v1alpha1.ObjectRef{APIVersion: "remedy.dev/v1alpha1", Kind: "KubernetesExecution", Namespace: "shop", Name: name}}}
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1alpha1.RemediationApprovalRequest{}).WithObjects(
+		k("other-run", testWorkflowID, "an-earlier-run"), rar("other-run", testWorkflowID),
+		k("other-workflow", "kexec/shop/other-workflow/x", testRunID), rar("other-workflow", "kexec/shop/other-workflow/x"),
+	).Build()
+	a := &Approvals{Client: c}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	for _, name := range []string{"other-run", "other-workflow"} {
+		t.Run(name, func(t *testing.T) {
+			_, err := env.ExecuteActivity(a.CreateApprovalRequest, ApprovalRequestInput{Namespace: "shop", Name: name + "-new", WorkflowID: testWorkflowID,
+				Subject: v1alpha1.ObjectRef{APIVersion: "remedy.dev/v1alpha1", Kind: "KubernetesExecution", Namespace: "shop", Name: name},
+				Context: v1alpha1.ApprovalContext{Reason: "r", Action: "scale"}, RequiredBy: time.Now().Add(time.Hour)})
+			requireMismatch(t, err)
+			_, err = env.ExecuteActivity(a.RecordDecision, DecisionInput{Namespace: "shop", Name: name + "-approval", WorkflowID: testWorkflowID,
+				Decision: Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "mallory", Via: v1alpha1.DecidedViaSignal, At: time.Now()}})
+			requireMismatch(t, err)
+			var got v1alpha1.RemediationApprovalRequest
+			require.NoError(t, c.Get(t.Context(), ctrlclient.ObjectKey{Namespace: "shop", Name: name + "-approval"}, &got))
+			assert.Empty(t, got.Status.Decision, "no decision recorded")
+			assert.True(t, apierrors.IsNotFound(c.Get(t.Context(), ctrlclient.ObjectKey{Namespace: "shop", Name: name + "-new"}, &got)), "no request created")
+		})
+	}
+}
+
+func requireMismatch(t *testing.T, err error) {
+	t.Helper()
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, ReasonSubjectMismatch, app.Type())
+	assert.True(t, app.NonRetryable())
+}
+
 func TestApprovalRequestOwnedByAnySubject(t *testing.T) {
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
@@ -96,7 +148,7 @@ func TestApprovalRequestOwnedByAnySubject(t *testing.T) {
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(a)
 	ask := func(name, subject string, requiredBy time.Time) error {
-		_, err := env.ExecuteActivity(a.CreateApprovalRequest, ApprovalRequestInput{Namespace: "shop", Name: name, WorkflowID: "reload/shop/Deployment/web",
+		_, err := env.ExecuteActivity(a.CreateApprovalRequest, ApprovalRequestInput{Namespace: "shop", Name: name, WorkflowID: testWorkflowID,
 			Subject: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: subject},
 			Context: v1alpha1.ApprovalContext{Reason: "r", Action: "restart"}, RequiredBy: requiredBy})
 		return err

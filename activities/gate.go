@@ -274,10 +274,12 @@ func isActionOf(spec *v1alpha1.KubernetesExecutionSpec, req actions.Request) boo
 }
 
 // isRollbackOf reports whether req is the inverse action the execution's
-// status captured; only Remedy's worker writes that status. The status
-// shows the inverse's parameters only as the requester may read them, so
-// they are matched by the digest made with the run's key; a status without
-// one (a run started before digests) shows them in full.
+// status captured. Only the execution's own run writes that status (its
+// pushes are refused from any other run, statusRun), so the inverse is what
+// that run captured at its write. The status shows the inverse's parameters
+// only as the requester may read them, so they are matched by the digest
+// made with the run's key; a status without one (a run started before
+// digests) shows them in full.
 func isRollbackOf(k *v1alpha1.KubernetesExecution, req actions.Request, key []byte) bool {
 	rb := k.Status.RollbackInformation
 	if rb == nil || !rb.Available || rb.RollbackAction != req.Action {

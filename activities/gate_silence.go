@@ -165,10 +165,11 @@ func (g *Gate) alertFires(ctx context.Context, s AlertSubject) error {
 }
 
 // PassSilenceEnd is the gate of a silence's expiry: the silence id must be
-// one Remedy created for this workflow's rule and alert. Ending it needs no
+// one Remedy created for this run of this workflow's rule and alert. Ending it needs no
 // grant: it only undoes what the run itself posted.
 func (g *Gate) PassSilenceEnd(ctx context.Context, id string) (Silencer, error) {
-	wf := activity.GetInfo(ctx).WorkflowExecution.ID
+	caller := activity.GetInfo(ctx).WorkflowExecution
+	wf := caller.ID
 	parts := strings.Split(wf, "/")
 	var err error
 	var s Silencer
@@ -178,8 +179,9 @@ func (g *Gate) PassSilenceEnd(ctx context.Context, id string) (Silencer, error) 
 	case g.Alertmanager == nil:
 		err = permanent(ReasonInvalidParameters, errors.New("the worker has no Alertmanager (--alertmanager-url)"))
 	default:
-		_, prefix := silenceComment(parts[1], parts[2], wf, "")
-		s = Silencer{am: g.Alertmanager, prefix: prefix, id: id}
+		// Only the run that holds it: its comment names the run, as Temporal's server names the caller.
+		comment, prefix := silenceComment(parts[1], parts[2], wf, caller.RunID)
+		s = Silencer{am: g.Alertmanager, comment: comment, prefix: prefix, id: id}
 	}
 	g.silenceDecision(ctx, partOr(parts, 1), partOr(parts, 2), err)
 	return s, err
@@ -244,7 +246,7 @@ func (s Silencer) Expire(ctx context.Context) error {
 	if s.am == nil || s.id == "" {
 		return errors.New("expiry refused: this silencer was not handed out by the write gate")
 	}
-	cur, err := s.own(ctx, s.id, "")
+	cur, err := s.own(ctx, s.id, s.comment)
 	var am *amError
 	if errors.As(err, &am) && am.Status == http.StatusNotFound {
 		return nil

@@ -17,6 +17,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=remedy.dev,resources=kubernetesexecutions,verbs=get;create
+// +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests,verbs=get
 
 // Remediation holds the activities of a RemediationRequest's workflow.
 type Remediation struct {
@@ -42,6 +43,10 @@ type StepRef struct {
 // CreateStepExecution materialises the step as a KubernetesExecution owned by
 // the request, so kubectl shows it; a retry finds the one it created.
 func (r *Remediation) CreateStepExecution(ctx context.Context, in StepInput) (StepRef, error) {
+	// Only the request's own run creates its steps.
+	if _, err := (&Subjects{Client: r.Client}).remediation(ctx, SubjectRef{Namespace: in.Namespace, Name: in.Request, UID: in.RequestUID}); err != nil {
+		return StepRef{}, err
+	}
 	spec := in.Step.Execution
 	spec.RemediationRequestRef = &v1alpha1.LocalRef{Name: in.Request}
 	spec.Requester = in.Requester

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -57,13 +58,36 @@ const (
 	pushWritten = "written"
 	pushStale   = "stale"
 	pushGone    = "gone"
+	// pushRefused: the caller is not the object's own run.
+	pushRefused = "refused"
 )
 
+// statusRun accepts a status only from the object's own run: the workflow
+// ID and run ID its status records, compared with the caller as Temporal's
+// server names it, never with anything in the pushed status. A status pushed
+// by another run (a run started under a closed run's workflow ID, a rogue
+// workflow scheduling this activity) would otherwise set any phase, and the
+// rollback a later write is checked against (Gate.verifyExecution). Before
+// the operator records the run (it does right after the start), the push is
+// retried.
+func statusRun(callerID, callerRun, kind string, obj ctrlclient.Object, workflowID, runID string) error {
+	ref := SubjectRef{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID())}
+	if workflowID != "" && workflowID != callerID {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s takes its status from workflow %s only, not %s", kind, ref.Namespace, ref.Name, workflowID, callerID))
+	}
+	return callerIsRun(callerRun, kind, ref, runID)
+}
+
 // PushExecutionStatus stores the workflow's status unless a newer one is
-// stored already, then records one Event per phase entered.
+// stored already, then records one Event per phase entered. Only the
+// execution's own run writes it (statusRun).
 func (s *Statuses) PushExecutionStatus(ctx context.Context, in ExecutionStatusPush) error {
 	var entered []phaseEntered
+	caller := activity.GetInfo(ctx).WorkflowExecution
 	obj, result, err := writeStatus(ctx, s.Client, "KubernetesExecution", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, in.UID,
+		func(k *v1alpha1.KubernetesExecution) error {
+			return statusRun(caller.ID, caller.RunID, "KubernetesExecution", k, k.Status.WorkflowID, k.Status.RunID)
+		},
 		func(k *v1alpha1.KubernetesExecution) bool {
 			next, e, ok := mergeExecutionStatus(k.Status, in.Status, k.Generation, time.Now())
 			next.Target = k.Spec.Target.KindName()
@@ -84,10 +108,15 @@ func (s *Statuses) PushExecutionStatus(ctx context.Context, in ExecutionStatusPu
 }
 
 // PushRemediationStatus stores the workflow's status unless a newer one is
-// stored already, with an Event when the phase or reason changed.
+// stored already, with an Event when the phase or reason changed. Only the
+// request's own run writes it (statusRun).
 func (s *Statuses) PushRemediationStatus(ctx context.Context, in RemediationStatusPush) error {
 	changed := false
+	caller := activity.GetInfo(ctx).WorkflowExecution
 	obj, result, err := writeStatus(ctx, s.Client, "RemediationRequest", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, in.UID,
+		func(r *v1alpha1.RemediationRequest) error {
+			return statusRun(caller.ID, caller.RunID, "RemediationRequest", r, r.Status.WorkflowID, r.Status.RunID)
+		},
 		func(r *v1alpha1.RemediationRequest) bool {
 			next, c, ok := mergeRemediationStatus(r.Status, in.Status, r.Generation, time.Now())
 			next.Progress = v1alpha1.StepsProgress(next.Steps, len(r.Spec.Steps))
@@ -112,7 +141,7 @@ type phaseEntered struct {
 // mergeExecutionStatus lays the pushed status over the stored one. It refuses
 // (ok false) a push whose sequence is not newer than the stored one: a retried
 // or delayed writer never takes a run back to an older phase. It keeps the
-// stored workflowID and conditions, sets Ready from the phase, and lists the
+// stored workflowID, runID and conditions, sets Ready from the phase, and lists the
 // phases entered since the stored status.
 func mergeExecutionStatus(cur, pushed v1alpha1.KubernetesExecutionStatus, generation int64, now time.Time) (next v1alpha1.KubernetesExecutionStatus, entered []phaseEntered, ok bool) {
 	if pushed.Sequence <= cur.Sequence {
@@ -122,6 +151,7 @@ func mergeExecutionStatus(cur, pushed v1alpha1.KubernetesExecutionStatus, genera
 	if cur.WorkflowID != "" {
 		next.WorkflowID = cur.WorkflowID
 	}
+	next.RunID = cur.RunID
 	next.ObservedGeneration = generation
 	next.Conditions = cur.Conditions
 	v1alpha1.SetReady(&next.Conditions, next.Phase, next.Reason, next.Message, generation, now)
@@ -148,6 +178,7 @@ func mergeRemediationStatus(cur, pushed v1alpha1.RemediationRequestStatus, gener
 	if cur.WorkflowID != "" {
 		next.WorkflowID = cur.WorkflowID
 	}
+	next.RunID = cur.RunID
 	next.ObservedGeneration = generation
 	next.Conditions = cur.Conditions
 	v1alpha1.SetReady(&next.Conditions, next.Phase, next.Reason, next.Message, generation, now)
@@ -156,14 +187,54 @@ func mergeRemediationStatus(cur, pushed v1alpha1.RemediationRequestStatus, gener
 
 // writeStatus reads the object afresh and updates its status subresource with
 // the resourceVersion it read, retrying on conflict; merge returns false to
-// write nothing. A deleted or replaced object (other UID) is not written.
+// write nothing. A deleted or replaced object (other UID) is not written;
+// bound, when set, refuses a caller that may not write the object (its error
+// is returned as is, so a permanent refusal stays permanent).
 func writeStatus[T any, PT interface {
 	*T
 	ctrlclient.Object
-}](ctx context.Context, c ctrlclient.Client, kind string, key ctrlclient.ObjectKey, uid string, merge func(PT) bool) (PT, string, error) {
+}](ctx context.Context, c ctrlclient.Client, kind string, key ctrlclient.ObjectKey, uid string, bound func(PT) error, merge func(PT) bool) (PT, string, error) {
 	var obj PT
-	result := pushWritten
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	var result string
+	var refused error
+	// A run's first push usually races the operator's write of its run ID
+	// by milliseconds: an unrecorded run is read again in place, briefly,
+	// before the push fails retryably.
+	wait, deadline := 25*time.Millisecond, time.Now().Add(runRecordWait)
+	for {
+		var err error
+		obj, result, refused, err = writeStatusOnce(ctx, c, kind, key, uid, bound, merge)
+		if err != nil {
+			return nil, "", err
+		}
+		if !errors.Is(refused, ErrRunNotRecorded) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, "", fmt.Errorf("write %s %s status: %w", kind, key, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+	metrics.StatusWrites.WithLabelValues(kind, result).Inc()
+	if refused != nil {
+		activity.GetLogger(ctx).Warn("status not written: the caller is not the object's own run", "kind", kind, "object", key.String(), "error", refused)
+		return nil, result, refused
+	}
+	if result != pushWritten {
+		activity.GetLogger(ctx).Info("status not written", "kind", kind, "object", key.String(), "result", result)
+	}
+	return obj, result, nil
+}
+
+// writeStatusOnce is one read-merge-update of writeStatus, retried on conflict.
+func writeStatusOnce[T any, PT interface {
+	*T
+	ctrlclient.Object
+}](ctx context.Context, c ctrlclient.Client, kind string, key ctrlclient.ObjectKey, uid string, bound func(PT) error, merge func(PT) bool) (obj PT, result string, refused, err error) {
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		result, refused = pushWritten, nil
 		obj = PT(new(T))
 		if err := c.Get(ctx, key, obj); err != nil {
 			return err
@@ -171,6 +242,12 @@ func writeStatus[T any, PT interface {
 		if string(obj.GetUID()) != uid {
 			result = pushGone
 			return nil
+		}
+		if bound != nil {
+			if refused = bound(obj); refused != nil {
+				result = pushRefused
+				return nil
+			}
 		}
 		if !merge(obj) {
 			result = pushStale
@@ -186,13 +263,9 @@ func writeStatus[T any, PT interface {
 		result, err = pushGone, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("write %s %s status: %w", kind, key, err)
+		return nil, "", nil, fmt.Errorf("write %s %s status: %w", kind, key, err)
 	}
-	metrics.StatusWrites.WithLabelValues(kind, result).Inc()
-	if result != pushWritten {
-		activity.GetLogger(ctx).Info("status not written", "kind", kind, "object", key.String(), "result", result)
-	}
-	return obj, result, nil
+	return obj, result, refused, nil
 }
 
 // event records a phase Event on obj, named after the object's UID and key so a

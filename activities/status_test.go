@@ -6,8 +6,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
@@ -87,4 +93,52 @@ func TestMergeRemediationStatusGuard(t *testing.T) {
 	_, changed, ok = mergeRemediationStatus(cur, v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhaseCompleted, Reason: "Succeeded", Sequence: 6}, 1, now)
 	require.True(t, ok)
 	assert.True(t, changed)
+}
+
+// TestStatusPushOnlyFromTheOwnRun: a status is stored only from the run the
+// object records; another run's push, even with a newer sequence, writes
+// nothing, and an unrecorded run is retried.
+func TestStatusPushOnlyFromTheOwnRun(t *testing.T) {
+	defer func(d time.Duration) { runRecordWait = d }(runRecordWait)
+	runRecordWait = 200 * time.Millisecond
+	s := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	for _, tc := range []struct {
+		name, workflowID, runID string
+		// want: "" written, "retry" a retryable refusal, else the permanent reason.
+		want string
+	}{
+		{"the recorded run", testWorkflowID, testRunID, ""},
+		{"another run of the same workflow ID", testWorkflowID, "the-closed-run", ReasonSubjectMismatch},
+		{"another workflow", "kexec/shop/x/u1", testRunID, ReasonSubjectMismatch},
+		{"a run not recorded yet", testWorkflowID, "", "retry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhaseCompleted, Sequence: 3, WorkflowID: tc.workflowID, RunID: tc.runID}
+			k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "x", UID: "u1"}, Status: cur}
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(k).WithStatusSubresource(k).Build()
+			st := &Statuses{Client: c, Kube: kubefake.NewClientset()}
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestActivityEnvironment()
+			env.RegisterActivity(st)
+			pushed := pushedStatus(9, v1alpha1.PhaseRollbackReady)
+			_, err := env.ExecuteActivity(st.PushExecutionStatus, ExecutionStatusPush{Namespace: "shop", Name: "x", UID: "u1", Action: "scale", Status: pushed})
+			var got v1alpha1.KubernetesExecution
+			require.NoError(t, c.Get(t.Context(), ctrlclient.ObjectKeyFromObject(k), &got))
+			if tc.want == "" {
+				require.NoError(t, err)
+				assert.Equal(t, v1alpha1.PhaseRollbackReady, got.Status.Phase)
+				assert.Equal(t, tc.runID, got.Status.RunID, "the recorded run stays")
+				return
+			}
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			assert.Equal(t, tc.want != "retry", app.NonRetryable())
+			if tc.want != "retry" {
+				assert.Equal(t, tc.want, app.Type())
+			}
+			assert.Equal(t, cur.Phase, got.Status.Phase, "nothing written")
+			assert.Equal(t, cur.Sequence, got.Status.Sequence)
+		})
+	}
 }

@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -36,18 +38,19 @@ func (s *Subjects) VerifyExecution(ctx context.Context, ref SubjectRef, spec v1a
 }
 
 // execution reads the KubernetesExecution and requires the UID and spec the
-// run has, an unfinished object, and this run's workflow ID: a start replayed
-// with the UID and spec of an execution that finished long ago, or under
-// another ID, does nothing.
+// run has, an unfinished object, and this run (ownRun): a start replayed
+// with the UID and spec of an execution that finished long ago, under
+// another ID, or in another run of the same ID, does nothing.
 func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec v1alpha1.KubernetesExecutionSpec) (*v1alpha1.KubernetesExecution, error) {
 	var k v1alpha1.KubernetesExecution
-	if err := s.get(ctx, ref, "KubernetesExecution", &k); err != nil {
+	if err := s.getRecorded(ctx, ref, "KubernetesExecution", &k, func() bool { return k.Status.RunID != "" || k.Status.Phase.Terminal() }); err != nil {
 		return nil, err
 	}
 	if err := s.compare(ctx, ref, "KubernetesExecution", string(k.UID), equality.Semantic.DeepEqual(k.Spec, spec)); err != nil {
 		return nil, err
 	}
-	if err := s.ownRun(ctx, ref, "KubernetesExecution", fmt.Sprintf("kexec/%s/%s/%s", ref.Namespace, ref.Name, ref.UID), k.Status.WorkflowID, k.Status.Phase, k.Status.Reason); err != nil {
+	run := ownRun{want: fmt.Sprintf("kexec/%s/%s/%s", ref.Namespace, ref.Name, ref.UID), workflowID: k.Status.WorkflowID, runID: k.Status.RunID}
+	if err := s.ownRun(ctx, ref, "KubernetesExecution", run, k.Status.Phase, k.Status.Reason); err != nil {
 		return nil, err
 	}
 	return &k, nil
@@ -55,28 +58,128 @@ func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec v1alpha1.
 
 // VerifyRemediation requires the RemediationRequest to exist with the UID and spec the workflow has.
 func (s *Subjects) VerifyRemediation(ctx context.Context, ref SubjectRef, spec v1alpha1.RemediationRequestSpec) error {
-	var rr v1alpha1.RemediationRequest
-	if err := s.get(ctx, ref, "RemediationRequest", &rr); err != nil {
+	rr, err := s.remediation(ctx, ref)
+	if err != nil {
 		return err
 	}
-	if err := s.compare(ctx, ref, "RemediationRequest", string(rr.UID), equality.Semantic.DeepEqual(rr.Spec, spec)); err != nil {
-		return err
-	}
-	return s.ownRun(ctx, ref, "RemediationRequest", fmt.Sprintf("rr/%s/%s/%s", ref.Namespace, ref.Name, ref.UID), rr.Status.WorkflowID, rr.Status.Phase, rr.Status.Reason)
+	return s.compare(ctx, ref, "RemediationRequest", string(rr.UID), equality.Semantic.DeepEqual(rr.Spec, spec))
 }
 
-// ownRun requires that this run is the object's own workflow (want, the
-// deterministic ID, which the operator records in status) and that the
-// object has not finished.
-func (s *Subjects) ownRun(ctx context.Context, ref SubjectRef, kind, want, recorded string, phase v1alpha1.Phase, reason string) error {
-	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != want || (recorded != "" && recorded != want) {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s is run by workflow %s only, not %s", kind, ref.Namespace, ref.Name, want, id))
+// remediation reads the RemediationRequest and requires the UID the run has,
+// an unfinished object, and this run (ownRun).
+func (s *Subjects) remediation(ctx context.Context, ref SubjectRef) (*v1alpha1.RemediationRequest, error) {
+	var rr v1alpha1.RemediationRequest
+	if err := s.getRecorded(ctx, ref, "RemediationRequest", &rr, func() bool { return rr.Status.RunID != "" || rr.Status.Phase.Terminal() }); err != nil {
+		return nil, err
+	}
+	if err := s.compare(ctx, ref, "RemediationRequest", string(rr.UID), true); err != nil {
+		return nil, err
+	}
+	run := ownRun{want: fmt.Sprintf("rr/%s/%s/%s", ref.Namespace, ref.Name, ref.UID), workflowID: rr.Status.WorkflowID, runID: rr.Status.RunID}
+	return &rr, s.ownRun(ctx, ref, "RemediationRequest", run, rr.Status.Phase, rr.Status.Reason)
+}
+
+// approvalRun requires the caller to be the run an approval request is
+// asked by or decided for: the workflow it names (workflowID) and, when its
+// subject is a KubernetesExecution, that execution's recorded run. The
+// subjects of reload and drift approvals record no run (their workflows are
+// started by signal-with-start and continue as new), so for them the
+// workflow ID is what binds.
+func (s *Subjects) approvalRun(ctx context.Context, namespace string, subject v1alpha1.ObjectRef, workflowID string) error {
+	caller := activity.GetInfo(ctx).WorkflowExecution
+	if caller.ID != workflowID {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("an approval request of workflow %s is asked and decided by that workflow only, not %s", workflowID, caller.ID))
+	}
+	if subject.Kind != "KubernetesExecution" || (subject.APIVersion != "" && subject.APIVersion != v1alpha1.GroupVersion.String()) {
+		return nil
+	}
+	ref := SubjectRef{Namespace: namespace, Name: subject.Name}
+	var k v1alpha1.KubernetesExecution
+	if err := s.get(ctx, ref, "KubernetesExecution", &k); err != nil {
+		return err
+	}
+	ref.UID = string(k.UID)
+	if k.Status.WorkflowID != caller.ID {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s is run by workflow %s, not %s", namespace, subject.Name, k.Status.WorkflowID, caller.ID))
+	}
+	return callerIsRun(caller.RunID, "KubernetesExecution", ref, k.Status.RunID)
+}
+
+// ownRun requires that the calling run is the object's own (run) and that
+// the object has not finished.
+//
+// The caller is who Temporal's server says scheduled the activity
+// (activity.GetInfo: the workflow ID and run ID of the scheduling run), not
+// anything in the activity's input: an input can be copied from another
+// run's history, a server-stamped run ID cannot. The workflow ID alone is not
+// enough: once a run closes, anyone who reaches Temporal can start a new run
+// under the same ID. So the object names its run: the operator records the run
+// ID it started in status.runID (for a step, the one its request's run
+// started, after checking that parent), and only that run passes.
+//
+// A run whose ID is not recorded yet (the operator records it right after the
+// start, and backfills it for runs started before v0.2 by describing the
+// open run of the deterministic ID) waits: the error is retryable.
+func (s *Subjects) ownRun(ctx context.Context, ref SubjectRef, kind string, run ownRun, phase v1alpha1.Phase, reason string) error {
+	caller := activity.GetInfo(ctx).WorkflowExecution
+	if caller.ID != run.want || (run.workflowID != "" && run.workflowID != run.want) {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s is run by workflow %s only, not %s", kind, ref.Namespace, ref.Name, run.want, caller.ID))
 	}
 	if phase.Terminal() {
 		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s already finished (%s, %s): a finished %s never runs again",
 			kind, ref.Namespace, ref.Name, phase, reason, kind))
 	}
+	return callerIsRun(caller.RunID, kind, ref, run.runID)
+}
+
+// ownRun is what an object's status says about its run.
+type ownRun struct {
+	// want is the object's deterministic workflow ID; workflowID and runID
+	// are what the status recorded.
+	want, workflowID, runID string
+}
+
+// callerIsRun requires the calling run to be the recorded one; an
+// unrecorded run is retried (ErrRunNotRecorded), never taken on trust.
+func callerIsRun(caller, kind string, ref SubjectRef, recorded string) error {
+	if recorded == "" {
+		return fmt.Errorf("%s %s/%s: %w", kind, ref.Namespace, ref.Name, ErrRunNotRecorded)
+	}
+	if caller != recorded {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s is run by run %s of its workflow only, not run %s: a payload from another run, or a run started later under its workflow ID, acts for nobody",
+			kind, ref.Namespace, ref.Name, recorded, caller))
+	}
 	return nil
+}
+
+// ErrRunNotRecorded: the object's run ID is not recorded yet; the caller
+// retries until the operator records it.
+var ErrRunNotRecorded = errors.New("its run ID is not recorded yet (status.runID); retrying until the operator records it")
+
+// runRecordWait is how long a check waits in place for the operator to
+// record a run it just started, before it fails retryably: the run's first
+// check usually races the operator's status write by milliseconds. A
+// variable only so that tests can shorten it.
+var runRecordWait = 3 * time.Second
+
+// getRecorded reads obj, and reads it again, backing off, while it is this
+// object (ref's UID) and recorded says its run is not recorded yet.
+func (s *Subjects) getRecorded(ctx context.Context, ref SubjectRef, kind string, obj ctrlclient.Object, recorded func() bool) error {
+	wait, deadline := 25*time.Millisecond, time.Now().Add(runRecordWait)
+	for {
+		if err := s.get(ctx, ref, kind, obj); err != nil {
+			return err
+		}
+		if string(obj.GetUID()) != ref.UID || recorded() || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the run of %s %s/%s to be recorded: %w", kind, ref.Namespace, ref.Name, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 func (s *Subjects) get(ctx context.Context, ref SubjectRef, kind string, obj ctrlclient.Object) error {

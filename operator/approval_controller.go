@@ -67,7 +67,7 @@ func (r *ApprovalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		due, wait := checkDue(time.Time{}, r.checks.get(req.NamespacedName), now, checkInterval(r.CheckInterval))
 		if due {
 			var err error
-			if run, _, err = describeRun[struct{}](ctx, r.Temporal, rar.Spec.WorkflowID, false); err != nil {
+			if run, _, err = describeRun[struct{}](ctx, r.Temporal, rar.Spec.WorkflowID, "", false); err != nil {
 				return ctrl.Result{}, err
 			}
 			r.checks.set(req.NamespacedName, now)

@@ -144,7 +144,7 @@ func (r *CleanupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if r.kind.workflowID != nil {
 		id := r.kind.workflowID(obj)
-		run, _, err := describeRun[struct{}](ctx, r.Temporal, id, false)
+		run, _, err := describeRun[struct{}](ctx, r.Temporal, id, "", false)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -53,7 +53,7 @@ type ExecutionReconciler struct {
 
 // Reconcile observes the execution and its workflow, plans the status in a
 // pure function, then starts, cancels or writes status as planned.
-func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, _ error) {
 	logger := log.FromContext(ctx)
 	var kexec v1alpha1.KubernetesExecution
 	if err := r.Get(ctx, req.NamespacedName, &kexec); err != nil {
@@ -72,11 +72,30 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 
+	// A step's run, or one started before v0.2, is recorded once it is open
+	// (run_binding.go); until then its activities wait.
+	if needsRun(kexec.Status.WorkflowID, kexec.Status.RunID, kexec.Status.Phase) {
+		recorded, err := r.recordExecutionRun(ctx, &kexec, id)
+		if err != nil {
+			logger.Info("workflow run not recorded; retrying", "workflowID", id, "error", err.Error())
+			return ctrl.Result{RequeueAfter: queryRetry}, nil
+		}
+		if recorded {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		// Not open yet (a step whose parent has not started it): look again soon.
+		defer func() {
+			if res.RequeueAfter == 0 || res.RequeueAfter > queryRetry {
+				res.RequeueAfter = queryRetry
+			}
+		}()
+	}
+
 	// Observe. A run that writes its own status (sequence > 0) is not
 	// queried; its workflow is looked at when the sweep finds it not running.
 	now := r.Clock.Now()
 	run, observed, err := observeRun[v1alpha1.KubernetesExecutionStatus](ctx, r.Temporal, &r.checks, id, runSubject{key: req.NamespacedName,
-		workflowID: kexec.Status.WorkflowID, phase: kexec.Status.Phase, sequence: kexec.Status.Sequence})
+		workflowID: kexec.Status.WorkflowID, runID: kexec.Status.RunID, phase: kexec.Status.Phase, sequence: kexec.Status.Sequence})
 	if err != nil {
 		logger.Info("workflow check failed; retrying", "workflowID", id, "error", err.Error())
 		return ctrl.Result{RequeueAfter: queryRetry}, nil
@@ -103,18 +122,24 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	// Execute.
 	if p.start {
-		if err := r.start(ctx, &kexec, id); err != nil {
+		runID, err := r.start(ctx, &kexec, id)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		logger.Info("workflow started", "workflowID", id)
+		if p.status != nil {
+			// Recorded with the workflow ID: only this run acts for the execution.
+			p.status.RunID = runID
+		}
+		logger.Info("workflow started", "workflowID", id, "runID", runID)
 	}
 	if p.status != nil {
 		kexec.Status = *p.status
 		kexec.Status.Target = kexec.Spec.Target.KindName()
 		err := r.Status().Update(ctx, &kexec)
 		if p.start && apierrors.IsConflict(err) {
-			// The run just started may have written its first phase already;
-			// the next reconcile sees it. The Started Event holds either way.
+			// Another write came first; the next reconcile starts again, finds
+			// the run just started (USE_EXISTING) and records it. The Started
+			// Event holds either way.
 			p.requeueAfter, err = firstPushWait, nil
 		}
 		if err != nil {
@@ -166,8 +191,11 @@ func (r *ExecutionReconciler) held(ctx context.Context, kexec *v1alpha1.Kubernet
 	return !ok, err
 }
 
-func (r *ExecutionReconciler) start(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string) error {
-	_, err := r.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+// start starts the execution's workflow and returns its run ID, or the
+// open run's when it runs already; "" when the ID's run is closed (the
+// object's run then stays unrecorded and nothing acts for it).
+func (r *ExecutionReconciler) start(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string) (string, error) {
+	run, err := r.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -181,10 +209,13 @@ func (r *ExecutionReconciler) start(ctx context.Context, kexec *v1alpha1.Kuberne
 		Namespace: kexec.Namespace, Name: kexec.Name, UID: string(kexec.UID), Spec: kexec.Spec,
 	})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &started) {
-		return fmt.Errorf("start workflow %s: %w", id, err)
+	if errors.As(err, &started) {
+		return "", nil
 	}
-	return nil
+	if err != nil {
+		return "", fmt.Errorf("start workflow %s: %w", id, err)
+	}
+	return run.GetRunID(), nil
 }
 
 // quietSince is when the execution last changed phase (or was created).

@@ -116,7 +116,7 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 	}
 
 	next := observed.DeepCopy()
-	next.WorkflowID = cur.WorkflowID
+	next.WorkflowID, next.RunID = cur.WorkflowID, cur.RunID
 	next.ObservedGeneration = kexec.Generation
 	next.Conditions = cur.Conditions
 	setReady(next, kexec.Generation, now)

@@ -12,12 +12,20 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
+// runOf is the run recorded with a workflow ID in these plans' objects.
+func runOf(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "run-of-" + id
+}
+
 func TestPlanExecution(t *testing.T) {
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	kexec := func(phase v1alpha1.Phase, id string) *v1alpha1.KubernetesExecution {
 		return &v1alpha1.KubernetesExecution{
 			ObjectMeta: metav1.ObjectMeta{Generation: 1},
-			Status:     v1alpha1.KubernetesExecutionStatus{Phase: phase, WorkflowID: id},
+			Status:     v1alpha1.KubernetesExecutionStatus{Phase: phase, WorkflowID: id, RunID: runOf(id)},
 		}
 	}
 	observed := func(phase v1alpha1.Phase, reason string) *v1alpha1.KubernetesExecutionStatus {
@@ -60,6 +68,7 @@ func TestPlanExecution(t *testing.T) {
 			require.NotNil(t, p.status)
 			assert.Equal(t, tc.wantPhase, p.status.Phase)
 			assert.Equal(t, "id", p.status.WorkflowID)
+			assert.Equal(t, runOf(tc.kexec.Status.WorkflowID), p.status.RunID, "the recorded run is kept; the query's status names none")
 			assert.Equal(t, int64(1), p.status.ObservedGeneration)
 			require.Len(t, p.events, 1)
 			assert.Equal(t, tc.wantEvent, p.events[0].reason)

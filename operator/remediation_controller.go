@@ -46,7 +46,7 @@ type RemediationReconciler struct {
 // +kubebuilder:rbac:groups=remedy.dev,resources=remediationrequests/status,verbs=update
 
 // Reconcile observes the request and its workflow, plans, then starts or writes status.
-func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, _ error) {
 	var rr v1alpha1.RemediationRequest
 	if err := r.Get(ctx, req.NamespacedName, &rr); err != nil {
 		r.checks.forget(req.NamespacedName)
@@ -59,11 +59,29 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	id := workflows.RemediationWorkflowID(rr.Namespace, rr.Name, string(rr.UID))
 
+	// A run started before v0.2 is recorded once it is open (run_binding.go).
+	if needsRun(rr.Status.WorkflowID, rr.Status.RunID, rr.Status.Phase) {
+		recorded, err := r.recordRemediationRun(ctx, &rr, id)
+		if err != nil {
+			log.FromContext(ctx).Info("workflow run not recorded; retrying", "workflowID", id, "error", err.Error())
+			return ctrl.Result{RequeueAfter: queryRetry}, nil
+		}
+		if recorded {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		// Not open yet (a step whose parent has not started it): look again soon.
+		defer func() {
+			if res.RequeueAfter == 0 || res.RequeueAfter > queryRetry {
+				res.RequeueAfter = queryRetry
+			}
+		}()
+	}
+
 	// Observe as the execution reconciler does: query runs that do not push,
 	// look at those that do when the sweep finds them not running.
 	now := r.Clock.Now()
 	run, observed, err := observeRun[v1alpha1.RemediationRequestStatus](ctx, r.Temporal, &r.checks, id, runSubject{key: req.NamespacedName,
-		workflowID: rr.Status.WorkflowID, phase: rr.Status.Phase, sequence: rr.Status.Sequence})
+		workflowID: rr.Status.WorkflowID, runID: rr.Status.RunID, phase: rr.Status.Phase, sequence: rr.Status.Sequence})
 	if err != nil {
 		log.FromContext(ctx).Info("workflow check failed; retrying", "workflowID", id, "error", err.Error())
 		return ctrl.Result{RequeueAfter: queryRetry}, nil
@@ -81,7 +99,7 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 
 	if p.start {
-		_, err := r.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		run, err := r.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID:                       id,
 			TaskQueue:                workflows.TaskQueue,
 			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -96,13 +114,18 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if err != nil && !errors.As(err, &started) {
 			return ctrl.Result{}, fmt.Errorf("start workflow %s: %w", id, err)
 		}
+		if err == nil && p.status != nil {
+			// Recorded with the workflow ID: only this run acts for the request.
+			p.status.RunID = run.GetRunID()
+		}
 	}
 	if p.status != nil {
 		rr.Status = *p.status
 		rr.Status.Progress = v1alpha1.StepsProgress(rr.Status.Steps, len(rr.Spec.Steps))
 		err := r.Status().Update(ctx, &rr)
 		if p.start && apierrors.IsConflict(err) {
-			// The run just started may have written its first phase already.
+			// Another write came first; the next reconcile starts again and
+			// records the run just started (USE_EXISTING).
 			p.requeueAfter, err = freshPoll, nil
 		}
 		if err != nil {
@@ -167,7 +190,7 @@ func planRemediation(rr *v1alpha1.RemediationRequest, workflowID string, observe
 		return plan[v1alpha1.RemediationRequestStatus]{}
 	}
 	next := observed.DeepCopy()
-	next.WorkflowID, next.ObservedGeneration, next.Conditions = cur.WorkflowID, rr.Generation, cur.Conditions
+	next.WorkflowID, next.RunID, next.ObservedGeneration, next.Conditions = cur.WorkflowID, cur.RunID, rr.Generation, cur.Conditions
 	setCondition(&next.Conditions, next.Phase, next.Reason, next.Message, rr.Generation, now)
 	p := plan[v1alpha1.RemediationRequestStatus]{requeueAfter: pollInterval(next.Phase, 0)}
 	if next.Phase != cur.Phase || next.Reason != cur.Reason {

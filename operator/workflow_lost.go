@@ -170,8 +170,10 @@ func (c *runChecks) forget(key types.NamespacedName) {
 type runSubject struct {
 	key        types.NamespacedName
 	workflowID string
-	phase      v1alpha1.Phase
-	sequence   int64
+	// runID is the recorded run ("": not recorded; the ID's latest run).
+	runID    string
+	phase    v1alpha1.Phase
+	sequence int64
 }
 
 // observeRun looks at an object's workflow (id) as its status calls for:
@@ -183,12 +185,17 @@ func observeRun[S any](ctx context.Context, tc client.Client, checks *runChecks,
 	case o.workflowID == "" || o.phase.Terminal():
 		checks.forget(o.key)
 		return runLook{}, nil, nil
+	case o.sequence == 0 && o.runID == "":
+		// A run not recorded yet waits for the operator (its activities
+		// retry until status.runID is written): a query would wait on its
+		// workflow task, which waits on the operator. Describe it instead.
+		return describeRun[S](ctx, tc, id, "", true)
 	case o.sequence == 0:
-		return queryRun[S](ctx, tc, id)
+		return queryRun[S](ctx, tc, id, o.runID)
 	case !checks.take(o.key):
 		return runLook{}, nil, nil
 	}
-	l, s, err := describeRun[S](ctx, tc, id, true)
+	l, s, err := describeRun[S](ctx, tc, id, o.runID, true)
 	if err != nil {
 		checks.flag(o.key)
 	}
@@ -215,10 +222,12 @@ func closedLook(s enums.WorkflowExecutionStatus) runLook {
 	return runLook{state: runKilled, how: s.String()}
 }
 
-// describeRun looks at the latest run of id; with final set it also reads the
-// final status of a workflow that ended by itself (into *S).
-func describeRun[S any](ctx context.Context, tc client.Client, id string, final bool) (runLook, *S, error) {
-	resp, err := tc.DescribeWorkflowExecution(ctx, id, "")
+// describeRun looks at run runID of id ("": the latest run); with final set
+// it also reads the final status of a workflow that ended by itself (into
+// *S). An object's recorded run is looked at, never a later run under its
+// workflow ID, whose status is nobody's.
+func describeRun[S any](ctx context.Context, tc client.Client, id, runID string, final bool) (runLook, *S, error) {
+	resp, err := tc.DescribeWorkflowExecution(ctx, id, runID)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return runLook{state: runMissing}, nil, nil
@@ -230,16 +239,16 @@ func describeRun[S any](ctx context.Context, tc client.Client, id string, final 
 	if l.state != runClosed || !final {
 		return l, nil, nil
 	}
-	s, err := finalStatus[S](ctx, tc, id)
+	s, err := finalStatus[S](ctx, tc, id, runID)
 	return l, s, err
 }
 
 // queryRun queries an open run's status; a closed run is rejected by the
 // server without a worker, and then classified (and its final status read)
 // as describeRun does.
-func queryRun[S any](ctx context.Context, tc client.Client, id string) (runLook, *S, error) {
+func queryRun[S any](ctx context.Context, tc client.Client, id, runID string) (runLook, *S, error) {
 	resp, err := tc.QueryWorkflowWithOptions(ctx, &client.QueryWorkflowWithOptionsRequest{
-		WorkflowID: id, QueryType: workflows.QueryStatus, QueryRejectCondition: enums.QUERY_REJECT_CONDITION_NOT_OPEN,
+		WorkflowID: id, RunID: runID, QueryType: workflows.QueryStatus, QueryRejectCondition: enums.QUERY_REJECT_CONDITION_NOT_OPEN,
 	})
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
@@ -253,7 +262,7 @@ func queryRun[S any](ctx context.Context, tc client.Client, id string) (runLook,
 		if l.state != runClosed {
 			return l, nil, nil
 		}
-		s, err := finalStatus[S](ctx, tc, id)
+		s, err := finalStatus[S](ctx, tc, id, runID)
 		return l, s, err
 	}
 	var s S
@@ -266,10 +275,10 @@ func queryRun[S any](ctx context.Context, tc client.Client, id string) (runLook,
 // finalStatus reads the status query of a closed workflow (a worker replays
 // it). A query the workflow cannot answer leaves the final status unknown
 // (nil); any other error is returned, to be retried.
-func finalStatus[S any](ctx context.Context, tc client.Client, id string) (*S, error) {
+func finalStatus[S any](ctx context.Context, tc client.Client, id, runID string) (*S, error) {
 	qctx, cancel := context.WithTimeout(ctx, finalQueryTimeout)
 	defer cancel()
-	v, err := tc.QueryWorkflow(qctx, id, "", workflows.QueryStatus)
+	v, err := tc.QueryWorkflow(qctx, id, runID, workflows.QueryStatus)
 	var qf *serviceerror.QueryFailed
 	if errors.As(err, &qf) {
 		return nil, nil

@@ -120,7 +120,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Remediation{Client: kc})
 	statuses := &activities.Statuses{Client: kc, Kube: cs}
 	w.RegisterActivity(statuses)
-	alerting := &activities.Alerts{Client: kc, Events: statuses}
+	alerting := &activities.Alerts{Client: kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue}
 	if o.AlertmanagerURL != "" {
 		am, err := activities.NewAlertmanager(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile)
 		if err != nil {

@@ -313,6 +313,14 @@ type KubernetesExecutionStatus struct {
 	Message string `json:"message,omitempty"`
 	// +optional
 	WorkflowID string `json:"workflowID,omitempty"`
+	// RunID is the Temporal run started under WorkflowID for this object (by
+	// the operator, or for a step by its request's run), recorded once. Only
+	// that run writes for the object: a run started later under the same,
+	// closed, workflow ID, or another run's replayed payload, writes nothing.
+	// Only Remedy's operator and worker may write status.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	RunID string `json:"runID,omitempty"`
 	// Requester is the username the run acts for (spec.requester).
 	// +optional
 	Requester string `json:"requester,omitempty"`

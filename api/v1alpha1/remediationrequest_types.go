@@ -123,6 +123,14 @@ type RemediationRequestStatus struct {
 	Message string `json:"message,omitempty"`
 	// +optional
 	WorkflowID string `json:"workflowID,omitempty"`
+	// RunID is the Temporal run the operator started under WorkflowID for
+	// this object, recorded once. Only
+	// that run writes for the object: a run started later under the same,
+	// closed, workflow ID, or another run's replayed payload, writes nothing.
+	// Only Remedy's operator and worker may write status.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	RunID string `json:"runID,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Sequence counts the workflow's own writes of this status; see

@@ -22,8 +22,9 @@ var (
 	}, []string{"action", "phase"})
 
 	// StatusWrites counts the workflows' pushes of .status by outcome:
-	// written, stale (a newer sequence was already stored), gone (object deleted)
-	// and conflict (a write lost a resourceVersion race and was retried).
+	// written, stale (a newer sequence was already stored), gone (object deleted),
+	// conflict (a write lost a resourceVersion race and was retried) and
+	// refused (the caller is not the object's own run).
 	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "remedy_status_writes_total",
 		Help: "Status pushes of workflows, by kind and outcome.",

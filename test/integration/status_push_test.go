@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,6 +116,15 @@ func pushWorkflow(ctx workflow.Context, in activities.ExecutionStatusPush) error
 	return workflow.ExecuteLocalActivity(ctx, s.PushExecutionStatus, in).Get(ctx, nil)
 }
 
+// pushServer is an execution's run as far as its status goes: each "push"
+// update writes one status through pushWorkflow, from this one run.
+func pushServer(ctx workflow.Context) error {
+	if err := workflow.SetUpdateHandler(ctx, "push", pushWorkflow); err != nil {
+		return err
+	}
+	return workflow.Await(ctx, func() bool { return false })
+}
+
 // TestStatusPushSurvivesConflictAndOutage drives the worker's status writer,
 // as the worker's own ServiceAccount, through a proxy in front of the real API
 // server: a write that loses a resourceVersion race is retried, a write made
@@ -142,18 +152,34 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 	const queue = "status-faults"
 	w := sdkworker.New(harness.Temporal(), queue, sdkworker.Options{})
 	w.RegisterWorkflow(pushWorkflow)
+	w.RegisterWorkflow(pushServer)
 	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
-	push := func(name string, seq int64, phase v1alpha1.Phase) error {
+	// Only the execution's recorded run writes its status: the test's
+	// pusher becomes that run, as an administrator rebinding the finished
+	// execution to it.
+	server, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: ns + "-pusher", TaskQueue: queue}, pushServer)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = harness.Temporal().TerminateWorkflow(context.Background(), server.GetID(), server.GetRunID(), "test done")
+	})
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
+	k.Status.WorkflowID, k.Status.RunID = server.GetID(), server.GetRunID()
+	require.NoError(t, harness.Kube().Status().Update(ctx, k))
+
+	pushed := func(name string, seq int64, phase v1alpha1.Phase) activities.ExecutionStatusPush {
 		st := *k.Status.DeepCopy()
 		st.Sequence, st.Phase, st.Reason, st.Message = seq, phase, string(phase), "pushed by "+name
 		st.PhaseTransitions = append(st.PhaseTransitions, v1alpha1.PhaseTransition{Phase: phase, Reason: string(phase), Time: metav1.NowMicro()})
-		run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: ns + "-" + name, TaskQueue: queue}, pushWorkflow,
-			activities.ExecutionStatusPush{Namespace: ns, Name: k.Name, UID: string(k.UID), Action: "scale", Status: st})
+		return activities.ExecutionStatusPush{Namespace: ns, Name: k.Name, UID: string(k.UID), Action: "scale", Status: st}
+	}
+	push := func(name string, seq int64, phase v1alpha1.Phase) error {
+		h, err := harness.Temporal().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: server.GetID(), RunID: server.GetRunID(),
+			UpdateName: "push", Args: []any{pushed(name, seq, phase)}, WaitForStage: client.WorkflowUpdateStageCompleted})
 		require.NoError(t, err)
-		return run.Get(ctx, nil)
+		return h.Get(ctx, nil)
 	}
 	stored := func() v1alpha1.KubernetesExecutionStatus {
 		var cur v1alpha1.KubernetesExecution
@@ -203,6 +229,20 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 		s := stored()
 		assert.Equal(t, base+2, s.Sequence)
 		assert.Equal(t, v1alpha1.PhaseExecuting, s.Phase)
+	})
+
+	t.Run("another run's push is refused and sends nothing", func(t *testing.T) {
+		before := stored()
+		puts := proxy.statusPuts.Load()
+		run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: ns + "-other", TaskQueue: queue}, pushWorkflow,
+			pushed("other", before.Sequence+5, v1alpha1.PhaseValidating))
+		require.NoError(t, err)
+		err = run.Get(ctx, nil)
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, err, &app)
+		assert.Equal(t, activities.ReasonSubjectMismatch, app.Type())
+		assert.Equal(t, before, stored())
+		assert.Equal(t, puts, proxy.statusPuts.Load(), "a refused write is not even sent")
 	})
 
 	t.Run("a stale writer never overwrites a newer phase", func(t *testing.T) {

@@ -115,10 +115,10 @@ func TestRequestOfAGoneWorkflowIsExpiredAtRequiredBy(t *testing.T) {
 // status.workflowID was written still has its workflow canceled, by the ID
 // derived from the object, instead of leaving it to run for an object that is
 // gone. Here every status write in the namespace is refused (as if the
-// operator's write after the start failed), the run's own pushes included:
-// each is retried for PushOptions.ScheduleToCloseTimeout and given up, so the
-// run gets past its subject check and waits for an approval with nothing on
-// the object saying it exists.
+// operator's write after the start failed), the run's own pushes included.
+// With no status.runID recorded, the run waits (its push and its subject
+// check retry until the operator records its run) and does nothing for the
+// object: no approval request, nothing written.
 func TestDeletingAnExecutionBeforeItsWorkflowIDIsWrittenCancelsItsWorkflow(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
@@ -129,15 +129,15 @@ func TestDeletingAnExecutionBeforeItsWorkflowIDIsWrittenCancelsItsWorkflow(t *te
 	k := createExecution(t, ns, "scale-doomed", spec)
 	id := workflows.ExecutionWorkflowID(ns, k.Name, string(k.UID))
 
-	// The approval request exists once the run is past its checks (its first,
-	// refused push takes PushOptions.ScheduleToCloseTimeout).
 	require.Eventually(t, func() bool {
-		return harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: workflows.ApprovalRequestName(k.Name)}, &v1alpha1.RemediationApprovalRequest{}) == nil
-	}, workflows.PushOptions.ScheduleToCloseTimeout+runTimeout, 100*time.Millisecond,
-		"the operator started the workflow, which asks for an approval")
+		s, err := workflowStatus(id)
+		return err == nil && s == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, runTimeout, 100*time.Millisecond, "the operator started the workflow")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
 	require.Contains(t, k.Finalizers, operator.Finalizer, "the finalizer came before the start")
 	require.Empty(t, k.Status.WorkflowID, "no status was written")
+	err := harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: workflows.ApprovalRequestName(k.Name)}, &v1alpha1.RemediationApprovalRequest{})
+	require.True(t, apierrors.IsNotFound(err), "a run whose run ID is not recorded asks nothing: %v", err)
 
 	require.NoError(t, harness.Kube().Delete(ctx, k))
 	require.Eventually(t, func() bool {

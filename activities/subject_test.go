@@ -1,0 +1,119 @@
+package activities
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
+
+// The test activity environment's caller: every activity it runs is
+// scheduled by this workflow ID and run ID.
+const (
+	testWorkflowID = "default-test-workflow-id"
+	testRunID      = "default-test-run-id"
+)
+
+// TestOwnRunBindsTheRunID: a KubernetesExecution acts for the run its
+// status records, and for no other run of the same workflow ID; an
+// unrecorded run is retried, never accepted.
+func TestOwnRunBindsTheRunID(t *testing.T) {
+	s := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	spec := v1alpha1.KubernetesExecutionSpec{Action: "scale", Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)}}
+	for _, tc := range []struct {
+		name, workflowID, runID string
+		phase                   v1alpha1.Phase
+		// want: "" passes, "retry" fails retryably, else the permanent reason.
+		want string
+	}{
+		{"the recorded run", testWorkflowID, testRunID, v1alpha1.PhaseValidating, ""},
+		{"another run of the same workflow ID", testWorkflowID, "the-closed-run", v1alpha1.PhaseValidating, ReasonSubjectMismatch},
+		{"another workflow", "kexec/shop/x/other", testRunID, v1alpha1.PhaseValidating, ReasonSubjectMismatch},
+		{"a run not recorded yet waits", testWorkflowID, "", v1alpha1.PhasePending, "retry"},
+		{"a finished execution, whoever asks", testWorkflowID, "", v1alpha1.PhaseCompleted, ReasonSubjectMismatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "x", UID: "u1"}, Spec: spec,
+				Status: v1alpha1.KubernetesExecutionStatus{WorkflowID: tc.workflowID, RunID: tc.runID, Phase: tc.phase}}
+			sub := &Subjects{Client: fake.NewClientBuilder().WithScheme(s).WithObjects(k).Build()}
+			ref := SubjectRef{Namespace: "shop", Name: "x", UID: "u1"}
+			run := ownRun{want: testWorkflowID, workflowID: tc.workflowID, runID: tc.runID}
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestActivityEnvironment()
+			check := func(ctx context.Context) error { return sub.ownRun(ctx, ref, "KubernetesExecution", run, tc.phase, "") }
+			env.RegisterActivity(check)
+			_, err := env.ExecuteActivity(check)
+			switch tc.want {
+			case "":
+				require.NoError(t, err)
+			case "retry":
+				require.ErrorContains(t, err, "not recorded yet")
+				var app *temporal.ApplicationError
+				require.ErrorAs(t, err, &app)
+				assert.False(t, app.NonRetryable())
+			default:
+				var app *temporal.ApplicationError
+				require.ErrorAs(t, err, &app)
+				assert.Equal(t, tc.want, app.Type())
+				assert.True(t, app.NonRetryable())
+			}
+		})
+	}
+}
+
+// TestStepsOnlyFromTheRequestsRun: a RemediationRequest's steps are created
+// by its recorded run only, not by another run under its workflow ID.
+func TestStepsOnlyFromTheRequestsRun(t *testing.T) {
+	s := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	const id = "rr/shop/fix/rr-uid"
+	for _, tc := range []struct {
+		name, runID string
+		created     bool
+	}{
+		{"the recorded run", testRunID, true},
+		{"another run of the same workflow ID", "the-closed-run", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := &v1alpha1.RemediationRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "fix", UID: "rr-uid"},
+				Status: v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhaseExecuting, WorkflowID: id, RunID: tc.runID}}
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(rr).Build()
+			r := &Remediation{Client: c}
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
+			env.RegisterActivity(r)
+			env.ExecuteWorkflow(func(ctx workflow.Context) error {
+				ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
+					RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+				return workflow.ExecuteActivity(ctx, r.CreateStepExecution, StepInput{Namespace: "shop", Request: "fix", RequestUID: "rr-uid",
+					Step: v1alpha1.RemediationStep{Name: "scale", Execution: v1alpha1.KubernetesExecutionSpec{Action: "scale"}}}).Get(ctx, nil)
+			})
+			require.True(t, env.IsWorkflowCompleted())
+			var steps v1alpha1.KubernetesExecutionList
+			require.NoError(t, c.List(t.Context(), &steps))
+			if tc.created {
+				require.NoError(t, env.GetWorkflowError())
+				assert.Len(t, steps.Items, 1)
+				return
+			}
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, env.GetWorkflowError(), &app)
+			assert.Equal(t, ReasonSubjectMismatch, app.Type())
+			assert.Empty(t, steps.Items)
+		})
+	}
+}
