@@ -126,6 +126,14 @@ func warnSignal(ctx workflow.Context, signal, note string) {
 	}
 }
 
+// warnRefused reports, from workflow code, a person's decision refused
+// because they may not decide the request.
+func warnRefused(ctx workflow.Context, signal, note string) {
+	if i, ok := ctx.Value(signalWarnings{}).(*unknownSignalsInbound); ok {
+		i.warn(ctx, signal, activities.ReasonApproverRefused, note)
+	}
+}
+
 // preferDecide points a person at the decide update, which answers at once.
 func preferDecide(ctx workflow.Context) string {
 	return fmt.Sprintf(`To decide, prefer the decide update, which refuses a mistake at once: temporal workflow update execute --workflow-id '%s' --name decide --input '{"approved":true,"approver":"<you>","reason":"..."}'`,
