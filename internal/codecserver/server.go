@@ -113,7 +113,13 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Set("Access-Control-Allow-Credentials", "true")
 		h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Namespace, Caller-Type")
+		// The UI's own headers (Content-Type, X-Namespace, Authorization with
+		// "pass access token") vary by version: an allowed origin may send any.
+		allow := "Authorization, Content-Type, X-Namespace"
+		if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+			allow = req
+		}
+		h.Set("Access-Control-Allow-Headers", allow)
 		h.Set("Access-Control-Max-Age", "600")
 	}
 	if r.Method == http.MethodOptions {
