@@ -37,6 +37,7 @@ func runDev(ctx context.Context, args []string) error {
 	driftMode := fs.String("drift-mode", "enforce", "default mode of the drift webhook: log or enforce")
 	callbacks, driftApproval, checkCallbacks := callbackFlags(fs)
 	stateDirFlag := fs.String("state-dir", "", "keep etcd's data, the API server's certificates and Temporal's database here, so the next start with it resumes every object and run (default: thrown away on exit)")
+	codecAddr := fs.String("codec-addr", "127.0.0.1:8091", "address of the operator's codec server: the Web UI and `temporal --codec-endpoint` read Remedy's sealed payloads and send a person's approval decisions through it (docs/approvals.md)")
 	amAddr := fs.String("alertmanager-addr", "127.0.0.1:9093", "address of Alertmanager's API and UI")
 	alertsAddr := fs.String("alerts-addr", "127.0.0.1:9095", "address of the worker's Alertmanager receiver")
 	runNode := fs.Bool("node", false, "also run a real node (containerd, kube-scheduler, the kubelet; Linux, root) so that Pods run; `make dev` sets it unless NODE=0")
@@ -93,6 +94,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err := checkPortsFree([]fixedPort{
 		{"Temporal frontend", "127.0.0.1:" + *port, "temporal-port"},
 		{"Temporal Web UI", "127.0.0.1:" + *uiPort, "ui-port"},
+		{"codec server", *codecAddr, "codec-addr"},
 	}); err != nil {
 		return err
 	}
@@ -116,6 +118,8 @@ func runDev(ctx context.Context, args []string) error {
 	opts.ControllerManager = true
 	opts.TemporalHostPort = "127.0.0.1:" + *port
 	opts.TemporalUIPort = *uiPort
+	codecURL := "http://" + *codecAddr
+	opts.TemporalUICodecEndpoint = codecURL
 	opts.Log = logFile
 	opts.DieWithParent = true
 	opts.StateDir = stateDir
@@ -197,6 +201,7 @@ func runDev(ctx context.Context, args []string) error {
 	done()
 	if err := writeAccess(env, kubeconfig, envFile, devenv.ShellEnv{
 		Kubeconfig: kubeconfig, TemporalAddress: env.TemporalAddress, WebUI: webUI, BinDir: binDir, AlertmanagerURL: am.URL,
+		CodecEndpoint: codecURL,
 	}); err != nil {
 		return err
 	}

@@ -53,6 +53,9 @@ type Options struct {
 	TemporalHostPort string
 	// TemporalUIPort enables the Web UI on that port; empty runs headless.
 	TemporalUIPort string
+	// TemporalUICodecEndpoint is the codec server the Web UI reads payloads
+	// through (the operator's --codec-addr); empty: none.
+	TemporalUICodecEndpoint string
 	// Log receives the child processes' output; nil discards it.
 	Log io.Writer
 	// DieWithParent ties etcd, kube-apiserver, kube-controller-manager and
@@ -279,6 +282,9 @@ func startTemporal(ctx context.Context, o Options, dir string) (*testsuite.DevSe
 	args := []string{"--dynamic-config-value", "system.forceSearchAttributesCacheRefreshOnRead=true"}
 	for _, name := range workflows.SearchAttributeNames {
 		args = append(args, "--search-attribute", name+"=Keyword")
+	}
+	if o.TemporalUICodecEndpoint != "" {
+		args = append(args, "--ui-codec-endpoint", o.TemporalUICodecEndpoint)
 	}
 	return testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath: o.TemporalCLI,

@@ -16,6 +16,9 @@ type ShellEnv struct {
 	BinDir string
 	// AlertmanagerURL, when set, is exported as ALERTMANAGER_URL (amtool's --alertmanager.url).
 	AlertmanagerURL string
+	// CodecEndpoint, when set, is exported as TEMPORAL_CODEC_ENDPOINT (the
+	// temporal CLI's --codec-endpoint): Remedy's codec server.
+	CodecEndpoint string
 }
 
 // Render is the file's text: bash/sh export lines with quoted values.
@@ -30,6 +33,9 @@ func (e ShellEnv) Render() []byte {
 	}
 	if e.AlertmanagerURL != "" {
 		fmt.Fprintf(&b, "export ALERTMANAGER_URL=%s\n", shellQuote(e.AlertmanagerURL))
+	}
+	if e.CodecEndpoint != "" {
+		fmt.Fprintf(&b, "export TEMPORAL_CODEC_ENDPOINT=%s\n", shellQuote(e.CodecEndpoint))
 	}
 	fmt.Fprintf(&b, "export PATH=%s:\"$PATH\"\n", shellQuote(e.BinDir))
 	return []byte(b.String())
