@@ -310,9 +310,20 @@ kube-controller-manager, the Temporal dev server with its Web UI, the drift
 webhook, the operator and the worker; with --node also a real node
 (containerd, kube-scheduler, the kubelet, the images of --node-images
 imported, no registry ever contacted), so that Pods run. It writes <dev-dir>/kubeconfig,
-<dev-dir>/env (source it: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, and
-PATH with <dev-dir>/bin first) and links the pinned kubectl and temporal and
-kubectl-remedy into <dev-dir>/bin.
+<dev-dir>/env (source it: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI,
+TEMPORAL_CODEC_ENDPOINT, and PATH with <dev-dir>/bin first) and links the
+pinned kubectl and temporal and kubectl-remedy into <dev-dir>/bin.
+
+Temporal payloads are sealed; the operator serves the codec server on
+--codec-addr, and the Web UI is pointed at it. Approve through Temporal as a
+Kubernetes identity (the ServiceAccount demo/approver may decide in demo):
+
+  export TEMPORAL_CODEC_AUTH="Bearer $(kubectl create token approver -n demo)"
+  temporal workflow update execute --workflow-id <id> --name decide --input '{"approved":true}'
+
+In the Web UI, sign in at <codec>/login with such a token, then set the UI's
+codec server (browser setting) to <codec> with "Include cross-origin
+credentials" on (docs/approvals.md, "Deciding through Temporal").
 
 The pinned binaries: the directory $KUBEBUILDER_ASSETS (etcd, kube-apiserver,
 kube-controller-manager, kubectl) and the file $TEMPORAL_CLI; where either is
