@@ -16,6 +16,8 @@ const (
 	ReasonUnknownSignal = "UnknownSignal"
 	// ReasonMalformedSignal: the signal's payload does not decode strictly.
 	ReasonMalformedSignal = "MalformedSignal"
+	// ReasonRefusedSignal: a signal whose payload Remedy's parts did not seal, refused before delivery.
+	ReasonRefusedSignal = "RefusedSignal"
 )
 
 // SignalWarning is a signal a workflow received and cannot use as sent.
