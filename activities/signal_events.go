@@ -19,6 +19,8 @@ const (
 	// ReasonApproverRefused: a person's decision, sent through Temporal,
 	// came from someone who may not decide the request.
 	ReasonApproverRefused = "ApproverRefused"
+	// ReasonRefusedSignal: a signal whose payload Remedy's parts did not seal, refused before delivery.
+	ReasonRefusedSignal = "RefusedSignal"
 )
 
 // SignalWarning is a signal a workflow received and cannot use as sent.

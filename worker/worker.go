@@ -4,6 +4,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -27,6 +28,7 @@ import (
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/release"
+	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -61,6 +63,11 @@ type Options struct {
 	// AlertmanagerURL is the Alertmanager alert runs verify their alert
 	// against and sweep for lost resolves (empty: no check, no sweep).
 	AlertmanagerURL string
+	// PayloadKeys are the keys Temporal's client seals with (internal/seal):
+	// the worker refuses a signal not sealed under them before the workflow
+	// sees it. Required. PayloadUnsealedBefore is the migration's cutoff.
+	PayloadKeys           *seal.Keyring
+	PayloadUnsealedBefore time.Time
 }
 
 // DefaultExecImage is the released image of this binary.
@@ -72,6 +79,9 @@ const DefaultStopTimeout = 20 * time.Second
 
 // New returns a worker on the remedy task queue with every workflow and activity registered.
 func New(o Options) (sdkworker.Worker, error) {
+	if o.PayloadKeys == nil {
+		return nil, errors.New("no payload keys: the worker accepts only payloads sealed by Remedy's parts (--payload-keys)")
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build discovery client: %w", err)
@@ -84,7 +94,8 @@ func New(o Options) (sdkworker.Worker, error) {
 	// Signals a workflow cannot use become Warning Events on its object.
 	signalEvents := activities.NewSignalEvents(cs, ctrllog.Log.WithName("signals"))
 	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
-		Interceptors:                            []interceptor.WorkerInterceptor{&workflows.UnknownSignals{Warner: signalEvents}},
+		Interceptors: []interceptor.WorkerInterceptor{&workflows.UnknownSignals{Warner: signalEvents,
+			Sealed: &seal.Signals{Keys: o.PayloadKeys, UnsealedBefore: o.PayloadUnsealedBefore}}},
 		MaxConcurrentActivityExecutionSize:      o.MaxConcurrentActivities,
 		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentLocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  o.MaxConcurrentWorkflowTasks,

@@ -105,6 +105,7 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	defer tc.Close()
 	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage,
+		PayloadKeys: tf.keys, PayloadUnsealedBefore: tf.cutoff,
 		MaxConcurrentActivities: *maxActivities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
 		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval, AlertmanagerURL: *amURL})
 	if err != nil {

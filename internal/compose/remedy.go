@@ -81,7 +81,7 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, PayloadKeys: e.Keys, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
 		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL})
 	if err != nil {
 		return nil, err

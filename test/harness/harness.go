@@ -24,6 +24,7 @@ import (
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/image"
+	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/operator"
 )
 
@@ -199,6 +200,9 @@ func Config() *rest.Config { return env.Config }
 
 // Temporal is a client of the dev server.
 func Temporal() client.Client { return env.Temporal }
+
+// Keys are the payload keys the parts and Temporal() seal with (devenv.Env.Keys).
+func Keys() *seal.Keyring { return env.Keys }
 
 // RemedyOptions are the options the package's Remedy runs with, for a test
 // that starts its own operator with a change.
