@@ -222,7 +222,8 @@ func runDev(ctx context.Context, args []string) error {
 
 	done = step("starting the operator and the worker")
 	stopped, err := compose.RunRemedy(ctx, env, compose.RemedyOptions{WorkerStopTimeout: *workerStop,
-		DriftCallbackURLs: *callbacks, DriftApproval: *driftApproval, AlertmanagerURL: am.URL})
+		DriftCallbackURLs: *callbacks, DriftApproval: *driftApproval, AlertmanagerURL: am.URL,
+		Codec: &compose.CodecOptions{Addr: *codecAddr, AllowedOrigins: []string{webUI, "http://localhost:" + *uiPort}}})
 	if err != nil {
 		return err
 	}
@@ -241,6 +242,7 @@ func runDev(ctx context.Context, args []string) error {
   kubeconfig:      %s
   Temporal:        %s
   Temporal Web UI: %s/namespaces/default/workflows
+  codec server:    %s (sign in at /login with: kubectl create token approver -n demo)
   logs:            %s
   metrics:         %s
   kubectl, temporal, kubectl-remedy, amtool: %s (the pinned ones, linked)
@@ -258,7 +260,7 @@ func runDev(ctx context.Context, args []string) error {
     amtool --alertmanager.url "$ALERTMANAGER_URL" alert add DemoHighLatency namespace=demo deployment=web
     kubectl get rr -n demo -l remedy.dev/rule=demo-latency -w
 
-`, remedyrelease.String(), kubeconfig, env.TemporalAddress, webUI, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
+`, remedyrelease.String(), kubeconfig, env.TemporalAddress, webUI, codecURL, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
 		envFile, binDir, envFile, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), am.URL, receiver)
 	fmt.Println("remedy dev: ready")
 

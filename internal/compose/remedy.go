@@ -57,6 +57,8 @@ type RemedyOptions struct {
 	DriftApproval     bool
 	// AlertmanagerURL is the worker's (alert runs verify against it and sweep it).
 	AlertmanagerURL string
+	// Codec, when set, has the operator serve the codec server (ServeCodec).
+	Codec *CodecOptions
 	// WrapTransport, when set, wraps the API clients of both processes
 	// (the benchmarks count their requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -76,6 +78,15 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	mgr, err := NewOperator(ctx, e, o)
 	if err != nil {
 		return nil, err
+	}
+	if o.Codec != nil {
+		opCfg, err := devenv.ServiceAccountConfig(ctx, e.Config, devenv.Namespace, "remedy-operator")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := ServeCodec(ctx, opCfg, e.Keys, *o.Codec); err != nil {
+			return nil, err
+		}
 	}
 	wCfg, err := devenv.ServiceAccountConfig(ctx, e.Config, devenv.Namespace, "remedy-worker")
 	if err != nil {

@@ -52,7 +52,7 @@ func codecEndpoint(t *testing.T) string {
 		ctx := context.Background()
 		cfg, err := devenv.ServiceAccountConfig(ctx, harness.Config(), devenv.Namespace, "remedy-operator")
 		require.NoError(t, err)
-		codecURL, err = compose.ServeCodec(ctx, cfg, codecKeys(t), compose.CodecOptions{Addr: "127.0.0.1:0", AllowedOrigins: []string{webUIOrigin}})
+		codecURL, err = compose.ServeCodec(ctx, cfg, harness.Keys(), compose.CodecOptions{Addr: "127.0.0.1:0", AllowedOrigins: []string{webUIOrigin}})
 		require.NoError(t, err)
 	})
 	require.NotEmpty(t, codecURL)
@@ -72,12 +72,6 @@ func person(t *testing.T, ns, name string) (user, token string) {
 
 func ptrInt64(v int64) *int64 { return &v }
 
-// codecKeys are Remedy's payload keys. TODO(merge seal): harness.Keys().
-func codecKeys(t *testing.T) *seal.Keyring {
-	k, err := seal.NewKeyring("k1", map[string][]byte{"k1": []byte("0123456789abcdef0123456789abcdef")})
-	require.NoError(t, err)
-	return k
-}
 
 // mayDecode grants user the codec server's decode verb (payload-reader-example.yaml).
 func mayDecode(t *testing.T, user string) {
@@ -204,7 +198,7 @@ func TestWebUIDecodesThroughTheCodecServer(t *testing.T) {
 	mayDecode(t, reader)
 	_, otherToken := person(t, ns, "other")
 	base := codecEndpoint(t)
-	sealed, err := seal.DataConverter(codecKeys(t)).ToPayload(map[string]string{"greeting": "readable"})
+	sealed, err := seal.DataConverter(harness.Keys()).ToPayload(map[string]string{"greeting": "readable"})
 	require.NoError(t, err)
 	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{sealed}})
 	require.NoError(t, err)
