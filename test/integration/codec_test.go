@@ -89,7 +89,6 @@ func payloadData(out string) string {
 	return b.String()
 }
 
-
 // mayDecode grants user the codec server's decode verb (payload-reader-example.yaml).
 func mayDecode(t *testing.T, user string) {
 	grantRules(t, "", user, rbacv1.PolicyRule{APIGroups: []string{codecserver.Group}, Resources: []string{codecserver.Resource}, Verbs: []string{codecserver.DecodeVerb}})
@@ -109,7 +108,9 @@ func temporalCodec(t *testing.T, token string, args ...string) (string, error) {
 	return string(out), err
 }
 
-func refused(kind string) float64 { return testutil.ToFloat64(metrics.PayloadsRefused.WithLabelValues(kind)) }
+func refused(kind string) float64 {
+	return testutil.ToFloat64(metrics.PayloadsRefused.WithLabelValues(kind))
+}
 
 // `temporal workflow update` through the codec server: without a token the
 // codec server answers 401 and nothing reaches the run; a person without
