@@ -117,6 +117,21 @@ func Main(m *testing.M, o Options) int {
 		}
 	}
 	opts.AuditLog = o.AuditLog
+	tokenDir, err := os.MkdirTemp("", "remedy-tokens-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness: tokens:", err)
+		return 1
+	}
+	defer os.RemoveAll(tokenDir)
+	tokenFile, err := writeTokenFile(tokenDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness: tokens:", err)
+		return 1
+	}
+	if opts.APIServerFlags == nil {
+		opts.APIServerFlags = map[string]string{}
+	}
+	opts.APIServerFlags["token-auth-file"] = tokenFile
 	for _, c := range o.CRDs {
 		opts.ExtraCRDs = append(opts.ExtraCRDs, filepath.Join(Root, c))
 	}

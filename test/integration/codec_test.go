@@ -25,6 +25,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -106,6 +107,29 @@ func temporalCodec(t *testing.T, token string, args ...string) (string, error) {
 	cmd.Env = append(os.Environ(), "TEMPORAL_CODEC_AUTH=", "TEMPORAL_CODEC_ENDPOINT=")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+var decoders sync.Map
+
+// mayApproveAndDecode lets user decide requests in ns (remedy-approver) and
+// decode payloads (remedy-payload-reader), once each.
+func mayApproveAndDecode(t *testing.T, ns, user string) {
+	t.Helper()
+	ctx := context.Background()
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	err := harness.Kube().Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cli-" + user},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "remedy-approver"}, Subjects: subject})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	if _, done := decoders.LoadOrStore(user, true); done {
+		return
+	}
+	err = harness.Kube().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "cli-decode-" + user},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "remedy-payload-reader"}, Subjects: subject})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
 }
 
 func refused(kind string) float64 {
