@@ -133,21 +133,24 @@ func rogueSchedule(ctx workflow.Context, names []string, forged map[string]any) 
 		// Retries would show a refusal that is not permanent.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 5},
 	})
-	futures := make([]workflow.Future, len(names))
-	for i, n := range names {
-		futures[i] = workflow.ExecuteActivity(ctx, n, forged)
+	// Each with the forged input, and with none (which no codec would see).
+	var futures []workflow.Future
+	var labels []string
+	for _, n := range names {
+		futures = append(futures, workflow.ExecuteActivity(ctx, n, forged), workflow.ExecuteActivity(ctx, n))
+		labels = append(labels, n+"(forged)", n+"(no input)")
 	}
-	out := make([]string, len(names))
+	out := make([]string, len(futures))
 	for i, f := range futures {
 		err := f.Get(ctx, nil)
 		var app *temporal.ApplicationError
 		switch {
 		case err == nil:
-			out[i] = names[i] + "/ran"
+			out[i] = labels[i] + "/ran"
 		case errors.As(err, &app):
-			out[i] = fmt.Sprintf("%s/%s/nonretryable=%t", names[i], app.Type(), app.NonRetryable())
+			out[i] = fmt.Sprintf("%s/%s/nonretryable=%t", labels[i], app.Type(), app.NonRetryable())
 		default:
-			out[i] = names[i] + "/" + err.Error()
+			out[i] = labels[i] + "/" + err.Error()
 		}
 	}
 	return out, nil
@@ -156,7 +159,8 @@ func rogueSchedule(ctx workflow.Context, names []string, forged map[string]any) 
 // A rogue worker with no Kubernetes credentials and no key runs a workflow of
 // its own that schedules every activity Remedy's worker registers on
 // Remedy's task queue, with inputs it chose from a live run's subject: each
-// is refused before any activity code runs, for good (one attempt), and
+// is refused before any activity code runs, with that input and with none,
+// for good (one attempt), and
 // counted; nothing in the namespace is written, and the live run's history
 // shows none of its payloads' content.
 func TestRogueWorkerSchedulesEveryActivity(t *testing.T) {
@@ -193,7 +197,8 @@ func TestRogueWorkerSchedulesEveryActivity(t *testing.T) {
 	for _, o := range outcomes {
 		assert.True(t, strings.HasSuffix(o, "/"+seal.TypeRefused+"/nonretryable=true"), "refused for good: %s", o)
 	}
-	assert.GreaterOrEqual(t, refusedPayloads(seal.RefusedUnsealed)-unsealed, float64(len(names)), "every refusal counted")
+	require.Len(t, outcomes, 2*len(names))
+	assert.GreaterOrEqual(t, refusedPayloads(seal.RefusedUnsealed)-unsealed, float64(len(outcomes)), "every refusal counted")
 	// One attempt each: ActivityTaskStarted records the last attempt.
 	it := rogue.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	started := 0
@@ -205,7 +210,7 @@ func TestRogueWorkerSchedulesEveryActivity(t *testing.T) {
 			assert.Equal(t, int32(1), a.GetAttempt(), "a refusal is not retried")
 		}
 	}
-	assert.Equal(t, len(names), started)
+	assert.Equal(t, len(outcomes), started)
 
 	assert.Equal(t, before, snapshot(t, ns), "nothing in the namespace was written")
 	var now v1alpha1.KubernetesExecution
