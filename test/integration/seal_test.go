@@ -167,7 +167,14 @@ func TestRogueWorkerSchedulesEveryActivity(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
 	k, _ := awaitingApproval(t, ns, "scale-rogue", time.Hour, 0)
-	before := snapshot(t, ns)
+	// The run's own writes (its approval request's status) settle first.
+	var before map[string]string
+	require.Eventually(t, func() bool {
+		prev := before
+		before = snapshot(t, ns)
+		return prev != nil && assert.ObjectsAreEqual(prev, before)
+	}, time.Minute, 2*time.Second, "the namespace settles")
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
 	phase := k.Status.Phase
 
 	cfg, err := devenv.ServiceAccountConfig(ctx, harness.Config(), devenv.Namespace, "remedy-worker")
