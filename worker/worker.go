@@ -93,14 +93,14 @@ func New(o Options) (sdkworker.Worker, error) {
 	}
 	// Signals a workflow cannot use become Warning Events on its object.
 	signalEvents := activities.NewSignalEvents(cs, ctrllog.Log.WithName("signals"))
-	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
+	w := &registered{Worker: sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&workflows.UnknownSignals{Warner: signalEvents,
 			Sealed: &seal.Signals{Keys: o.PayloadKeys, UnsealedBefore: o.PayloadUnsealedBefore}}},
 		MaxConcurrentActivityExecutionSize:      o.MaxConcurrentActivities,
 		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentLocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  o.MaxConcurrentWorkflowTasks,
 		WorkerStopTimeout:                       o.StopTimeout,
-	})
+	})}
 	workflows.RegisterAll(w)
 	dyn, err := dynamic.NewForConfig(o.Kube)
 	if err != nil {
@@ -138,7 +138,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})
 	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
-	return &watchedWorker{Worker: w, factories: watches, stop: make(chan struct{}),
+	return &watchedWorker{Worker: w.Worker, activities: w.activities, factories: watches, stop: make(chan struct{}),
 		policies: policies, policyChanged: func() { activities.ObservePolicy(context.Background(), validation) },
 		background: []func(stop <-chan struct{}){signalEvents.Run}}, nil
 }

@@ -127,6 +127,8 @@ var notRecorded = map[string]string{
 		"policy, never a run's reason (activities/policy_lastgood_test.go, test/integration/policy_broken_test.go)",
 	"reason UnknownSignal": "the reason of a Warning Event the worker records outside the history for a signal no handler " +
 		"reads, never a run's reason (workflows/signals_test.go, test/integration/signal_warnings_test.go)",
+	"reason RefusedSignal": "the reason of a Warning Event the worker records outside the history for a signal whose payload " +
+		"Remedy's parts did not seal, refused before delivery, never a run's reason (test/integration/seal_test.go)",
 	"reason WorkflowLost": "written by the operator when a run's workflow is gone, so no workflow history reaches it " +
 		"(test/integration/workflow_lost_test.go)",
 	"reason GateUnknown": "an alert run held because Alertmanager cannot be read for spec.blockWhileFiring; stopping the " +

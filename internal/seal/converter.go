@@ -11,17 +11,14 @@ import (
 // Temporal: the SDK's default conversions, plus a person's payloads for the
 // types that accept them, all sealed under keys.
 func DataConverter(keys *Keyring) converter.DataConverter {
-	return converter.NewCodecDataConverter(payloadConverters(), &Codec{Keys: keys})
+	return NewDataConverter(keys, time.Time{})
 }
 
 // NewDataConverter is DataConverter that, when unsealedBefore is set, also
 // accepts the unsealed payloads a previous release recorded before that
 // moment, and nothing else unsealed (migrate.go).
 func NewDataConverter(keys *Keyring, unsealedBefore time.Time) converter.DataConverter {
-	if unsealedBefore.IsZero() {
-		return DataConverter(keys)
-	}
-	return &migrating{DataConverter: DataConverter(keys), keys: keys, cutoff: unsealedBefore}
+	return &sealed{DataConverter: converter.NewCodecDataConverter(payloadConverters(), &Codec{Keys: keys}), keys: keys, cutoff: unsealedBefore}
 }
 
 func payloadConverters() converter.DataConverter {

@@ -2,6 +2,7 @@ package seal
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -25,43 +26,62 @@ import (
 // Everything that reaches a run after the cutoff, whenever the run started,
 // and every activity scheduled after it, must be sealed. Payloads are always
 // sealed when encoded. Without a cutoff nothing unsealed is accepted.
-type migrating struct {
+type sealed struct {
 	converter.DataConverter // strict
 	keys                    *Keyring
 	cutoff                  time.Time
 }
 
 var (
-	_ converter.ContextAware                          = (*migrating)(nil)
-	_ converter.DataConverterWithSerializationContext = (*migrating)(nil)
+	_ converter.ContextAware                          = (*sealed)(nil)
+	_ converter.DataConverterWithSerializationContext = (*sealed)(nil)
 )
 
 // WithWorkflowContext accepts unsealed payloads decoded while ctx's run
 // replays what happened before the cutoff. The time is read when a payload
 // is decoded, not when the converter is bound (an activity's result is
 // decoded tasks after it was scheduled).
-func (m *migrating) WithWorkflowContext(ctx workflow.Context) converter.DataConverter {
+func (m *sealed) WithWorkflowContext(ctx workflow.Context) converter.DataConverter {
+	if m.cutoff.IsZero() {
+		return m
+	}
 	return converter.NewCodecDataConverter(payloadConverters(), &legacyCodec{Codec: Codec{Keys: m.keys}, accept: func() bool {
 		return m.beforeCutoff(ctx)
 	}})
 }
 
-// WithContext accepts unsealed input for an activity scheduled before the cutoff.
-func (m *migrating) WithContext(ctx context.Context) converter.DataConverter {
-	if activity.IsActivity(ctx) && activity.GetInfo(ctx).ScheduledTime.Before(m.cutoff) {
-		return converter.NewCodecDataConverter(payloadConverters(), &legacyCodec{Codec: Codec{Keys: m.keys}, accept: func() bool { return true }})
+// WithContext refuses an activity's input that lacks a payload (which no
+// codec would see), and accepts unsealed input for an activity scheduled
+// before the cutoff.
+func (m *sealed) WithContext(ctx context.Context) converter.DataConverter {
+	if !activity.IsActivity(ctx) {
+		return m
 	}
-	return m
+	if !m.cutoff.IsZero() && activity.GetInfo(ctx).ScheduledTime.Before(m.cutoff) {
+		return wholeInput{converter.NewCodecDataConverter(payloadConverters(), &legacyCodec{Codec: Codec{Keys: m.keys}, accept: func() bool { return true }})}
+	}
+	return wholeInput{m.DataConverter}
+}
+
+// wholeInput refuses to decode fewer payloads than values: an activity
+// scheduled with no input would otherwise run on zero values, sealed by no one.
+type wholeInput struct{ converter.DataConverter }
+
+func (w wholeInput) FromPayloads(payloads *commonpb.Payloads, valuePtrs ...any) error {
+	if n := len(payloads.GetPayloads()); n < len(valuePtrs) {
+		return refuse(RefusedUnsealed, fmt.Sprintf("%d payloads for %d values: a missing payload is not sealed", n, len(valuePtrs)))
+	}
+	return w.DataConverter.FromPayloads(payloads, valuePtrs...)
 }
 
 // WithSerializationContext keeps the migration: sealing does not depend on it.
-func (m *migrating) WithSerializationContext(converter.SerializationContext) converter.DataConverter {
+func (m *sealed) WithSerializationContext(converter.SerializationContext) converter.DataConverter {
 	return m
 }
 
 // beforeCutoff says whether ctx's run is replaying a workflow task that
 // started before the cutoff. A context without a workflow says no.
-func (m *migrating) beforeCutoff(ctx workflow.Context) (before bool) {
+func (m *sealed) beforeCutoff(ctx workflow.Context) (before bool) {
 	defer func() {
 		if recover() != nil {
 			before = false

@@ -22,7 +22,7 @@ type Signals struct {
 // Check returns a RefusedError (counted) for a payload the signal must not carry.
 func (s *Signals) Check(ctx workflow.Context, signal string, personal bool, payloads *commonpb.Payloads) error {
 	for _, p := range payloads.GetPayloads() {
-		if string(p.GetMetadata()[metaEncoder]) != Encoding && !s.UnsealedBefore.IsZero() && (&migrating{cutoff: s.UnsealedBefore}).beforeCutoff(ctx) {
+		if string(p.GetMetadata()[metaEncoder]) != Encoding && !s.UnsealedBefore.IsZero() && (&sealed{cutoff: s.UnsealedBefore}).beforeCutoff(ctx) {
 			continue
 		}
 		_, origin, err := s.Keys.open(p)

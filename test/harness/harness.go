@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -247,4 +248,32 @@ func Use(e *devenv.Env) error {
 	}
 	env, kube = e, c
 	return nil
+}
+
+// RotateKeys rotates the payload keys for the rest of the test, as an
+// operator rotates Secret remedy-payload-keys: a fresh key named id becomes
+// the active one, the others stay, and Temporal() is a new client sealing
+// with it. Parts started afterwards use them; the test's end restores both.
+func RotateKeys(t *testing.T, id string) {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := os.ReadDir(env.PayloadKeys)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(env.PayloadKeys, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o600))
+	}
+	require.NoError(t, devenv.AddPayloadKey(dir, id))
+	keys, err := seal.LoadKeyring(dir)
+	require.NoError(t, err)
+	dc := seal.DataConverter(keys)
+	c, err := client.Dial(client.Options{HostPort: env.TemporalAddress, Namespace: "default", DataConverter: dc, FailureConverter: seal.FailureConverter(dc)})
+	require.NoError(t, err)
+	old := *env
+	env.Temporal, env.Keys, env.PayloadKeys = c, keys, dir
+	t.Cleanup(func() {
+		env.Temporal, env.Keys, env.PayloadKeys = old.Temporal, old.Keys, old.PayloadKeys
+		c.Close()
+	})
 }

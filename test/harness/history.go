@@ -90,6 +90,8 @@ func history(t *testing.T, workflowID, runID string) *historypb.History {
 		h.Events = append(h.Events, e)
 	}
 	require.NotEmpty(t, h.Events)
+	// Recorded unsealed: the committed histories replay with the plain converter and hold no key.
+	require.NoError(t, env.Keys.Unseal(context.Background(), h), "unseal the history of %s", workflowID)
 	return h
 }
 
