@@ -168,11 +168,17 @@ func (k *Keyring) Unseal(ctx context.Context, msg proto.Message) error {
 				if string(p.GetMetadata()[metaEncoder]) != Encoding {
 					continue
 				}
-				inner, _, err := k.open(p)
+				inner, origin, err := k.open(p)
 				if err != nil {
 					return nil, err
 				}
-				delete(inner.Metadata, metaPerson)
+				if origin == OriginPerson {
+					// Kept a person's, with who: the workflow authorizes that
+					// person, so a replay must see them (PlainDataConverter).
+					if inner, err = asPersonPayload(inner); err != nil {
+						return nil, err
+					}
+				}
 				out[i] = inner
 			}
 			return out, nil

@@ -38,3 +38,7 @@ func payloadConverters() converter.DataConverter {
 func FailureConverter(dc converter.DataConverter) converter.FailureConverter {
 	return refusalFailures{temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})}
 }
+
+// PlainDataConverter reads what Unseal leaves: the SDK's conversions and a
+// person's payloads, without sealing. Replayers of unsealed histories use it.
+func PlainDataConverter() converter.DataConverter { return payloadConverters() }
