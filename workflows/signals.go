@@ -163,7 +163,7 @@ func warnRefused(ctx workflow.Context, signal, note string) {
 
 // preferDecide points a person at the decide update, which answers at once.
 func preferDecide(ctx workflow.Context) string {
-	return fmt.Sprintf(`To decide, prefer the decide update, which refuses a mistake at once: temporal workflow update execute --workflow-id '%s' --name decide --input '{"approved":true,"approver":"<you>","reason":"..."}'`,
+	return fmt.Sprintf(`To decide, prefer the decide update, which refuses a mistake at once: temporal workflow update execute --workflow-id '%s' --name decide --input '{"approved":true,"reason":"..."}' --codec-endpoint <Remedy's codec server> --codec-auth "Bearer <your Kubernetes token>"`,
 		workflow.GetInfo(ctx).WorkflowExecution.ID)
 }
 
