@@ -16,6 +16,11 @@ const (
 	ReasonUnknownSignal = "UnknownSignal"
 	// ReasonMalformedSignal: the signal's payload does not decode strictly.
 	ReasonMalformedSignal = "MalformedSignal"
+	// ReasonApproverRefused: a person's decision, sent through Temporal,
+	// came from someone who may not decide the request.
+	ReasonApproverRefused = "ApproverRefused"
+	// ReasonRefusedSignal: a signal whose payload Remedy's parts did not seal, refused before delivery.
+	ReasonRefusedSignal = "RefusedSignal"
 )
 
 // SignalWarning is a signal a workflow received and cannot use as sent.

@@ -241,9 +241,9 @@ func requestedNote(rar *v1alpha1.RemediationApprovalRequest) string {
 	if c := rar.Spec.ApprovalContext; c.RequireDistinctApprover && c.Requester != "" {
 		who = "; an approver other than the requester " + c.Requester + " must approve"
 	}
-	return fmt.Sprintf("%s on %s before %s%s. Approve: temporal workflow update execute --workflow-id %s --name decide --input '{\"approved\":true,\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
-		" (answers at once, and refuses a mistake) | or: kubectl patch rar %s -n %s --subresource=status --type=merge -p '{\"status\":{\"decision\":\"Approved\",\"decisionMessage\":\"...\"}}'"+
-		" | or the signal: temporal workflow signal --workflow-id %s --name approve --input '{\"approver\":\"<you>\",\"reason\":\"...\",\"request\":\"%s\"}'"+
+	return fmt.Sprintf("%s on %s before %s%s. Approve: temporal workflow update execute --workflow-id %s --name decide --input '{\"approved\":true,\"reason\":\"...\",\"request\":\"%s\"}'"+
+		" (answers at once, and refuses a mistake; through Remedy's codec server: --codec-endpoint <url> --codec-auth \"Bearer <your Kubernetes token>\") | or: kubectl patch rar %s -n %s --subresource=status --type=merge -p '{\"status\":{\"decision\":\"Approved\",\"decisionMessage\":\"...\"}}'"+
+		" | or the signal: temporal workflow signal --workflow-id %s --name approve --input '{\"reason\":\"...\",\"request\":\"%s\"}'"+
 		" (reject: \"approved\":false, \"Rejected\", or --name reject)",
 		rar.Spec.ApprovalContext.Action, rar.Spec.ApprovalContext.Target.String(), rar.Spec.RequiredBy.UTC().Format(time.RFC3339), who,
 		id, rar.Name, rar.Name, rar.Namespace, id, rar.Name)

@@ -27,6 +27,8 @@ type watchedWorker struct {
 	background []func(stop <-chan struct{})
 	stop       chan struct{}
 	stopOnce   sync.Once
+	// activities are the registered activity types (ActivityTypes).
+	activities []string
 }
 
 // policyWatches watches namespaces and the policy ConfigMaps of the action

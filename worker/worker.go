@@ -4,6 +4,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -27,6 +28,7 @@ import (
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/release"
+	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -64,6 +66,11 @@ type Options struct {
 	// AlertmanagerHTTPConfigFile holds the basic-auth credentials it is read
 	// with (amtool's --http.config.file format); required with AlertmanagerURL.
 	AlertmanagerHTTPConfigFile string
+	// PayloadKeys are the keys Temporal's client seals with (internal/seal):
+	// the worker refuses a signal not sealed under them before the workflow
+	// sees it. Required. PayloadUnsealedBefore is the migration's cutoff.
+	PayloadKeys           *seal.Keyring
+	PayloadUnsealedBefore time.Time
 }
 
 // DefaultExecImage is the released image of this binary.
@@ -75,6 +82,9 @@ const DefaultStopTimeout = 20 * time.Second
 
 // New returns a worker on the remedy task queue with every workflow and activity registered.
 func New(o Options) (sdkworker.Worker, error) {
+	if o.PayloadKeys == nil {
+		return nil, errors.New("no payload keys: the worker accepts only payloads sealed by Remedy's parts (--payload-keys)")
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(o.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("build discovery client: %w", err)
@@ -86,13 +96,14 @@ func New(o Options) (sdkworker.Worker, error) {
 	}
 	// Signals a workflow cannot use become Warning Events on its object.
 	signalEvents := activities.NewSignalEvents(cs, ctrllog.Log.WithName("signals"))
-	w := sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
-		Interceptors:                            []interceptor.WorkerInterceptor{&workflows.UnknownSignals{Warner: signalEvents}},
+	w := &registered{Worker: sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
+		Interceptors: []interceptor.WorkerInterceptor{&workflows.UnknownSignals{Warner: signalEvents,
+			Sealed: &seal.Signals{Keys: o.PayloadKeys, UnsealedBefore: o.PayloadUnsealedBefore}}},
 		MaxConcurrentActivityExecutionSize:      o.MaxConcurrentActivities,
 		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentLocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  o.MaxConcurrentWorkflowTasks,
 		WorkerStopTimeout:                       o.StopTimeout,
-	})
+	})}
 	workflows.RegisterAll(w)
 	dyn, err := dynamic.NewForConfig(o.Kube)
 	if err != nil {
@@ -136,7 +147,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})
 	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
-	return &watchedWorker{Worker: w, factories: watches, stop: make(chan struct{}),
+	return &watchedWorker{Worker: w.Worker, activities: w.activities, factories: watches, stop: make(chan struct{}),
 		policies: policies, policyChanged: func() { activities.ObservePolicy(context.Background(), validation) },
 		background: []func(stop <-chan struct{}){signalEvents.Run}}, nil
 }

@@ -289,23 +289,33 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 		return
 	}
 	g.listening = true
-	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, raw json.RawMessage) (string, error) {
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, in decisionPayload) (string, error) {
 		// The validator refused anything but a strict payload.
 		var req DecideRequest
 		//workflowcheck:ignore
-		if err := json.Unmarshal(raw, &req); err != nil {
+		if err := json.Unmarshal(in.raw, &req); err != nil {
 			return "", fmt.Errorf("decode decide: %w", err)
 		}
 		d := activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: req.Approver, Via: v1alpha1.DecidedViaUpdate, At: workflow.Now(ctx), Message: req.Reason}
 		if req.Approved {
 			d.Decision = v1alpha1.DecisionApproved
 		}
+		if in.by != nil {
+			// A person: their Kubernetes identity, authorized, never the name they typed.
+			if why := g.offerPerson(ctx, req.Namespace, req.Request, *in.by, d); why != "" {
+				return "", errors.New(why)
+			}
+			return string(d.Decision), nil
+		}
 		g.offer(ctx, req.Namespace, req.Request, d)
 		return string(d.Decision), nil
-	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error {
-		req, err := decodeDecide(raw)
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in decisionPayload) error {
+		req, err := decodeDecide(in.raw)
 		if err != nil {
 			return err
+		}
+		if in.by != nil {
+			req.Approver = in.by.Username
 		}
 		return g.validate(ctx, req)
 	}})
@@ -320,8 +330,18 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 		ch, decision := workflow.GetSignalChannel(ctx, s.name), s.decision
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			for {
+				var in decisionPayload
+				ch.Receive(ctx, &in)
 				var s ApprovalSignal
-				if !receiveSignal(ctx, ch, &s, strict) {
+				if !useSignal(ctx, ch, in.raw, &s, strict) {
+					continue
+				}
+				if in.by != nil {
+					// A person's: never the kubectl relay, whatever "via" says.
+					d := activities.Decision{Decision: decision, Via: v1alpha1.DecidedViaSignal, Message: s.Reason}
+					if why := g.offerPerson(ctx, s.Namespace, s.Request, *in.by, d); why != "" {
+						warnRefused(ctx, ch.Name(), fmt.Sprintf("signal %q from %s was accepted by Temporal but refused: %s", ch.Name(), in.by.Username, why))
+					}
 					continue
 				}
 				via := v1alpha1.DecidedViaSignal

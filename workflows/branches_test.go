@@ -121,10 +121,14 @@ var notRecorded = map[string]string{
 	"phase " + "Pending": "a run's state before its first phase change: never written, pushed or returned",
 	"reason MalformedSignal": "the reason of a Warning Event the worker records outside the history for a signal a run " +
 		"cannot decode, never a run's reason (workflows/signals_test.go, test/integration/signal_warnings_test.go)",
+	"reason ApproverRefused": "the reason of a Warning Event the worker records outside the history for a person's decision " +
+		"from someone who may not decide, never a run's reason (workflows/approval_person_test.go, test/integration/codec_test.go)",
 	"reason PolicyBroken": "the reason of a Warning Event the worker records on a policy ConfigMap that breaks the safety " +
 		"policy, never a run's reason (activities/policy_lastgood_test.go, test/integration/policy_broken_test.go)",
 	"reason UnknownSignal": "the reason of a Warning Event the worker records outside the history for a signal no handler " +
 		"reads, never a run's reason (workflows/signals_test.go, test/integration/signal_warnings_test.go)",
+	"reason RefusedSignal": "the reason of a Warning Event the worker records outside the history for a signal whose payload " +
+		"Remedy's parts did not seal, refused before delivery, never a run's reason (test/integration/seal_test.go)",
 	"reason WorkflowLost": "written by the operator when a run's workflow is gone, so no workflow history reaches it " +
 		"(test/integration/workflow_lost_test.go)",
 	"reason GateUnknown": "an alert run held because Alertmanager cannot be read for spec.blockWhileFiring; stopping the " +

@@ -82,6 +82,11 @@ func decodeDecide(raw json.RawMessage) (DecideRequest, error) {
 func receiveSignal(ctx workflow.Context, ch workflow.ReceiveChannel, v any, strict func() bool) bool {
 	var raw json.RawMessage
 	ch.Receive(ctx, &raw)
+	return useSignal(ctx, ch, raw, v, strict)
+}
+
+// useSignal is receiveSignal for a payload already received.
+func useSignal(ctx workflow.Context, ch workflow.ReceiveChannel, raw json.RawMessage, v any, strict func() bool) bool {
 	err := decodeStrict(raw, v)
 	if err == nil {
 		return true

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/internal/seal"
 )
 
 // Committed histories of every branch of the current code replay against it;
@@ -43,7 +44,9 @@ func TestReplayReleasedHistories(t *testing.T) {
 func replayAll(t *testing.T, files []string) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
+			// A person's decisions replay as theirs (seal.Keyring.Unseal keeps who).
+			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: seal.PlainDataConverter()})
+			require.NoError(t, err)
 			RegisterAll(r)
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
 		})

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/workflow"
 
@@ -50,11 +51,25 @@ type UnknownSignals struct {
 	interceptor.WorkerInterceptorBase
 	// Warner, when set, records each such signal on the workflow's object.
 	Warner SignalWarner
+	// Sealed, when set, refuses a signal whose payload Remedy's parts (or,
+	// for an approval decision, a person through the codec server) did not
+	// seal, before any handler or channel sees it; the refusal is counted
+	// and handed to Warner.
+	Sealed SealCheck
 }
+
+// SealCheck checks a signal's raw payloads (internal/seal.Signals).
+type SealCheck interface {
+	Check(ctx workflow.Context, signal string, personal bool, payloads *commonpb.Payloads) error
+}
+
+// personSignals are the signals a person may send sealed by the codec
+// server: approval decisions. Every other signal is Remedy's own.
+var personSignals = []string{SignalApprove, SignalReject}
 
 // InterceptWorkflow wraps each workflow's inbound calls.
 func (u *UnknownSignals) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
-	i := &unknownSignalsInbound{warner: u.Warner}
+	i := &unknownSignalsInbound{warner: u.Warner, sealed: u.Sealed}
 	i.Next = next
 	return i
 }
@@ -63,6 +78,7 @@ func (u *UnknownSignals) InterceptWorkflow(_ workflow.Context, next interceptor.
 type unknownSignalsInbound struct {
 	interceptor.WorkflowInboundInterceptorBase
 	warner SignalWarner
+	sealed SealCheck
 	// subject is the run's object, from its input; nil until the run starts.
 	subject *corev1.ObjectReference
 	// seq counts the run's signal warnings, replayed ones included, so each
@@ -90,6 +106,17 @@ func (i *unknownSignalsInbound) ExecuteWorkflow(ctx workflow.Context, in *interc
 
 func (i *unknownSignalsInbound) HandleSignal(ctx workflow.Context, in *interceptor.HandleSignalInput) error {
 	typ := workflow.GetInfo(ctx).WorkflowType.Name
+	if i.sealed != nil {
+		// Deterministic: the same payload under the same keys is refused on every replay.
+		if err := i.sealed.Check(ctx, in.SignalName, slices.Contains(personSignals, in.SignalName), in.Arg); err != nil {
+			workflow.GetLogger(ctx).Warn("signal refused: its payload was not sealed by Remedy's parts, so it is not delivered",
+				"signal", in.SignalName, "workflowType", typ, "error", err)
+			i.warn(ctx, in.SignalName, activities.ReasonRefusedSignal, fmt.Sprintf(
+				"signal %q was refused and not delivered: %v. Decide with kubectl remedy approve/reject, or through the codec server (docs/security.md, \"The Temporal trust boundary\").",
+				in.SignalName, err))
+			return nil
+		}
+	}
 	if known, ok := knownSignals[typ]; ok && !slices.Contains(known, in.SignalName) {
 		workflow.GetLogger(ctx).Warn("unknown signal: this workflow reads no signal of that name, so it does nothing",
 			"signal", in.SignalName, "workflowType", typ, "knownSignals", strings.Join(known, ", "))
@@ -126,9 +153,17 @@ func warnSignal(ctx workflow.Context, signal, note string) {
 	}
 }
 
+// warnRefused reports, from workflow code, a person's decision refused
+// because they may not decide the request.
+func warnRefused(ctx workflow.Context, signal, note string) {
+	if i, ok := ctx.Value(signalWarnings{}).(*unknownSignalsInbound); ok {
+		i.warn(ctx, signal, activities.ReasonApproverRefused, note)
+	}
+}
+
 // preferDecide points a person at the decide update, which answers at once.
 func preferDecide(ctx workflow.Context) string {
-	return fmt.Sprintf(`To decide, prefer the decide update, which refuses a mistake at once: temporal workflow update execute --workflow-id '%s' --name decide --input '{"approved":true,"approver":"<you>","reason":"..."}'`,
+	return fmt.Sprintf(`To decide, prefer the decide update, which refuses a mistake at once: temporal workflow update execute --workflow-id '%s' --name decide --input '{"approved":true,"reason":"..."}' --codec-endpoint <Remedy's codec server> --codec-auth "Bearer <your Kubernetes token>"`,
 		workflow.GetInfo(ctx).WorkflowExecution.ID)
 }
 

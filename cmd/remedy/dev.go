@@ -37,6 +37,7 @@ func runDev(ctx context.Context, args []string) error {
 	driftMode := fs.String("drift-mode", "enforce", "default mode of the drift webhook: log or enforce")
 	callbacks, driftApproval, checkCallbacks := callbackFlags(fs)
 	stateDirFlag := fs.String("state-dir", "", "keep etcd's data, the API server's certificates and Temporal's database here, so the next start with it resumes every object and run (default: thrown away on exit)")
+	codecAddr := fs.String("codec-addr", "127.0.0.1:8091", "address of the operator's codec server: the Web UI and `temporal --codec-endpoint` read Remedy's sealed payloads and send a person's approval decisions through it (docs/approvals.md)")
 	amAddr := fs.String("alertmanager-addr", "127.0.0.1:9093", "address of Alertmanager's API and UI")
 	alertsAddr := fs.String("alerts-addr", "127.0.0.1:9095", "address of the worker's Alertmanager receiver")
 	runNode := fs.Bool("node", false, "also run a real node (containerd, kube-scheduler, the kubelet; Linux, root) so that Pods run; `make dev` sets it unless NODE=0")
@@ -93,6 +94,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err := checkPortsFree([]fixedPort{
 		{"Temporal frontend", "127.0.0.1:" + *port, "temporal-port"},
 		{"Temporal Web UI", "127.0.0.1:" + *uiPort, "ui-port"},
+		{"codec server", *codecAddr, "codec-addr"},
 	}); err != nil {
 		return err
 	}
@@ -116,6 +118,8 @@ func runDev(ctx context.Context, args []string) error {
 	opts.ControllerManager = true
 	opts.TemporalHostPort = "127.0.0.1:" + *port
 	opts.TemporalUIPort = *uiPort
+	codecURL := "http://" + *codecAddr
+	opts.TemporalUICodecEndpoint = codecURL
 	opts.Log = logFile
 	opts.DieWithParent = true
 	opts.StateDir = stateDir
@@ -198,6 +202,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err := writeAccess(env, kubeconfig, envFile, devenv.ShellEnv{
 		Kubeconfig: kubeconfig, TemporalAddress: env.TemporalAddress, WebUI: webUI, BinDir: binDir, AlertmanagerURL: am.URL,
 		AlertmanagerHTTPConfig: am.HTTPConfig,
+		CodecEndpoint: codecURL,
 	}); err != nil {
 		return err
 	}
@@ -219,7 +224,8 @@ func runDev(ctx context.Context, args []string) error {
 	done = step("starting the operator and the worker")
 	stopped, err := compose.RunRemedy(ctx, env, compose.RemedyOptions{WorkerStopTimeout: *workerStop,
 		DriftCallbackURLs: *callbacks, DriftApproval: *driftApproval, AlertmanagerURL: am.URL,
-		AlertmanagerHTTPConfigFile: am.HTTPConfig})
+		AlertmanagerHTTPConfigFile: am.HTTPConfig,
+		Codec: &compose.CodecOptions{Addr: *codecAddr, AllowedOrigins: []string{webUI, "http://localhost:" + *uiPort}}})
 	if err != nil {
 		return err
 	}
@@ -238,6 +244,7 @@ func runDev(ctx context.Context, args []string) error {
   kubeconfig:      %s
   Temporal:        %s
   Temporal Web UI: %s/namespaces/default/workflows
+  codec server:    %s (sign in at /login with: kubectl create token approver -n demo)
   logs:            %s
   metrics:         %s
   kubectl, temporal, kubectl-remedy, amtool: %s (the pinned ones, linked)
@@ -255,7 +262,7 @@ func runDev(ctx context.Context, args []string) error {
     amtool --alertmanager.url "$ALERTMANAGER_URL" --http.config.file "$ALERTMANAGER_HTTP_CONFIG" alert add DemoHighLatency namespace=demo deployment=web
     kubectl get rr -n demo -l remedy.dev/rule=demo-latency -w
 
-`, remedyrelease.String(), kubeconfig, env.TemporalAddress, webUI, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
+`, remedyrelease.String(), kubeconfig, env.TemporalAddress, webUI, codecURL, logFile.Name(), metrics.banner(), filepath.Dir(pluginPath),
 		envFile, binDir, envFile, filepath.Join(root, "deploy", "samples", "kexec-scale.yaml"), am.URL, receiver)
 	fmt.Println("remedy dev: ready")
 
@@ -307,9 +314,20 @@ kube-controller-manager, the Temporal dev server with its Web UI, the drift
 webhook, the operator and the worker; with --node also a real node
 (containerd, kube-scheduler, the kubelet, the images of --node-images
 imported, no registry ever contacted), so that Pods run. It writes <dev-dir>/kubeconfig,
-<dev-dir>/env (source it: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, and
-PATH with <dev-dir>/bin first) and links the pinned kubectl and temporal and
-kubectl-remedy into <dev-dir>/bin.
+<dev-dir>/env (source it: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI,
+TEMPORAL_CODEC_ENDPOINT, and PATH with <dev-dir>/bin first) and links the
+pinned kubectl and temporal and kubectl-remedy into <dev-dir>/bin.
+
+Temporal payloads are sealed; the operator serves the codec server on
+--codec-addr, and the Web UI is pointed at it. Approve through Temporal as a
+Kubernetes identity (the ServiceAccount demo/approver may decide in demo):
+
+  export TEMPORAL_CODEC_AUTH="Bearer $(kubectl create token approver -n demo)"
+  temporal workflow update execute --workflow-id <id> --name decide --input '{"approved":true}'
+
+In the Web UI, sign in at <codec>/login with such a token, then set the UI's
+codec server (browser setting) to <codec> with "Include cross-origin
+credentials" on (docs/approvals.md, "Deciding through Temporal").
 
 The pinned binaries: the directory $KUBEBUILDER_ASSETS (etcd, kube-apiserver,
 kube-controller-manager, kubectl) and the file $TEMPORAL_CLI; where either is

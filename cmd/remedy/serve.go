@@ -40,6 +40,7 @@ func runOperator(ctx context.Context, args []string) error {
 	checkEvery := fs.Duration("workflow-check-interval", operator.DefaultWorkflowCheckInterval, "how often the operator lists running workflows to find quiet runs whose workflow is gone (one paged ListWorkflowExecutions per interval), and how long a run must be quiet to count")
 	reconciles := fs.Int("max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "reconcile workers per controller")
 	maxOpen := fs.Int("max-open-runs-per-namespace", operator.DefaultMaxOpenRunsPerNamespace, "KubernetesExecutions and RemediationRequests open at once in one namespace; more wait Pending with reason OpenRunsLimited (0: no cap)")
+	codec := codecFlags(fs)
 	finishedTTL := fs.Duration("ttl-after-finished", 0, "how long a finished KubernetesExecution, RemediationRequest or decided RemediationApprovalRequest stays before the operator deletes it, unless its spec.ttlSecondsAfterFinished says otherwise (0: keep them); Temporal keeps the run's history for its namespace's retention")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -50,6 +51,9 @@ func runOperator(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
+	if err := serveCodec(ctx, cfg, tf.keys, codec); err != nil {
+		return err
+	}
 	mgr, err := compose.Operator(cfg, operator.Options{
 		Temporal: tc, MetricsAddr: *metrics, ProbeAddr: *probes,
 		LeaderElection: *leader, LeaderElectionNamespace: *leaseNS,
@@ -106,6 +110,7 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	defer tc.Close()
 	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage,
+		PayloadKeys: tf.keys, PayloadUnsealedBefore: tf.cutoff,
 		MaxConcurrentActivities: *maxActivities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
 		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval, AlertmanagerURL: *amURL,
 		AlertmanagerHTTPConfigFile: *amAuth})

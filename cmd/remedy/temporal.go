@@ -10,14 +10,17 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/seal"
 )
 
 // temporalFlags are the connection settings of every command that dials
@@ -29,6 +32,12 @@ type temporalFlags struct {
 	serverName         string // overrides the name the server certificate must carry
 	apiKey             string // Temporal Cloud API key
 	apiKeyFile         string // file holding the API key, reloaded when it changes
+	payloadKeys        string // directory of Remedy's payload keys (Secret remedy-payload-keys)
+	unsealedBefore     string // migration cutoff: RFC 3339 time (internal/seal/migrate.go)
+
+	// Set by dial: the loaded keys and cutoff, for the worker's signal check.
+	keys   *seal.Keyring
+	cutoff time.Time
 }
 
 func (t *temporalFlags) register(fs *flag.FlagSet) {
@@ -43,6 +52,31 @@ func (t *temporalFlags) register(fs *flag.FlagSet) {
 	t.apiKey = os.Getenv("TEMPORAL_API_KEY")
 	fs.Var(secretFlag{&t.apiKey}, "temporal-api-key", "Temporal Cloud API key; enables TLS. Visible in the process list: prefer env TEMPORAL_API_KEY or --temporal-api-key-file")
 	fs.StringVar(&t.apiKeyFile, "temporal-api-key-file", os.Getenv("TEMPORAL_API_KEY_FILE"), "file holding the Temporal Cloud API key, reread when it changes; enables TLS (env TEMPORAL_API_KEY_FILE)")
+	fs.StringVar(&t.payloadKeys, "payload-keys", os.Getenv("REMEDY_PAYLOAD_KEYS"), "directory of Remedy's payload keys, Secret "+payloadKeysSecret+" mounted: every payload sent through Temporal is sealed with them, and nothing unsealed is accepted; required (env REMEDY_PAYLOAD_KEYS)")
+	fs.StringVar(&t.unsealedBefore, "payload-unsealed-before", os.Getenv("REMEDY_PAYLOAD_UNSEALED_BEFORE"), "upgrading from v0.1.0 only: an RFC 3339 time, when the previous release's parts stopped; unsealed payloads that release recorded before it are accepted in replays and in activities it scheduled, nothing else (docs/security.md; env REMEDY_PAYLOAD_UNSEALED_BEFORE)")
+}
+
+// payloadKeysSecret is the Secret deploy/manager mounts for --payload-keys.
+const payloadKeysSecret = "remedy-payload-keys"
+
+// converters loads the payload keys: a part without them refuses to start.
+func (t *temporalFlags) converters() (converter.DataConverter, converter.FailureConverter, error) {
+	if t.payloadKeys == "" {
+		return nil, nil, fmt.Errorf("--payload-keys is required: Remedy's parts seal every payload they send through Temporal and accept only sealed ones; mount Secret %s (docs/operate.md) and pass its directory with --payload-keys or env REMEDY_PAYLOAD_KEYS", payloadKeysSecret)
+	}
+	keys, err := seal.LoadKeyring(t.payloadKeys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--payload-keys (Secret %s): %w", payloadKeysSecret, err)
+	}
+	var cutoff time.Time
+	if t.unsealedBefore != "" {
+		if cutoff, err = time.Parse(time.RFC3339, t.unsealedBefore); err != nil {
+			return nil, nil, fmt.Errorf("--payload-unsealed-before: want an RFC 3339 time: %w", err)
+		}
+	}
+	t.keys, t.cutoff = keys, cutoff
+	dc := seal.NewDataConverter(keys, cutoff)
+	return dc, seal.FailureConverter(dc), nil
 }
 
 // secretFlag is a string flag whose value -h never prints.
@@ -126,10 +160,15 @@ func readAPIKey(file string) (string, error) {
 }
 
 func (t *temporalFlags) dial() (client.Client, error) {
+	dc, fc, err := t.converters()
+	if err != nil {
+		return nil, err
+	}
 	opts, err := t.clientOptions()
 	if err != nil {
 		return nil, err
 	}
+	opts.DataConverter, opts.FailureConverter = dc, fc
 	opts.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	// The SDK's own metrics join Remedy's on the process's /metrics.
 	opts.MetricsHandler = metrics.NewTemporalHandler(ctrlmetrics.Registry)

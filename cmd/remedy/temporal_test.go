@@ -164,6 +164,7 @@ func TestTemporalFlagsFromEnv(t *testing.T) {
 		"TEMPORAL_ADDRESS": "temporal:7233", "TEMPORAL_NAMESPACE": "remedy",
 		"TEMPORAL_TLS_CA": "/ca.crt", "TEMPORAL_TLS_CERT": "/tls.crt", "TEMPORAL_TLS_KEY": "/tls.key",
 		"TEMPORAL_SERVER_NAME": "temporal.internal", "TEMPORAL_API_KEY": "very-secret", "TEMPORAL_API_KEY_FILE": "/api-key",
+		"REMEDY_PAYLOAD_KEYS": "/keys", "REMEDY_PAYLOAD_UNSEALED_BEFORE": "2026-11-28T19:00:00Z",
 	} {
 		t.Setenv(k, v)
 	}
@@ -176,6 +177,7 @@ func TestTemporalFlagsFromEnv(t *testing.T) {
 	assert.Equal(t, temporalFlags{
 		address: "temporal:7233", namespace: "remedy", tlsCA: "/ca.crt", tlsCert: "/tls.crt", tlsKey: "/tls.key",
 		serverName: "temporal.internal", apiKey: "very-secret", apiKeyFile: "/api-key",
+		payloadKeys: "/keys", unsealedBefore: "2026-11-28T19:00:00Z",
 	}, tf)
 	fs.PrintDefaults()
 	assert.Contains(t, help.String(), "-temporal-api-key")

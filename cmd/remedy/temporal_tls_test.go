@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/remedy-dev/remedy/internal/devenv"
 )
 
 // TestTemporalTLS dials the real Temporal dev server through a TLS proxy
@@ -74,7 +77,10 @@ func TestTemporalTLS(t *testing.T) {
 	})
 
 	t.Run("the command's own dial", func(t *testing.T) {
-		f := temporalFlags{address: proxy.addr, namespace: "default", tlsCA: serverCAFile, tlsCert: certFile, tlsKey: keyFile, serverName: "localhost"}
+		keys := filepath.Join(dir, "payload-keys")
+		require.NoError(t, devenv.NewPayloadKeys(keys, "k1"))
+		f := temporalFlags{address: proxy.addr, namespace: "default", tlsCA: serverCAFile, tlsCert: certFile, tlsKey: keyFile, serverName: "localhost",
+			payloadKeys: keys}
 		c, err := f.dial()
 		require.NoError(t, err)
 		defer c.Close()

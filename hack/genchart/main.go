@@ -241,6 +241,16 @@ image:
 # Secret remedy-system/remedy-webhook-client-ca (key ca.crt) yourself.
 webhookClientCA: ""
 
+# payloadKeys: Remedy's payload keys, with which its parts seal everything
+# they send through Temporal (docs/security.md, "The Temporal trust
+# boundary"): keys maps each key ID to 32 random bytes, base64
+# (head -c 32 /dev/urandom | base64), and active names the one to seal with.
+# Empty: create Secret remedy-system/remedy-payload-keys yourself
+# (docs/operate.md); no part starts without it.
+payloadKeys:
+  active: ""
+  keys: {}
+
 `, address, temporalTLSSecret)
 	for _, c := range components {
 		s, ok := sizes[c.Key]
@@ -277,6 +287,20 @@ metadata:
   labels: {app.kubernetes.io/part-of: remedy}
 data:
   ca.crt: {{ .Values.webhookClientCA | b64enc }}
+{{- end }}
+{{- if .Values.payloadKeys.active }}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: remedy-payload-keys
+  namespace: remedy-system
+  labels: {app.kubernetes.io/part-of: remedy}
+data:
+  active: {{ .Values.payloadKeys.active | b64enc }}
+  {{- range $id, $key := .Values.payloadKeys.keys }}
+  {{ $id }}: {{ $key | quote }}
+  {{- end }}
 {{- end }}
 {{- if or .Values.temporal.namespace .Values.temporal.tls.enabled }}
 ---

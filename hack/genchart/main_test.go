@@ -71,6 +71,7 @@ func TestChartValues(t *testing.T) {
 		"operator":        map[string]any{"replicas": 3, "resources": map[string]any{"limits": map[string]any{"memory": "1Gi"}}},
 		"worker":          map[string]any{"replicas": 5},
 		"driftWebhook":    map[string]any{"replicas": 4},
+		"payloadKeys":     map[string]any{"active": "k2", "keys": map[string]any{"k1": "AQE=", "k2": "AgI="}},
 	})
 	image := "registry.example/remedy:v9.9.9@" + digest
 	all := fmt.Sprint(objs)
@@ -101,6 +102,8 @@ func TestChartValues(t *testing.T) {
 	}
 	ca := find("Secret", "remedy-webhook-client-ca")
 	assert.Equal(t, base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")), ca["data"].(map[string]any)["ca.crt"])
+	keys := find("Secret", "remedy-payload-keys")
+	assert.Equal(t, map[string]any{"active": base64.StdEncoding.EncodeToString([]byte("k2")), "k1": "AQE=", "k2": "AgI="}, keys["data"])
 	settings := find("Secret", "remedy-temporal")
 	assert.Equal(t, map[string]any{
 		"TEMPORAL_NAMESPACE":   "remedy",

@@ -59,6 +59,8 @@ type RemedyOptions struct {
 	AlertmanagerURL string
 	// AlertmanagerHTTPConfigFile holds its credentials (required with AlertmanagerURL).
 	AlertmanagerHTTPConfigFile string
+	// Codec, when set, has the operator serve the codec server (ServeCodec).
+	Codec *CodecOptions
 	// WrapTransport, when set, wraps the API clients of both processes
 	// (the benchmarks count their requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -79,11 +81,20 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	if err != nil {
 		return nil, err
 	}
+	if o.Codec != nil {
+		opCfg, err := devenv.ServiceAccountConfig(ctx, e.Config, devenv.Namespace, "remedy-operator")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := ServeCodec(ctx, opCfg, e.Keys, *o.Codec); err != nil {
+			return nil, err
+		}
+	}
 	wCfg, err := devenv.ServiceAccountConfig(ctx, e.Config, devenv.Namespace, "remedy-worker")
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, PayloadKeys: e.Keys, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
 		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL,
 		AlertmanagerHTTPConfigFile: o.AlertmanagerHTTPConfigFile})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	TemporalHostPort string
 	// TemporalUIPort enables the Web UI on that port; empty runs headless.
 	TemporalUIPort string
+	// TemporalUICodecEndpoint is the codec server the Web UI reads payloads
+	// through (the operator's --codec-addr); empty: none.
+	TemporalUICodecEndpoint string
 	// Log receives the child processes' output; nil discards it.
 	Log io.Writer
 	// DieWithParent ties etcd, kube-apiserver, kube-controller-manager and
@@ -92,6 +96,12 @@ type Env struct {
 	AuditLogPath string
 	// Resumed says Start found the state of an earlier run in Options.StateDir.
 	Resumed bool
+	// PayloadKeys is the directory of Remedy's payload keys, as Secret
+	// remedy-payload-keys lays them out (--payload-keys): fresh at each
+	// start, kept in Options.StateDir. Keys is that keyring; Temporal
+	// seals with it.
+	PayloadKeys string
+	Keys        *seal.Keyring
 
 	devServer *testsuite.DevServer
 	kcm       *exec.Cmd
@@ -192,6 +202,9 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		}
 		dbDir = o.StateDir
 	}
+	if env.PayloadKeys, env.Keys, err = payloadKeys(dbDir); err != nil {
+		return env, err
+	}
 	if o.TemporalForPods && o.Node == nil {
 		return env, errors.New("Temporal for Pods needs a node (Options.Node)")
 	}
@@ -213,7 +226,7 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	// Temporal and the API server start in parallel: each takes a few seconds.
 	temporalDone := make(chan result, 1)
 	go func() {
-		srv, err := startTemporal(ctx, o, dbDir)
+		srv, err := startTemporal(ctx, o, dbDir, env.Keys)
 		temporalDone <- result{srv, err}
 	}()
 
@@ -274,11 +287,16 @@ func (e *Env) wrapBinaries(o *Options) error {
 	return err
 }
 
-func startTemporal(ctx context.Context, o Options, dir string) (*testsuite.DevServer, error) {
+func startTemporal(ctx context.Context, o Options, dir string, keys *seal.Keyring) (*testsuite.DevServer, error) {
+	// The client speaks as Remedy's parts: it seals, and opens only what is sealed.
+	dc := seal.DataConverter(keys)
 	out := o.Log
 	args := []string{"--dynamic-config-value", "system.forceSearchAttributesCacheRefreshOnRead=true"}
 	for _, name := range workflows.SearchAttributeNames {
 		args = append(args, "--search-attribute", name+"=Keyword")
+	}
+	if o.TemporalUICodecEndpoint != "" {
+		args = append(args, "--ui-codec-endpoint", o.TemporalUICodecEndpoint)
 	}
 	return testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath: o.TemporalCLI,
@@ -286,7 +304,8 @@ func startTemporal(ctx context.Context, o Options, dir string) (*testsuite.DevSe
 			HostPort:       o.TemporalHostPort,
 			Namespace:      "default",
 			MetricsHandler: o.TemporalMetrics,
-			Logger:         sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+			DataConverter:  dc, FailureConverter: seal.FailureConverter(dc),
+			Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 		},
 		EnableUI:   o.TemporalUIPort != "",
 		UIPort:     o.TemporalUIPort,

@@ -19,6 +19,9 @@ type ShellEnv struct {
 	// ALERTMANAGER_HTTP_CONFIG (amtool's --http.config.file: its credentials).
 	AlertmanagerURL        string
 	AlertmanagerHTTPConfig string
+	// CodecEndpoint, when set, is exported as TEMPORAL_CODEC_ENDPOINT (the
+	// temporal CLI's --codec-endpoint): Remedy's codec server.
+	CodecEndpoint string
 }
 
 // Render is the file's text: bash/sh export lines with quoted values.
@@ -36,6 +39,9 @@ func (e ShellEnv) Render() []byte {
 	}
 	if e.AlertmanagerHTTPConfig != "" {
 		fmt.Fprintf(&b, "export ALERTMANAGER_HTTP_CONFIG=%s\n", shellQuote(e.AlertmanagerHTTPConfig))
+	}
+	if e.CodecEndpoint != "" {
+		fmt.Fprintf(&b, "export TEMPORAL_CODEC_ENDPOINT=%s\n", shellQuote(e.CodecEndpoint))
 	}
 	fmt.Fprintf(&b, "export PATH=%s:\"$PATH\"\n", shellQuote(e.BinDir))
 	return []byte(b.String())

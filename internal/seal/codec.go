@@ -1,11 +1,13 @@
 package seal
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/proxy"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
@@ -150,4 +152,45 @@ func (k *Keyring) open(p *commonpb.Payload) (*commonpb.Payload, string, error) {
 
 func aad(id, origin string) []byte {
 	return []byte(aadPrefix + "\x00" + id + "\x00" + origin)
+}
+
+// Unseal opens what is sealed in msg (a history, an event) in place, as it
+// was before sealing, a person's payload included; an unsealed payload stays
+// as it is. Tests record histories this way, so that the committed ones
+// replay with the plain converter and name no key.
+func (k *Keyring) Unseal(ctx context.Context, msg proto.Message) error {
+	return proxy.VisitPayloads(ctx, msg, proxy.VisitPayloadsOptions{
+		SkipSearchAttributes: true,
+		Visitor: func(_ *proxy.VisitPayloadsContext, ps []*commonpb.Payload) ([]*commonpb.Payload, error) {
+			out := make([]*commonpb.Payload, len(ps))
+			for i, p := range ps {
+				out[i] = p
+				if string(p.GetMetadata()[metaEncoder]) != Encoding {
+					continue
+				}
+				inner, origin, err := k.open(p)
+				if err != nil {
+					return nil, err
+				}
+				if origin == OriginPerson {
+					// Kept a person's, with who: the workflow authorizes that
+					// person, so a replay must see them (PlainDataConverter).
+					if inner, err = asPersonPayload(inner); err != nil {
+						return nil, err
+					}
+				}
+				out[i] = inner
+			}
+			return out, nil
+		},
+	})
+}
+
+// SealedWith names the key a payload says it is sealed under, without
+// opening it ("" and false: not sealed).
+func SealedWith(p *commonpb.Payload) (string, bool) {
+	if string(p.GetMetadata()[metaEncoder]) != Encoding {
+		return "", false
+	}
+	return string(p.Metadata[metaKey]), true
 }

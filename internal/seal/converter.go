@@ -1,6 +1,8 @@
 package seal
 
 import (
+	"time"
+
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 )
@@ -9,7 +11,18 @@ import (
 // Temporal: the SDK's default conversions, plus a person's payloads for the
 // types that accept them, all sealed under keys.
 func DataConverter(keys *Keyring) converter.DataConverter {
-	parent := converter.NewCompositeDataConverter(
+	return NewDataConverter(keys, time.Time{})
+}
+
+// NewDataConverter is DataConverter that, when unsealedBefore is set, also
+// accepts the unsealed payloads a previous release recorded before that
+// moment, and nothing else unsealed (migrate.go).
+func NewDataConverter(keys *Keyring, unsealedBefore time.Time) converter.DataConverter {
+	return &sealed{DataConverter: converter.NewCodecDataConverter(payloadConverters(), &Codec{Keys: keys}), keys: keys, cutoff: unsealedBefore}
+}
+
+func payloadConverters() converter.DataConverter {
+	return converter.NewCompositeDataConverter(
 		converter.NewNilPayloadConverter(),
 		converter.NewByteSlicePayloadConverter(),
 		converter.NewProtoJSONPayloadConverter(),
@@ -17,11 +30,15 @@ func DataConverter(keys *Keyring) converter.DataConverter {
 		converter.NewJSONPayloadConverter(),
 		PersonConverter{},
 	)
-	return converter.NewCodecDataConverter(parent, &Codec{Keys: keys})
 }
 
 // FailureConverter seals failures' messages and stack traces too: an error's
-// text can carry what a payload would.
+// text can carry what a payload would. A refused payload fails its activity
+// or run for good (failure.go).
 func FailureConverter(dc converter.DataConverter) converter.FailureConverter {
-	return temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
+	return refusalFailures{temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})}
 }
+
+// PlainDataConverter reads what Unseal leaves: the SDK's conversions and a
+// person's payloads, without sealing. Replayers of unsealed histories use it.
+func PlainDataConverter() converter.DataConverter { return payloadConverters() }

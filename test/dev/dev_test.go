@@ -133,6 +133,34 @@ amtool --alertmanager.url "$ALERTMANAGER_URL" --http.config.file "$ALERTMANAGER_
 		assert.Contains(t, first.out.String(), "Alertmanager UI http://127.0.0.1:9093,")
 	})
 
+	t.Run("the codec server reviews the demo approver's token", func(t *testing.T) {
+		script := `source .dev/env
+printf '%s\n' "$TEMPORAL_CODEC_ENDPOINT"
+kubectl create token approver -n demo`
+		cmd := exec.Command("bash", "--noprofile", "--norc", "-euo", "pipefail", "-c", script)
+		cmd.Dir, cmd.Env = first.repo, []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		require.Len(t, lines, 2, string(out))
+		endpoint := fmt.Sprintf("http://127.0.0.1:%d", p.codec)
+		assert.Equal(t, endpoint, lines[0])
+		decode := func(auth string) int {
+			req, err := http.NewRequest(http.MethodPost, endpoint+"/decode", strings.NewReader(`{"payloads":[]}`))
+			require.NoError(t, err)
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		assert.Equal(t, http.StatusUnauthorized, decode(""))
+		assert.Equal(t, http.StatusOK, decode("Bearer "+lines[1]), "demo/approver may decode")
+		assert.Contains(t, first.out.String(), "codec server:    "+endpoint)
+	})
+
 	t.Run("SIGKILL of remedy dev leaves no child alive", func(t *testing.T) {
 		procs := descendants(first.cmd.Process.Pid)
 		var names []string

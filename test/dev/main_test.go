@@ -126,11 +126,11 @@ type instance struct {
 }
 
 // ports are the fixed ports of one instance: Temporal, Web UI, then the
-// operator's, webhook's and worker's metrics.
-type ports struct{ temporal, ui, operator, webhook, worker int }
+// operator's, webhook's and worker's metrics, and the codec server.
+type ports struct{ temporal, ui, operator, webhook, worker, codec int }
 
 func freePorts(t *testing.T) ports {
-	var p [5]int
+	var p [6]int
 	for i := range p {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -139,7 +139,7 @@ func freePorts(t *testing.T) ports {
 		defer l.Close()
 		p[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	return ports{p[0], p[1], p[2], p[3], p[4]}
+	return ports{p[0], p[1], p[2], p[3], p[4], p[5]}
 }
 
 func (p ports) args() []string {
@@ -147,6 +147,7 @@ func (p ports) args() []string {
 	return []string{
 		"-temporal-port", strconv.Itoa(p.temporal), "-ui-port", strconv.Itoa(p.ui),
 		"-operator-metrics-addr", addr(p.operator), "-webhook-metrics-addr", addr(p.webhook), "-worker-metrics-addr", addr(p.worker),
+		"-codec-addr", addr(p.codec),
 	}
 }
 

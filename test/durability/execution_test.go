@@ -42,7 +42,7 @@ func runWorkerStopping(t *testing.T, wrap func(http.RoundTripper) http.RoundTrip
 	if wrap != nil {
 		cfg.Wrap(wrap)
 	}
-	w, err := worker.New(worker.Options{Temporal: harness.Temporal(), Kube: cfg, ActionNamespace: devenv.Namespace, StopTimeout: stopTimeout})
+	w, err := worker.New(worker.Options{Temporal: harness.Temporal(), PayloadKeys: harness.Keys(), Kube: cfg, ActionNamespace: devenv.Namespace, StopTimeout: stopTimeout})
 	require.NoError(t, err)
 	require.NoError(t, w.Start())
 	var once sync.Once

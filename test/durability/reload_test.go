@@ -38,7 +38,7 @@ func startWorker(t *testing.T) (stop func()) {
 	t.Helper()
 	cfg, err := devenv.ServiceAccountConfig(context.Background(), harness.Config(), devenv.Namespace, "remedy-worker")
 	require.NoError(t, err)
-	w, err := worker.New(worker.Options{Temporal: harness.Temporal(), Kube: cfg, ActionNamespace: devenv.Namespace})
+	w, err := worker.New(worker.Options{Temporal: harness.Temporal(), PayloadKeys: harness.Keys(), Kube: cfg, ActionNamespace: devenv.Namespace})
 	require.NoError(t, err)
 	require.NoError(t, w.Start())
 	return func() { w.Stop(); sdkworker.PurgeStickyWorkflowCache() }

@@ -89,6 +89,8 @@ type parts struct {
 	alerting *alerting
 	// upgrade swaps the previous release's processes for this tree's (TestUpgrade).
 	upgrade *upgrade
+	// args are more arguments for all three processes' next start.
+	args []string
 }
 
 // kill and restart a process or part by name.
@@ -223,9 +225,9 @@ func (p *parts) start(t *testing.T, root, bin string) {
 		args = append(args, p.alerting.args...)
 	}
 	p.worker = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-worker"), 0,
-		procs.PodOptions{Args: args, Server: p.proxy.URL, CAData: p.proxy.CA, Bin: bin})
-	p.webhook = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-drift-webhook"), 0, procs.PodOptions{Bin: bin})
-	p.operator = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-operator"), 0, procs.PodOptions{Bin: bin})
+		procs.PodOptions{Args: append(args, p.args...), Server: p.proxy.URL, CAData: p.proxy.CA, Bin: bin})
+	p.webhook = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-drift-webhook"), 0, procs.PodOptions{Args: p.args, Bin: bin})
+	p.operator = procs.StartPod(t, procs.DeploymentIn(t, root, "remedy-operator"), 0, procs.PodOptions{Args: p.args, Bin: bin})
 	require.Eventually(t, func() bool {
 		code, _ := procs.Get(p.operator.URL("probes", "/readyz"))
 		return code == 200

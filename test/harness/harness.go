@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +25,7 @@ import (
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/image"
+	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/operator"
 )
 
@@ -116,6 +118,21 @@ func Main(m *testing.M, o Options) int {
 		}
 	}
 	opts.AuditLog = o.AuditLog
+	tokenDir, err := os.MkdirTemp("", "remedy-tokens-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness: tokens:", err)
+		return 1
+	}
+	defer os.RemoveAll(tokenDir)
+	tokenFile, err := writeTokenFile(tokenDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness: tokens:", err)
+		return 1
+	}
+	if opts.APIServerFlags == nil {
+		opts.APIServerFlags = map[string]string{}
+	}
+	opts.APIServerFlags["token-auth-file"] = tokenFile
 	for _, c := range o.CRDs {
 		opts.ExtraCRDs = append(opts.ExtraCRDs, filepath.Join(Root, c))
 	}
@@ -200,6 +217,9 @@ func Config() *rest.Config { return env.Config }
 // Temporal is a client of the dev server.
 func Temporal() client.Client { return env.Temporal }
 
+// Keys are the payload keys the parts and Temporal() seal with (devenv.Env.Keys).
+func Keys() *seal.Keyring { return env.Keys }
+
 // RemedyOptions are the options the package's Remedy runs with, for a test
 // that starts its own operator with a change.
 func RemedyOptions() compose.RemedyOptions { return remedyOpts }
@@ -228,4 +248,32 @@ func Use(e *devenv.Env) error {
 	}
 	env, kube = e, c
 	return nil
+}
+
+// RotateKeys rotates the payload keys for the rest of the test, as an
+// operator rotates Secret remedy-payload-keys: a fresh key named id becomes
+// the active one, the others stay, and Temporal() is a new client sealing
+// with it. Parts started afterwards use them; the test's end restores both.
+func RotateKeys(t *testing.T, id string) {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := os.ReadDir(env.PayloadKeys)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(env.PayloadKeys, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o600))
+	}
+	require.NoError(t, devenv.AddPayloadKey(dir, id))
+	keys, err := seal.LoadKeyring(dir)
+	require.NoError(t, err)
+	dc := seal.DataConverter(keys)
+	c, err := client.Dial(client.Options{HostPort: env.TemporalAddress, Namespace: "default", DataConverter: dc, FailureConverter: seal.FailureConverter(dc)})
+	require.NoError(t, err)
+	old := *env
+	env.Temporal, env.Keys, env.PayloadKeys = c, keys, dir
+	t.Cleanup(func() {
+		env.Temporal, env.Keys, env.PayloadKeys = old.Temporal, old.Keys, old.PayloadKeys
+		c.Close()
+	})
 }

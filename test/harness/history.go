@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -90,13 +91,16 @@ func history(t *testing.T, workflowID, runID string) *historypb.History {
 		h.Events = append(h.Events, e)
 	}
 	require.NotEmpty(t, h.Events)
+	// Recorded unsealed: the committed histories replay with the plain converter and hold no key.
+	require.NoError(t, env.Keys.Unseal(context.Background(), h), "unseal the history of %s", workflowID)
 	return h
 }
 
 func replayRun(t *testing.T, workflowID, runID, file string) {
 	t.Helper()
 	h := history(t, workflowID, runID)
-	r := worker.NewWorkflowReplayer()
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: seal.PlainDataConverter()})
+	require.NoError(t, err)
 	workflows.RegisterAll(r)
 	require.NoError(t, r.ReplayWorkflowHistory(nil, h), "live history of %s (run %q) does not replay", workflowID, runID)
 	t.Logf("%s: live history of %d events replays", file, len(h.Events))

@@ -38,6 +38,7 @@ func TestChartInstalledAndWalkedThrough(t *testing.T) {
 		// The Temporal the harness runs, and the CA of the API server's webhook client certificate.
 		"temporal":        map[string]any{"address": procs.Env().TemporalAddress},
 		"webhookClientCA": string(ca),
+		"payloadKeys":     procs.PayloadKeysValues(t),
 		"image":           map[string]any{"digest": digest},
 		"operator":        map[string]any{"replicas": 1},
 		"worker":          map[string]any{"replicas": 1, "resources": map[string]any{"limits": map[string]any{"memory": "512Mi"}}},

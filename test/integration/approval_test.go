@@ -51,6 +51,19 @@ func temporalCLI(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
+// temporalCLIAs runs the real temporal binary through Remedy's codec server
+// as user (one of harness.TokenUsers, with their token), who may approve in
+// ns and decode payloads (to read the answer to an update); "" sends no token.
+func temporalCLIAs(t *testing.T, ns, user string, args ...string) (string, error) {
+	t.Helper()
+	token := ""
+	if user != "" {
+		mayApproveAndDecode(t, ns, user)
+		token = harness.UserToken(t, user)
+	}
+	return temporalCodec(t, token, args...)
+}
+
 // awaitApprovalStatus waits until the Web UI query finds the run with that ApprovalStatus.
 func awaitApprovalStatus(t *testing.T, id, status string) {
 	t.Helper()
@@ -106,7 +119,7 @@ func TestApproveBySignalThroughCLI(t *testing.T) {
 	awaitApprovalStatus(t, id, workflows.ApprovalPending)
 	assertEvents(t, ns, rar.Name, "Requested")
 
-	out, err := temporalCLI(t, "workflow", "signal", "--workflow-id", id, "--name", "approve", "--input", `{"approver":"alice","reason":"looks fine"}`)
+	out, err := temporalCLIAs(t, ns, "alice", "workflow", "signal", "--workflow-id", id, "--name", "approve", "--input", `{"approver":"alice","reason":"looks fine"}`)
 	require.NoError(t, err, out)
 
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
@@ -128,12 +141,12 @@ func TestRejectByUpdateAfterARefusedUpdate(t *testing.T) {
 	id := k.Status.WorkflowID
 
 	before := settledHistoryLength(t, id)
-	out, err := temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approved":true}`)
+	// Without a token nobody is named: the codec server refuses it, nothing reaches the run.
+	out, err := temporalCLIAs(t, ns, "", "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approved":true}`, "--command-timeout", "5s")
 	require.Error(t, err, out)
-	assert.Contains(t, out, "approver is required")
 	assert.Equal(t, before, historyLength(t, id), "a refused update leaves no trace in history")
 
-	out, err = temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "decide",
+	out, err = temporalCLIAs(t, ns, "bob", "workflow", "update", "execute", "--workflow-id", id, "--name", "decide",
 		"--input", `{"approved":false,"approver":"bob","reason":"change freeze"}`)
 	require.NoError(t, err, out)
 	k = waitPhase(t, k, v1alpha1.PhaseFailed)
@@ -241,7 +254,7 @@ func TestDoubleDecisionFirstWins(t *testing.T) {
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalApprove, workflows.ApprovalSignal{Approver: "alice"}))
 	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady)
 
-	out, err := temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approved":false,"approver":"bob"}`)
+	out, err := temporalCLIAs(t, ns, "bob", "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approved":false,"approver":"bob"}`)
 	require.Error(t, err, out)
 	assert.Contains(t, out, "already taken")
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalReject, workflows.ApprovalSignal{Approver: "bob"}))

@@ -53,7 +53,7 @@ func TestFinishedRunsAreDeletedAfterTheirTTL(t *testing.T) {
 			Steps: []v1alpha1.RemediationStep{{Name: "scale", Execution: scale("steps", nil, 0)}}}}
 	require.NoError(t, harness.Kube().Create(ctx, rr))
 
-	out, err := temporalCLI(t, "workflow", "signal", "--workflow-id", approved.Status.WorkflowID, "--name", "approve",
+	out, err := temporalCLIAs(t, ns, "carol", "workflow", "signal", "--workflow-id", approved.Status.WorkflowID, "--name", "approve",
 		"--input", `{"approver":"carol","reason":"ok"}`)
 	require.NoError(t, err, out)
 

@@ -63,19 +63,19 @@ func TestMisspelledDecideIsRefused(t *testing.T) {
 	id := k.Status.WorkflowID
 	before := settledHistoryLength(t, id)
 
-	out, err := temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approve":true,"approver":"alice"}`)
+	out, err := temporalCLIAs(t, ns, "alice", "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approve":true,"approver":"alice"}`)
 	require.Error(t, err, out)
 	assert.Contains(t, out, `unknown field \"approve\"`)
-	out, err = temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approver":"alice"}`)
+	out, err = temporalCLIAs(t, ns, "alice", "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approver":"alice"}`)
 	require.Error(t, err, out)
 	assert.Contains(t, out, `\"approved\" is required: true approves, false rejects`)
 	assert.Equal(t, before, historyLength(t, id), "refused updates leave no trace in history")
 	assert.Equal(t, v1alpha1.PhaseWaitingApproval, queryPhase(t, id))
 
 	// Without "request" spelled right this would approve whichever request is open.
-	out, err = temporalCLI(t, "workflow", "signal", "--workflow-id", id, "--name", "approve", "--input", `{"approver":"mallory","requst":"other"}`)
+	out, err = temporalCLIAs(t, ns, "mallory", "workflow", "signal", "--workflow-id", id, "--name", "approve", "--input", `{"approver":"mallory","requst":"other"}`)
 	require.NoError(t, err, out)
-	out, err = temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approved":true,"approver":"alice"}`)
+	out, err = temporalCLIAs(t, ns, "alice", "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approved":true,"approver":"alice"}`)
 	require.NoError(t, err, out)
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
 	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)

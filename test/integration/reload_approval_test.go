@@ -184,7 +184,7 @@ func TestReloadRejectedRollsNothingUntilDataChanges(t *testing.T) {
 	web = harness.Eventually(t, web, reloadTimeout, func(d *appsv1.Deployment) bool {
 		return d.Annotations[workflows.DeclinedAnnotation] == ""
 	})
-	out, err := temporalCLI(t, "workflow", "signal", "--workflow-id", id, "--name", "reject",
+	out, err := temporalCLIAs(t, ns, "alice", "workflow", "signal", "--workflow-id", id, "--name", "reject",
 		"--input", `{"approver":"alice","request":"`+next.Name+`"}`)
 	require.NoError(t, err, out)
 	harness.WaitClosed(t, id, reloadTimeout)

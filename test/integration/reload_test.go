@@ -453,7 +453,7 @@ func TestReloadSurvivesWorkerLossDuringDebounce(t *testing.T) {
 	cfg, err := devenv.ServiceAccountConfig(ctx, harness.Config(), devenv.Namespace, "remedy-worker")
 	require.NoError(t, err)
 	startWorker := func() sdkworker.Worker {
-		w, err := worker.New(worker.Options{Temporal: harness.Temporal(), Kube: cfg, ActionNamespace: devenv.Namespace})
+		w, err := worker.New(worker.Options{Temporal: harness.Temporal(), PayloadKeys: harness.Keys(), Kube: cfg, ActionNamespace: devenv.Namespace})
 		require.NoError(t, err)
 		require.NoError(t, w.Start())
 		return w

@@ -31,7 +31,7 @@ func TestWebUIShowsDomainFailures(t *testing.T) {
 	missing := createExecution(t, ns, "scale-missing", v1alpha1.KubernetesExecutionSpec{
 		Action: "scale", Target: target(ns, "nowhere"), Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)},
 	})
-	out, err := temporalCLI(t, "workflow", "signal", "--workflow-id", rejected.Status.WorkflowID, "--name", "reject",
+	out, err := temporalCLIAs(t, ns, "bob", "workflow", "signal", "--workflow-id", rejected.Status.WorkflowID, "--name", "reject",
 		"--input", `{"approver":"bob","reason":"change freeze"}`)
 	require.NoError(t, err, out)
 

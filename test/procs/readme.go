@@ -2,13 +2,18 @@ package procs
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/test/docs"
 )
 
@@ -100,6 +105,10 @@ func install(ctx context.Context, dir string, none bool) error {
 	if err := os.WriteFile(filepath.Join(work, "client-ca.crt"), ca, 0o600); err != nil {
 		return fmt.Errorf("write client-ca.crt: %w", err)
 	}
+	// And the keys it makes Secret remedy-payload-keys from: the test's own client seals with them.
+	if err := copyPayloadKeys(filepath.Join(work, "payload-keys")); err != nil {
+		return err
+	}
 	// Then the processes are pointed at this package's Temporal: on the
 	// node's IP with a node, where its Pods reach it.
 	for _, b := range []docs.Block{blocks.Install, blocks.Address} {
@@ -108,4 +117,46 @@ func install(ctx context.Context, dir string, none bool) error {
 		}
 	}
 	return devenv.Install(ctx, env.Config, filepath.Join(Root, "deploy", "rbac", "approver-example.yaml"))
+}
+
+// PayloadKeysValues are the Helm chart's payloadKeys for this package's
+// keys (devenv.Env.PayloadKeys), which the test's Temporal client seals with.
+func PayloadKeysValues(t testing.TB) map[string]any {
+	t.Helper()
+	entries, err := os.ReadDir(env.PayloadKeys)
+	require.NoError(t, err)
+	keys := map[string]any{}
+	var active string
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(env.PayloadKeys, e.Name()))
+		require.NoError(t, err)
+		if e.Name() == seal.ActiveFile {
+			active = strings.TrimSpace(string(b))
+			continue
+		}
+		keys[e.Name()] = base64.StdEncoding.EncodeToString(b)
+	}
+	return map[string]any{"active": active, "keys": keys}
+}
+
+// copyPayloadKeys copies this package's payload keys to dir, the directory
+// the install doc's procedure makes Secret remedy-payload-keys from.
+func copyPayloadKeys(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create payload-keys: %w", err)
+	}
+	entries, err := os.ReadDir(env.PayloadKeys)
+	if err != nil {
+		return fmt.Errorf("read payload keys: %w", err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(env.PayloadKeys, e.Name()))
+		if err != nil {
+			return fmt.Errorf("read payload key: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o600); err != nil {
+			return fmt.Errorf("write payload key: %w", err)
+		}
+	}
+	return nil
 }

@@ -29,6 +29,7 @@ func TestChartRunsAsPods(t *testing.T) {
 	rel, err := inst.RunWithContext(ctx, ch, map[string]any{
 		"temporal":        map[string]any{"address": procs.Env().TemporalAddress},
 		"webhookClientCA": string(ca),
+		"payloadKeys":     procs.PayloadKeysValues(t),
 	})
 	require.NoError(t, err, "helm install")
 	t.Logf("helm install: release %s revision %d %s, chart %s", rel.Name, rel.Version, rel.Info.Status, rel.Chart.Metadata.Version)
