@@ -107,7 +107,7 @@ func silenceFixture(t *testing.T, allowed *bool) (*Alerts, *fakeAlertmanager) {
 	amc := &Alertmanager{URL: srv.URL}
 	gate := &Gate{Subjects: ctrlfake.NewClientBuilder().WithScheme(s).WithObjects(rule).Build(), Alertmanager: amc,
 		Checks: &Validation{Kube: kube, Mapper: mapper}}
-	return &Alerts{Alertmanager: amc, Gate: gate}, am
+	return &Alerts{Alertmanager: amc, Gate: gate, TaskQueue: testTaskQueue}, am
 }
 
 // asAlertWorkflow runs one activity of a, once, under workflow ID id.
@@ -160,6 +160,8 @@ func TestSilenceGate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			allowed := !tc.revoked
 			a, am := silenceFixture(t, &allowed)
+			// Every run here holds its guard's permit: what the gate checks is the silence.
+			a.Guard = guardHolding{idOf(shop), idOf(bank), idOf(noNamespace), "alert/shop/r/other"}
 			if !tc.notFired {
 				am.firing = []ActiveAlert{{Fingerprint: Fingerprint(tc.labels), Labels: tc.labels}}
 			}
@@ -185,7 +187,7 @@ func TestSilenceGate(t *testing.T) {
 	}
 }
 
-// A run expires only a silence Remedy made for its own rule and workflow.
+// A run expires only a silence Remedy made for its own rule, workflow and run.
 func TestSilenceGateExpiresOnlyTheRunsOwn(t *testing.T) {
 	allowed := true
 	a, am := silenceFixture(t, &allowed)
@@ -194,8 +196,9 @@ func TestSilenceGateExpiresOnlyTheRunsOwn(t *testing.T) {
 	_, prefix := silenceComment("shop", "r", id, "")
 	am.silences["person"] = Silence{ID: "person", CreatedBy: "oncall-alice", Comment: prefix + "run x"}
 	am.silences["other-rule"] = Silence{ID: "other-rule", CreatedBy: SilenceCreator, Comment: "Remedy is remediating this alert: RemediationRule shop/q, workflow alert/shop/q/x, run y"}
-	am.silences["mine"] = Silence{ID: "mine", CreatedBy: SilenceCreator, Comment: prefix + "run-1"}
-	for _, sid := range []string{"person", "other-rule"} {
+	am.silences["earlier-run"] = Silence{ID: "earlier-run", CreatedBy: SilenceCreator, Comment: prefix + "run-1"}
+	am.silences["mine"] = Silence{ID: "mine", CreatedBy: SilenceCreator, Comment: prefix + testRunID}
+	for _, sid := range []string{"person", "other-rule", "earlier-run"} {
 		_, err := asAlertWorkflow(t, a, id, a.EndSilence, sid)
 		var app *temporal.ApplicationError
 		require.ErrorAs(t, err, &app, sid)

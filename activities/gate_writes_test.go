@@ -54,12 +54,13 @@ var writeExceptions = map[string]string{
 	"activities/job.go (*Jobs).ensure": "creates Remedy's own executor Job in the action namespace, after Gate.Check passed the write",
 	"activities/exec.go ExecRequest":   "the executor's write from its Pod, as the action's ServiceAccount, for a run the gate passed",
 	// Remedy's own objects, through generic code the scan cannot type.
-	"activities/status.go writeStatus":                   "the status subresource of Remedy's CRDs (its only instantiations)",
+	"activities/status.go writeStatusOnce":               "the status subresource of Remedy's CRDs (its only instantiations)",
 	"operator/cleanup.go (*CleanupReconciler).Reconcile": "deletes Remedy's own finished objects after their time to live",
 	"webhook/drift_policy.go (*Policies).report":         "patches the status of Remedy's own Kausality policies",
 	"webhook/drift_policy.go (*Policies).applyRules":     "updates Remedy's own MutatingWebhookConfiguration remedy-drift",
 	// Alertmanager reads share one transport; its writes are in gate_silence.go.
-	"activities/alertmanager.go (*Alertmanager).call": "sends what its callers ask; only gate_silence.go calls it with POST or DELETE",
+	"activities/alertmanager.go (*Alertmanager).call":              "sends what its callers ask; only gate_silence.go calls it with POST or DELETE",
+	"activities/alertmanager_auth.go (*Alertmanager).RequiresAuth": "one GET without credentials, to refuse an Alertmanager that does not authenticate",
 	// Bookkeeping the operator and the drift webhook write themselves,
 	// fenced by the remedy-metadata-writers ValidatingAdmissionPolicy
 	// (their own annotations only, nothing but metadata) and by RBAC.

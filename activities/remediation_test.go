@@ -2,11 +2,14 @@ package activities
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -65,15 +68,25 @@ func TestCreateStepExecutionChecksWhatItFinds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := runtime.NewScheme()
 			require.NoError(t, v1alpha1.AddToScheme(s))
-			r := &Remediation{Client: ctrlfake.NewClientBuilder().WithScheme(s).WithObjects(tc.found()).Build()}
+			// The request's own run asks: what is checked is the step found under its name.
+			id := "rr/shop/recover/rr-uid"
+			rr := &v1alpha1.RemediationRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "recover", UID: "rr-uid"},
+				Status: v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhaseExecuting, WorkflowID: id, RunID: testRunID}}
+			r := &Remediation{Client: ctrlfake.NewClientBuilder().WithScheme(s).WithObjects(rr, tc.found()).Build()}
 			var suite testsuite.WorkflowTestSuite
-			env := suite.NewTestActivityEnvironment()
+			env := suite.NewTestWorkflowEnvironment()
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
 			env.RegisterActivity(r)
-			v, err := env.ExecuteActivity(r.CreateStepExecution, in)
+			var ref StepRef
+			env.ExecuteWorkflow(func(ctx workflow.Context) error {
+				ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
+					RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+				return workflow.ExecuteActivity(ctx, r.CreateStepExecution, in).Get(ctx, &ref)
+			})
+			require.True(t, env.IsWorkflowCompleted())
+			err := env.GetWorkflowError()
 			if tc.wantErr == "" {
 				require.NoError(t, err)
-				var ref StepRef
-				require.NoError(t, v.Get(&ref))
 				assert.Equal(t, StepRef{Name: "recover-scale", UID: "step-uid"}, ref)
 				return
 			}
