@@ -61,6 +61,9 @@ type UnknownSignals struct {
 // SealCheck checks a signal's raw payloads (internal/seal.Signals).
 type SealCheck interface {
 	Check(ctx workflow.Context, signal string, personal bool, payloads *commonpb.Payloads) error
+	// Track registers the run while its code runs, for what the SDK decodes
+	// outside it (the upgrade's migration, internal/seal/migrate.go).
+	Track(ctx workflow.Context) (release func())
 }
 
 // personSignals are the signals a person may send sealed by the codec
@@ -95,6 +98,9 @@ type subjectInput interface {
 }
 
 func (i *unknownSignalsInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
+	if i.sealed != nil {
+		defer i.sealed.Track(ctx)()
+	}
 	if len(in.Args) > 0 {
 		if s, ok := in.Args[0].(subjectInput); ok {
 			ref := s.signalSubject()

@@ -3,6 +3,7 @@ package seal
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -60,7 +61,8 @@ func (m *sealed) WithContext(ctx context.Context) converter.DataConverter {
 	if !m.cutoff.IsZero() && activity.GetInfo(ctx).ScheduledTime.Before(m.cutoff) {
 		return wholeInput{converter.NewCodecDataConverter(payloadConverters(), &legacyCodec{Codec: Codec{Keys: m.keys}, accept: func() bool { return true }})}
 	}
-	return wholeInput{m.DataConverter}
+	// Strict, whatever run this converter was bound to.
+	return wholeInput{converter.NewCodecDataConverter(payloadConverters(), &Codec{Keys: m.keys})}
 }
 
 // wholeInput refuses to decode fewer payloads than values: an activity
@@ -74,9 +76,42 @@ func (w wholeInput) FromPayloads(payloads *commonpb.Payloads, valuePtrs ...any) 
 	return w.DataConverter.FromPayloads(payloads, valuePtrs...)
 }
 
-// WithSerializationContext keeps the migration: sealing does not depend on it.
-func (m *sealed) WithSerializationContext(converter.SerializationContext) converter.DataConverter {
-	return m
+// WithSerializationContext keeps the migration: sealing does not depend on
+// the context, but what the SDK decodes outside workflow code (local
+// activity and version markers, side effects, updates) knows its run only
+// by workflow ID, so it asks the run Track registered under it.
+func (m *sealed) WithSerializationContext(sc converter.SerializationContext) converter.DataConverter {
+	wf, ok := sc.(converter.WorkflowSerializationContext)
+	if m.cutoff.IsZero() || !ok {
+		return m
+	}
+	id := wf.WorkflowID
+	c := *m
+	c.DataConverter = converter.NewCodecDataConverter(payloadConverters(), &legacyCodec{Codec: Codec{Keys: m.keys}, accept: func() bool {
+		f, ok := replays.Load(id)
+		return ok && f.(*replay).before()
+	}})
+	return &c
+}
+
+// replays holds, by workflow ID, the runs started before the cutoff while
+// their workflow code runs in this process (Signals.Track).
+var replays sync.Map
+
+type replay struct{ before func() bool }
+
+// Track registers ctx's run, when it started before the cutoff, so that what
+// the SDK decodes for it outside workflow code follows the migration; the
+// returned function unregisters it.
+func (s *Signals) Track(ctx workflow.Context) (release func()) {
+	if s.UnsealedBefore.IsZero() || !workflow.GetInfo(ctx).WorkflowStartTime.Before(s.UnsealedBefore) {
+		return func() {}
+	}
+	m := &sealed{cutoff: s.UnsealedBefore}
+	r := &replay{before: func() bool { return m.beforeCutoff(ctx) }}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	replays.Store(id, r)
+	return func() { replays.CompareAndDelete(id, r) }
 }
 
 // beforeCutoff says whether ctx's run is replaying a workflow task that

@@ -411,7 +411,12 @@ func reloadDebounce(t *testing.T, p *parts, what string) string {
 	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
 	require.Eventually(t, func() bool {
 		var st workflows.ReloadStatus
-		v, err := procs.Env().Temporal.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+		tc := procs.Env().Temporal
+		if what == upgraded {
+			// The previous release answers unsealed, as it sealed nothing.
+			tc = p.upgrade.previous
+		}
+		v, err := tc.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
 		return err == nil && v.Get(&st) == nil && len(st.Pending) == 1 && st.DueAt != ""
 	}, 20*time.Second, 20*time.Millisecond, "the change within the window waits for it to close")
 

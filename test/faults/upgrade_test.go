@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -52,7 +53,11 @@ func TestUpgrade(t *testing.T) {
 			return reloadDebounce(t, p, upgraded)
 		}},
 	}
-	p.upgrade = &upgrade{parent: t, cases: len(cs), others: make(chan struct{}), all: make(chan struct{})}
+	// The previous release seals nothing: the test reads its answers with the plain converter.
+	previous, err := client.Dial(client.Options{HostPort: procs.Env().TemporalAddress, Namespace: "default"})
+	require.NoError(t, err)
+	defer previous.Close()
+	p.upgrade = &upgrade{parent: t, cases: len(cs), others: make(chan struct{}), all: make(chan struct{}), previous: previous}
 	t.Run("runs started on "+version, func(t *testing.T) {
 		// All at once, whatever -parallel says: each waits for the others at its point.
 		var wg sync.WaitGroup
@@ -76,6 +81,8 @@ type upgrade struct {
 	stopOnce, startOnce sync.Once
 	swapped             time.Duration
 	stopped             time.Time
+	// previous is a client of the plain converter, for what the previous release answers.
+	previous client.Client
 }
 
 const barrierTimeout = 5 * time.Minute
