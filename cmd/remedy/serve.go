@@ -88,7 +88,13 @@ func runWorker(ctx context.Context, args []string) error {
 	fs.DurationVar(&ao.SweepEvery, "alerts-sweep-every", time.Minute, "how often the receiver lists Alertmanager's active alerts and resolves open alert runs whose alert it no longer holds (lost resolves)")
 	fs.DurationVar(&ao.SweepGrace, "alerts-sweep-grace", alerts.DefaultSweepGrace, "after Alertmanager (re)starts, how long the sweep resolves nothing: it keeps no alerts across a restart, and its senders send firing alerts again only every resend delay")
 	amURL := fs.String("alertmanager-url", "", "Alertmanager that alert runs verify their alert against and sweep (empty: no check)")
+	var gf execGateFlags
+	gf.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	execGate, err := gf.options()
+	if err != nil {
 		return err
 	}
 	if err := checkCallbacks(); err != nil {
@@ -106,7 +112,8 @@ func runWorker(ctx context.Context, args []string) error {
 	defer tc.Close()
 	w, err := worker.New(worker.Options{Temporal: tc, Kube: cfg, ActionNamespace: *actionNS, ExecImage: *execImage,
 		MaxConcurrentActivities: *maxActivities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
-		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval, AlertmanagerURL: *amURL})
+		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval, AlertmanagerURL: *amURL,
+		ExecGate: execGate})
 	if err != nil {
 		return err
 	}

@@ -81,8 +81,12 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	if err != nil {
 		return nil, err
 	}
+	gate, err := ExecGate(e)
+	if err != nil {
+		return nil, err
+	}
 	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
-		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL})
+		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL, ExecGate: gate})
 	if err != nil {
 		return nil, err
 	}

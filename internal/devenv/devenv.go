@@ -350,6 +350,9 @@ func (e *Env) startControllerManager(o Options) error {
 // TempDir is a private directory Stop removes.
 func (e *Env) TempDir() string { return e.tmpDir }
 
+// HasNode says Pods run: Start was given Options.Node.
+func (e *Env) HasNode() bool { return e.node != nil }
+
 // Stop ends every process Start began and removes its files. It logs how
 // long each part took to stop.
 func (e *Env) Stop() error {
