@@ -54,7 +54,13 @@ func runExec(ctx context.Context, args []string) error {
 		return fail(fmt.Errorf("build discovery client: %w", err))
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	plan, err := activities.ExecRequest(ctx, dyn, mapper, []byte(*request), *termLog, gate.Ask)
+	plan, err := activities.ExecRequest(ctx, dyn, mapper, []byte(*request), *termLog, func(ctx context.Context, req actions.Request) error {
+		if err := gate.Ask(ctx, req); err != nil {
+			return err
+		}
+		fmt.Printf("the exec gate passed %s %s\n", req.Action, req.Target.String())
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -11,14 +11,18 @@ import (
 	"github.com/remedy-dev/remedy/worker"
 )
 
-// ExecGate listens for the job executor's Pods where they reach this
-// machine (the node's IP; loopback without a node, where no Pod runs),
-// with a throwaway CA's certificate for that address.
-func ExecGate(e *devenv.Env) (worker.ExecGateOptions, error) {
-	host := "127.0.0.1"
+// execGateHost is where the job executor's Pods reach this machine: the
+// node's IP; loopback without a node, where no Pod runs.
+func execGateHost(e *devenv.Env) string {
 	if e.HasNode() {
-		host = devenv.NodeIP
+		return devenv.NodeIP
 	}
+	return "127.0.0.1"
+}
+
+// ExecGate listens for the job executor's Pods on host, with a throwaway
+// CA's certificate for that address.
+func ExecGate(host string) (worker.ExecGateOptions, error) {
 	ca, err := pki.NewCA("remedy-exec-gate-ca")
 	if err != nil {
 		return worker.ExecGateOptions{}, err

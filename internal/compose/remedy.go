@@ -81,7 +81,7 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	if err != nil {
 		return nil, err
 	}
-	gate, err := ExecGate(e)
+	gate, err := ExecGate(execGateHost(e))
 	if err != nil {
 		return nil, err
 	}
