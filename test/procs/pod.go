@@ -43,7 +43,7 @@ const temporalService = "temporal-dev.remedy-system:7233"
 // portFlags say which flag of each container binds each named port.
 var portFlags = map[string]map[string]string{
 	"operator": {"metrics": "metrics-addr", "probes": "probe-addr", "webhook": "webhook-port"},
-	"worker":   {"metrics": "metrics-addr"},
+	"worker":   {"metrics": "metrics-addr", "exec-gate": "exec-gate-addr"},
 	"webhook":  {"webhook": "port", "metrics": "metrics-addr"},
 }
 
