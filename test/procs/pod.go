@@ -196,6 +196,9 @@ func StartPod(t testing.TB, d appsv1.Deployment, replica int, po ...PodOptions) 
 		} else {
 			args = append(args, fmt.Sprintf("--%s=%d", flag, p.Ports[port.Name]))
 		}
+		if port.Name == "exec-gate" {
+			args = append(args, execGateOnNode(t, mounts, p.Ports[port.Name])...)
+		}
 	}
 	p.args = append(args, o.Args...)
 
