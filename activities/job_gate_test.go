@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -214,4 +216,25 @@ func certPEM(srv *httptest.Server) []byte {
 
 func actionParams(replicas int32) v1alpha1.ActionParameters {
 	return v1alpha1.ActionParameters{Replicas: ptr.To(replicas)}
+}
+
+// TestRunCanceledIsNotAWorkerStopping: only a cancellation Temporal sends
+// (the run canceled, or gone) deletes the Job; a worker stopping leaves it
+// to the retry that resumes it elsewhere.
+func TestRunCanceledIsNotAWorkerStopping(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cause error
+		want  bool
+	}{
+		{"run canceled", temporal.NewCanceledError(), true},
+		{"workflow gone", serviceerror.NewNotFound("workflow execution already completed"), true},
+		{"worker stopping", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(tc.cause)
+			assert.Equal(t, tc.want, runCanceled(ctx))
+		})
+	}
 }
