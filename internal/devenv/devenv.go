@@ -101,7 +101,7 @@ type Env struct {
 	log       io.Writer
 
 	// temporalForward puts the dev server on the node's IP (TemporalForPods).
-	temporalForward *forwarder
+	temporalForward *Forwarder
 }
 
 // OptionsFromEnv fills the binary paths from KUBEBUILDER_ASSETS and
