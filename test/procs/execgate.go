@@ -53,6 +53,10 @@ const execGateService = "remedy-worker-gate"
 // the worker (Options.Pods); empty otherwise.
 var execGateURL string
 
+// ExecGateURL is the --exec-gate-url the install doc's exec gate overlay
+// gave the worker (Options.Pods); empty otherwise.
+func ExecGateURL() string { return execGateURL }
+
 // forwardExecGate stands in, for the worker's Pods, for what this node
 // lacks: cluster DNS for the headless Service. It listens on the node's IP,
 // where executor Pods reach this machine, and joins each connection to the
