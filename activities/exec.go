@@ -14,13 +14,19 @@ import (
 	"github.com/remedy-dev/remedy/activities/actions"
 )
 
-// ExecRequest is the body of `remedy exec`: it applies the request with the
-// caller's identity (the pod's ServiceAccount) and writes the plan's JSON, or
-// the error, to the termination log that RunJob reads.
-func ExecRequest(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, request []byte, terminationLog string) (actions.Plan, error) {
+// ExecRequest is the body of `remedy exec`: it asks the write gate (ask,
+// immediately before the write), applies the request with the caller's
+// identity (the pod's ServiceAccount) and writes the plan's JSON, or the
+// error, to the termination log that RunJob reads. A refusal writes nothing.
+func ExecRequest(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, request []byte, terminationLog string,
+	ask func(context.Context, actions.Request) error) (actions.Plan, error) {
 	var req actions.Request
 	if err := json.Unmarshal(request, &req); err != nil {
 		err = fmt.Errorf("decode request: %w", err)
+		return actions.Plan{}, errors.Join(err, writeTermination(terminationLog, err.Error()))
+	}
+	if err := ask(ctx, req); err != nil {
+		err = fmt.Errorf("%s %s: %w", req.Action, req.Target.String(), err)
 		return actions.Plan{}, errors.Join(err, writeTermination(terminationLog, err.Error()))
 	}
 	// The plan pins the resourceVersion it was made from, so a controller's

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -65,8 +66,12 @@ type Jobs struct {
 	Heartbeats Heartbeater
 	// TTL is the Jobs' ttlSecondsAfterFinished, whole seconds (default DefaultJobTTL).
 	TTL time.Duration
-	// Gate is asked right before the Job is created: its pod writes as the action's account.
+	// Gate is asked right before the Job is created, and again when the
+	// Job's Pod asks through ExecGate, immediately before its write.
 	Gate WriteChecker
+	// ExecGate carries the Pod's ask to the attempt that watches its Job;
+	// without one (or its URL) no Job is created.
+	ExecGate *ExecGate
 }
 
 // WriteChecker is the write gate as the job executor asks it: the Job is
@@ -99,9 +104,12 @@ type JobInput struct {
 	ExecutionUID       string          `json:"executionUID"`
 	Request            actions.Request `json:"request"`
 	// Execution is the spec the run was started with, for the write gate.
-	Execution  v1alpha1.KubernetesExecutionSpec `json:"execution"`
-	Timeout    time.Duration                    `json:"timeout"`
-	MaxRetries int32                            `json:"maxRetries"`
+	Execution v1alpha1.KubernetesExecutionSpec `json:"execution"`
+	Timeout   time.Duration                    `json:"timeout"`
+	// MaxRetries is no longer used: the Job's Pod is never retried by the
+	// Job controller (backoffLimit 0), so each write is one ask of the gate.
+	// Kept so runs started before still decode.
+	MaxRetries int32 `json:"maxRetries"`
 }
 
 // JobName is deterministic so a retried activity finds the Job its earlier
@@ -123,6 +131,10 @@ func (j *Jobs) RunJob(ctx context.Context, in JobInput) (ExecuteResult, error) {
 	if _, err := actions.Validate(in.Request); err != nil {
 		return ExecuteResult{}, classify(ReasonInvalidParameters, err)
 	}
+	if j.ExecGate == nil || j.ExecGate.URL == "" {
+		return ExecuteResult{}, permanent(ReasonExecutionFailed, errors.New("the job executor has no exec gate (worker --exec-gate-url): "+
+			"its Pod would have no one to ask immediately before its write, so no Job is created"))
+	}
 	b := newBeater(ctx, j.Heartbeats)
 	var prior jobProgress
 	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prior) == nil && prior.UID != "" {
@@ -136,8 +148,14 @@ func (j *Jobs) RunJob(ctx context.Context, in JobInput) (ExecuteResult, error) {
 	if err != nil {
 		return ExecuteResult{}, classify(ReasonExecutionFailed, err)
 	}
-	if job, err = j.wait(ctx, job, b); err != nil {
+	att := j.attend(ctx, in, job)
+	defer att.release()
+	if job, err = j.wait(ctx, job, b, att); err != nil {
 		return ExecuteResult{}, classify(ReasonExecutionFailed, err)
+	}
+	if att.refused != nil && !succeeded(job) {
+		// The Pod exited on the gate's refusal: the run fails with the gate's reason.
+		return ExecuteResult{}, att.refused
 	}
 	res, err := j.result(ctx, job)
 	if err == nil {
@@ -213,7 +231,9 @@ func (j *Jobs) job(in JobInput) (*batchv1.Job, error) {
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: JobName(in), Namespace: j.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:            ptr.To(in.MaxRetries),
+			// One Pod, one ask of the gate, one write: the Job controller
+			// never starts another Pod behind the gate's back.
+			BackoffLimit:            ptr.To[int32](0),
 			ActiveDeadlineSeconds:   ptr.To(int64(math.Ceil(timeout.Seconds()))),
 			TTLSecondsAfterFinished: ptr.To(j.ttl()),
 			Template: corev1.PodTemplateSpec{
@@ -228,11 +248,19 @@ func (j *Jobs) job(in JobInput) (*batchv1.Job, error) {
 						RunAsUser:      ptr.To[int64](65532),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
+					// The token the Pod asks the exec gate with: bound to the Pod, and
+					// to an audience the API server accepts for nothing else.
+					Volumes: []corev1.Volume{{Name: "exec-gate", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+						Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+							Audience: ExecGateAudience, ExpirationSeconds: ptr.To[int64](execGateTokenSeconds), Path: "token"}}},
+					}}}},
 					Containers: []corev1.Container{{
 						Name:    "exec",
 						Image:   j.image(),
 						Command: []string{"/remedy", "exec"},
-						Env:     []corev1.EnvVar{{Name: RequestEnv, Value: string(req)}},
+						Env: []corev1.EnvVar{{Name: RequestEnv, Value: string(req)},
+							{Name: ExecGateURLEnv, Value: j.ExecGate.URL}, {Name: ExecGateCAEnv, Value: j.ExecGate.CA}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "exec-gate", MountPath: ExecGateTokenDir, ReadOnly: true}},
 						// A crash before the plan is written still leaves a message.
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 						Resources: corev1.ResourceRequirements{

@@ -42,9 +42,10 @@ func TestJobNameIsDeterministicPerExecutionAndRequest(t *testing.T) {
 }
 
 func TestJobSpecOwnerAndLabels(t *testing.T) {
-	j := &Jobs{Namespace: "remedy-system"}
+	j := &Jobs{Namespace: "remedy-system", ExecGate: &ExecGate{URL: "https://gate.example:9444/exec-gate", CA: "ca"}}
 	job, err := j.job(testInput("shop"))
 	require.NoError(t, err)
+	assert.Equal(t, ptr.To[int32](0), job.Spec.BackoffLimit, "never retried, whatever maxRetries says")
 	assert.Empty(t, job.OwnerReferences, "owner references cannot cross namespaces")
 	assert.Equal(t, ptr.To[int64](90), job.Spec.ActiveDeadlineSeconds)
 	assert.Equal(t, release.Image(), job.Spec.Template.Spec.Containers[0].Image)

@@ -20,8 +20,17 @@ import (
 )
 
 // wait watches the Job until it finishes, heartbeating on every event and on a
-// ticker, so a dead worker is noticed and a retry resumes here.
-func (j *Jobs) wait(ctx context.Context, job *batchv1.Job, b *beater) (*batchv1.Job, error) {
+// ticker, so a dead worker is noticed and a retry resumes here, and answers
+// its Pod's ask of the exec gate. A canceled run deletes its Job.
+func (j *Jobs) wait(ctx context.Context, job *batchv1.Job, b *beater, att *attendance) (*batchv1.Job, error) {
+	job, err := j.watch(ctx, job, b, att)
+	if err != nil && ctx.Err() != nil && runCanceled(ctx) {
+		j.remove(ctx, job)
+	}
+	return job, err
+}
+
+func (j *Jobs) watch(ctx context.Context, job *batchv1.Job, b *beater, att *attendance) (*batchv1.Job, error) {
 	jobs := j.Client.BatchV1().Jobs(j.Namespace)
 	every := j.HeartbeatEvery
 	if every <= 0 {
@@ -38,29 +47,34 @@ func (j *Jobs) wait(ctx context.Context, job *batchv1.Job, b *beater) (*batchv1.
 			AllowWatchBookmarks: true,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("watch job %s: %w", name, err)
+			return job, fmt.Errorf("watch job %s: %w", name, err)
 		}
-		job, err = follow(ctx, w, job, tick.C, b)
+		next, err := follow(ctx, w, job, tick.C, b, att)
 		w.Stop()
 		if err != nil {
-			return nil, err
+			return job, err
 		}
+		job = next
 		if !finished(job) {
 			// The watch ended (server timeout, expired resourceVersion): start
 			// again from a fresh read rather than from a stale version.
-			if job, err = jobs.Get(ctx, name, metav1.GetOptions{}); err != nil {
-				return nil, fmt.Errorf("get job %s: %w", name, err)
+			next, err := jobs.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return job, fmt.Errorf("get job %s: %w", name, err)
 			}
+			job = next
 		}
 	}
 	return job, nil
 }
 
-func follow(ctx context.Context, w watch.Interface, job *batchv1.Job, tick <-chan time.Time, b *beater) (*batchv1.Job, error) {
+func follow(ctx context.Context, w watch.Interface, job *batchv1.Job, tick <-chan time.Time, b *beater, att *attendance) (*batchv1.Job, error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case ask := <-att.asks:
+			att.handle(ctx, ask)
 		case <-tick:
 			b.beat()
 		case ev, ok := <-w.ResultChan():
@@ -90,6 +104,12 @@ func follow(ctx context.Context, w watch.Interface, job *batchv1.Job, tick <-cha
 // Complete or Failed.
 func finished(job *batchv1.Job) bool { return condition(job) != nil }
 
+// succeeded says a finished Job's Pod completed.
+func succeeded(job *batchv1.Job) bool {
+	c := condition(job)
+	return c != nil && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobSuccessCriteriaMet)
+}
+
 func condition(job *batchv1.Job) *batchv1.JobCondition {
 	for _, t := range []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailed, batchv1.JobSuccessCriteriaMet, batchv1.JobFailureTarget} {
 		for i, c := range job.Status.Conditions {
@@ -110,9 +130,9 @@ func (j *Jobs) result(ctx context.Context, job *batchv1.Job) (ExecuteResult, err
 		return ExecuteResult{}, classify(ReasonExecutionFailed, fmt.Errorf("list pods of job %s: %w", job.Name, err))
 	}
 	c := condition(job)
-	succeeded := c.Type == batchv1.JobComplete || c.Type == batchv1.JobSuccessCriteriaMet
+	done := succeeded(job)
 	phase := corev1.PodFailed
-	if succeeded {
+	if done {
 		phase = corev1.PodSucceeded
 	}
 	pod, msg := lastTerminated(pods.Items, phase)
@@ -122,7 +142,7 @@ func (j *Jobs) result(ctx context.Context, job *batchv1.Job) (ExecuteResult, err
 		log.Info("job pod logs", "job", job.Name, "pod", pod.Name, "logs", logs)
 	}
 	switch {
-	case succeeded:
+	case done:
 		var plan actions.Plan
 		if err := json.Unmarshal([]byte(msg), &plan); err != nil {
 			return ExecuteResult{}, permanent(ReasonExecutionFailed, fmt.Errorf("job %s succeeded but left no plan in its termination message (%q): %w", job.Name, msg, err))

@@ -100,6 +100,9 @@ func TestRemedyNamespacePolicies(t *testing.T) {
 		assert.True(t, selects(t, serving.Spec.PodSelector, d.Spec.Template.Labels), "remedy-serving selects %s", d.Name)
 		for _, c := range d.Spec.Template.Spec.Containers {
 			for _, p := range c.Ports {
+				if p.Name == execGatePort {
+					continue // TestExecGatePolicy
+				}
 				declared[p.Name] = true
 				assert.True(t, allowedNames[p.Name], "%s's port %s (%d) is admitted", d.Name, p.Name, p.ContainerPort)
 			}
@@ -111,6 +114,35 @@ func TestRemedyNamespacePolicies(t *testing.T) {
 	assert.False(t, selects(t, serving.Spec.PodSelector, execPodLabels()), "executor pods admit nothing")
 	assert.False(t, selects(t, serving.Spec.PodSelector, deployments(t, filepath.Join("..", "temporal-dev.yaml"))[0].Spec.Template.Labels),
 		"temporal-dev is admitted only by temporal-frontend")
+}
+
+const execGatePort = "exec-gate"
+
+// The worker's exec gate admits the executor Jobs' Pods only, on its own port.
+func TestExecGatePolicy(t *testing.T) {
+	policy := networkPolicies(t)["remedy-exec-gate"]
+	require.NotNil(t, policy, "deploy/network has the remedy-exec-gate NetworkPolicy")
+	assert.Equal(t, remedyNamespace, policy.Namespace)
+	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, policy.Spec.PolicyTypes)
+	require.Len(t, policy.Spec.Ingress, 1)
+	rule := policy.Spec.Ingress[0]
+	require.Len(t, rule.Ports, 1)
+	assert.Equal(t, execGatePort, rule.Ports[0].Port.StrVal)
+	require.Len(t, rule.From, 1)
+	peer := rule.From[0]
+	require.NotNil(t, peer.PodSelector)
+	assert.Nil(t, peer.NamespaceSelector, "the policy's own namespace only")
+	assert.Nil(t, peer.IPBlock)
+	assert.True(t, selects(t, *peer.PodSelector, execPodLabels()), "an executor Job's pod asks the gate")
+	for _, d := range deployments(t, filepath.Join("manager", "*.yaml")) {
+		assert.False(t, selects(t, *peer.PodSelector, d.Spec.Template.Labels), "%s does not reach the exec gate", d.Name)
+		serves := false
+		for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+			serves = serves || p.Name == execGatePort
+		}
+		assert.Equal(t, serves, selects(t, policy.Spec.PodSelector, d.Spec.Template.Labels), "%s is selected iff it serves the exec gate", d.Name)
+	}
+	assert.False(t, selects(t, *peer.PodSelector, map[string]string{"app.kubernetes.io/part-of": "remedy"}), "part of Remedy is not enough")
 }
 
 // Every manifest in deploy/network is in its kustomization.

@@ -71,6 +71,8 @@ type Options struct {
 	// sees it. Required. PayloadUnsealedBefore is the migration's cutoff.
 	PayloadKeys           *seal.Keyring
 	PayloadUnsealedBefore time.Time
+	// ExecGate serves the job executor's Pods, which ask it immediately before their write.
+	ExecGate ExecGateOptions
 }
 
 // DefaultExecImage is the released image of this binary.
@@ -127,7 +129,17 @@ func New(o Options) (sdkworker.Worker, error) {
 	if o.ExecImage == "" {
 		o.ExecImage = DefaultExecImage
 	}
-	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL, Gate: gate})
+	execGate := &activities.ExecGate{Client: cs, Namespace: o.ActionNamespace, URL: o.ExecGate.URL, CA: o.ExecGate.CA}
+	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL,
+		Gate: gate, ExecGate: execGate})
+	background := []func(stop <-chan struct{}){signalEvents.Run}
+	if o.ExecGate.Addr != "" || o.ExecGate.Listener != nil {
+		serve, err := serveExecGate(execGate, o.ExecGate)
+		if err != nil {
+			return nil, err
+		}
+		background = append(background, serve)
+	}
 	w.RegisterActivity(&activities.Remediation{Client: kc})
 	statuses := &activities.Statuses{Client: kc, Kube: cs}
 	w.RegisterActivity(statuses)
@@ -149,7 +161,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
 	return &watchedWorker{Worker: w.Worker, activities: w.activities, factories: watches, stop: make(chan struct{}),
 		policies: policies, policyChanged: func() { activities.ObservePolicy(context.Background(), validation) },
-		background: []func(stop <-chan struct{}){signalEvents.Run}}, nil
+		background: background}, nil
 }
 
 func scheme() *runtime.Scheme {

@@ -93,7 +93,13 @@ func runWorker(ctx context.Context, args []string) error {
 	fs.DurationVar(&ao.SweepGrace, "alerts-sweep-grace", alerts.DefaultSweepGrace, "after Alertmanager (re)starts, how long the sweep resolves nothing: it keeps no alerts across a restart, and its senders send firing alerts again only every resend delay")
 	amURL := fs.String("alertmanager-url", "", "Alertmanager that alert runs verify their alert against and sweep (empty: no check)")
 	amAuth := fs.String("alertmanager-http-config-file", "", "basic_auth credentials for --alertmanager-url, in amtool's --http.config.file format (required with it: Remedy acts only on an Alertmanager with web authentication); read on each request")
+	var gf execGateFlags
+	gf.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	execGate, err := gf.options()
+	if err != nil {
 		return err
 	}
 	if err := checkCallbacks(); err != nil {
@@ -113,7 +119,7 @@ func runWorker(ctx context.Context, args []string) error {
 		PayloadKeys: tf.keys, PayloadUnsealedBefore: tf.cutoff,
 		MaxConcurrentActivities: *maxActivities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
 		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval, AlertmanagerURL: *amURL,
-		AlertmanagerHTTPConfigFile: *amAuth})
+		AlertmanagerHTTPConfigFile: *amAuth, ExecGate: execGate})
 	if err != nil {
 		return err
 	}

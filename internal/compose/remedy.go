@@ -94,9 +94,13 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(worker.Options{Temporal: e.Temporal, PayloadKeys: e.Keys, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
-		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL,
-		AlertmanagerHTTPConfigFile: o.AlertmanagerHTTPConfigFile})
+	gate, err := ExecGate(execGateHost(e))
+	if err != nil {
+		return nil, err
+	}
+	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
+		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL, ExecGate: gate,
+		PayloadKeys: e.Keys, AlertmanagerHTTPConfigFile: o.AlertmanagerHTTPConfigFile})
 	if err != nil {
 		return nil, err
 	}

@@ -111,7 +111,7 @@ type Env struct {
 	log       io.Writer
 
 	// temporalForward puts the dev server on the node's IP (TemporalForPods).
-	temporalForward *forwarder
+	temporalForward *Forwarder
 }
 
 // OptionsFromEnv fills the binary paths from KUBEBUILDER_ASSETS and
@@ -368,6 +368,9 @@ func (e *Env) startControllerManager(o Options) error {
 
 // TempDir is a private directory Stop removes.
 func (e *Env) TempDir() string { return e.tmpDir }
+
+// HasNode says Pods run: Start was given Options.Node.
+func (e *Env) HasNode() bool { return e.node != nil }
 
 // Stop ends every process Start began and removes its files. It logs how
 // long each part took to stop.

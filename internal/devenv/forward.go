@@ -8,39 +8,47 @@ import (
 	"sync"
 )
 
-// forwarder joins every TCP connection it accepts to one address. It puts
+// Forwarder joins every TCP connection it accepts to one it dials. It puts
 // the Temporal dev server, which listens on loopback, on the node's IP for
 // Pods (Options.TemporalForPods): the dev server cannot bind another
 // address itself, its services then dial each other on loopback and fail.
-type forwarder struct {
+// Tests put the worker Pods' exec gate on the node's IP the same way.
+type Forwarder struct {
 	l     net.Listener
-	to    string
+	dial  func() (net.Conn, error)
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
 
 // forward listens on listen (host:port; port 0 picks one) and forwards to to.
-func forward(listen, to string) (*forwarder, error) {
+func forward(listen, to string) (*Forwarder, error) {
+	return Forward(listen, func() (net.Conn, error) { return net.Dial("tcp", to) })
+}
+
+// Forward listens on listen (host:port; port 0 picks one) and joins each
+// connection it accepts to the one dial returns then; one dial fails: that
+// connection is closed.
+func Forward(listen string, dial func() (net.Conn, error)) (*Forwarder, error) {
 	l, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", listen, err)
 	}
-	f := &forwarder{l: l, to: to, conns: map[net.Conn]struct{}{}}
+	f := &Forwarder{l: l, dial: dial, conns: map[net.Conn]struct{}{}}
 	f.wg.Go(f.serve)
 	return f, nil
 }
 
 // Addr is the address it listens on.
-func (f *forwarder) Addr() string { return f.l.Addr().String() }
+func (f *Forwarder) Addr() string { return f.l.Addr().String() }
 
-func (f *forwarder) serve() {
+func (f *Forwarder) serve() {
 	for {
 		in, err := f.l.Accept()
 		if err != nil {
 			return // closed
 		}
-		out, err := net.Dial("tcp", f.to)
+		out, err := f.dial()
 		if err != nil {
 			_ = in.Close()
 			continue
@@ -53,7 +61,7 @@ func (f *forwarder) serve() {
 }
 
 // track records the pair unless the forwarder is closed.
-func (f *forwarder) track(conns ...net.Conn) bool {
+func (f *Forwarder) track(conns ...net.Conn) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.conns == nil {
@@ -69,7 +77,7 @@ func (f *forwarder) track(conns ...net.Conn) bool {
 }
 
 // pipe copies both ways until either side ends, then closes both.
-func (f *forwarder) pipe(in, out net.Conn) {
+func (f *Forwarder) pipe(in, out net.Conn) {
 	done := make(chan struct{}, 2)
 	copyTo := func(dst, src net.Conn) { _, _ = io.Copy(dst, src); done <- struct{}{} }
 	go copyTo(out, in)
@@ -87,7 +95,7 @@ func (f *forwarder) pipe(in, out net.Conn) {
 }
 
 // Close stops listening, ends every forwarded connection and waits for them.
-func (f *forwarder) Close() error {
+func (f *Forwarder) Close() error {
 	err := f.l.Close()
 	f.mu.Lock()
 	for c := range f.conns {

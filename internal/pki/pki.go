@@ -110,13 +110,13 @@ func sign(tmpl *x509.Certificate, parent *Pair) (Pair, error) {
 	}, nil
 }
 
-// SelfSigned returns a serving certificate for dnsNames that signs itself,
-// as cert-manager's selfSigned Issuer makes one: its own caBundle.
-func SelfSigned(cn string, dnsNames []string) (Pair, error) {
+// SelfSigned returns a serving certificate for dnsNames and ips that signs
+// itself, as cert-manager's selfSigned Issuer makes one: its own caBundle.
+func SelfSigned(cn string, dnsNames []string, ips ...net.IP) (Pair, error) {
 	return sign(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: cn},
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    dnsNames, BasicConstraintsValid: true,
+		DNSNames:    dnsNames, IPAddresses: ips, BasicConstraintsValid: true,
 	}, nil)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/worker"
@@ -42,7 +43,10 @@ func runWorkerStopping(t *testing.T, wrap func(http.RoundTripper) http.RoundTrip
 	if wrap != nil {
 		cfg.Wrap(wrap)
 	}
-	w, err := worker.New(worker.Options{Temporal: harness.Temporal(), PayloadKeys: harness.Keys(), Kube: cfg, ActionNamespace: devenv.Namespace, StopTimeout: stopTimeout})
+	// The job executor needs its exec gate (no Pod runs here: there is no node).
+	gate, err := compose.ExecGate("127.0.0.1")
+	require.NoError(t, err)
+	w, err := worker.New(worker.Options{Temporal: harness.Temporal(), PayloadKeys: harness.Keys(), Kube: cfg, ActionNamespace: devenv.Namespace, StopTimeout: stopTimeout, ExecGate: gate})
 	require.NoError(t, err)
 	require.NoError(t, w.Start())
 	var once sync.Once

@@ -74,8 +74,11 @@ func TestExecRequest(t *testing.T) {
 	req := actions.Request{Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web"},
 		Params: v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)}}
 
-	plan, err := activities.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog)
+	var asked []actions.Request
+	pass := func(_ context.Context, r actions.Request) error { asked = append(asked, r); return nil }
+	plan, err := activities.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog, pass)
 	require.NoError(t, err)
+	assert.Equal(t, []actions.Request{req}, asked, "the gate is asked about the write before it is made")
 	written, err := os.ReadFile(termLog)
 	require.NoError(t, err)
 	var got actions.Plan
@@ -86,8 +89,19 @@ func TestExecRequest(t *testing.T) {
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &d))
 	assert.Equal(t, int32(3), *d.Spec.Replicas)
 
+	// A refusal writes nothing and says so in the termination log.
+	req.Params.Replicas = ptr.To[int32](5)
+	refuse := func(context.Context, actions.Request) error { return &activities.GateRefusal{Message: "grant revoked"} }
+	_, err = activities.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog, refuse)
+	require.Error(t, err)
+	written, err = os.ReadFile(termLog)
+	require.NoError(t, err)
+	assert.Contains(t, string(written), "refused by the write gate: grant revoked")
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &d))
+	assert.Equal(t, int32(3), *d.Spec.Replicas, "nothing written")
+
 	req.Target.Name = "missing"
-	_, err = activities.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog)
+	_, err = activities.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog, pass)
 	require.Error(t, err)
 	written, err = os.ReadFile(termLog)
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/worker"
@@ -28,7 +29,7 @@ import (
 func executorJob() *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "remedy-scale-", Namespace: devenv.Namespace},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			ServiceAccountName: "remedy-action-scale",
 			RestartPolicy:      corev1.RestartPolicyNever,
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
@@ -37,6 +38,13 @@ func executorJob() *batchv1.Job {
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
 		}}},
 	}
+}
+
+// gateToken is a projected ServiceAccount token volume of audience ("" : the API server's).
+func gateToken(audience string, seconds int64) corev1.Volume {
+	return corev1.Volume{Name: "exec-gate", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Audience: audience, ExpirationSeconds: ptr.To(seconds), Path: "token"}}}}}}
 }
 
 func workerClientset(t *testing.T) kubernetes.Interface {
@@ -82,6 +90,10 @@ func TestWorkerMayCreateOnlyExecutorJobs(t *testing.T) {
 		{"a Secret volume", func(p *corev1.PodSpec) {
 			p.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "remedy-webhook-tls"}}}}
 		}, "must not declare volumes"},
+		{"the exec gate's token is admitted", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken(activities.ExecGateAudience, 600)} }, ""},
+		{"a token for the API server", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken("", 600)} }, "must not declare volumes but the exec gate's token"},
+		{"a long-lived gate token", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken(activities.ExecGateAudience, 86400)} }, "must not declare volumes"},
+		{"restarted in place", func(p *corev1.PodSpec) { p.RestartPolicy = corev1.RestartPolicyOnFailure }, "must have backoffLimit 0 and restartPolicy Never"},
 		{"host network", func(p *corev1.PodSpec) { p.HostNetwork = true }, "must not use the host's network"},
 		{"host PID", func(p *corev1.PodSpec) { p.HostPID = true }, "must not use the host's network, PID"},
 		{"privileged", func(p *corev1.PodSpec) {
@@ -103,6 +115,17 @@ func TestWorkerMayCreateOnlyExecutorJobs(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.refuse)
 		})
 	}
+
+	t.Run("retried by the Job controller", func(t *testing.T) {
+		job := executorJob()
+		job.Spec.BackoffLimit = ptr.To[int32](1)
+		err := dryRunJob(cs, job)
+		require.Error(t, err)
+		assert.True(t, apierrors.IsForbidden(err), "%v", err)
+		assert.Contains(t, err.Error(), "must have backoffLimit 0")
+		job.Spec.BackoffLimit = nil // defaulted to 6
+		assert.ErrorContains(t, dryRunJob(cs, job), "must have backoffLimit 0")
+	})
 
 	t.Run("other users are not bound by it", func(t *testing.T) {
 		require.NoError(t, dryRunJob(admin(t), probe), "the policy is about the worker's identity only")

@@ -57,9 +57,9 @@ func podNames(t *testing.T, ns string) map[string]bool {
 }
 
 // TestJobExecutorScalesFromARealPod: `remedy exec` runs from the imported
-// image in the Job's Pod, as the action's ServiceAccount, reaching the API
-// server through the kubernetes Service; the run completes and the new
-// replicas become available.
+// image in the Job's Pod, as the action's ServiceAccount, asks the worker's
+// exec gate, then reaches the API server through the kubernetes Service;
+// the run completes and the new replicas become available.
 func TestJobExecutorScalesFromARealPod(t *testing.T) {
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
@@ -75,6 +75,7 @@ func TestJobExecutorScalesFromARealPod(t *testing.T) {
 	assert.NotEmpty(t, k.Status.ExecutionResults.JobName)
 	assert.Equal(t, "replicas: 1", k.Status.ExecutionResults.ResourcesAffected[0].Before)
 	assert.Contains(t, k.Status.ExecutionResults.Logs, "scaled "+ns+"/Deployment/web", "the Pod's log, served by the kubelet")
+	assert.Contains(t, k.Status.ExecutionResults.Logs, "the exec gate passed scale "+ns+"/Deployment/web", "the Pod asked the gate before its write")
 	available(t, ns, "web", 3)
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-job.json")
 }

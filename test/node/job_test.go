@@ -35,7 +35,7 @@ import (
 
 // gateAsks stands in for the write gate in these tests of the Job and its
 // Pod alone, and counts what it is asked; the gate itself runs in the runs
-// of TestJobExecutorScalesFromARealPod and the trust tests.
+// of TestJobExecutorScalesFromARealPod and the trust tests (job_gate_test.go).
 type gateAsks struct{ n atomic.Int32 }
 
 func (g *gateAsks) Check(context.Context, activities.Write) error {
@@ -43,7 +43,8 @@ func (g *gateAsks) Check(context.Context, activities.Write) error {
 	return nil
 }
 
-// asked is how often jobs asked the gate: once per Job created.
+// asked is how often jobs asked the gate: once before a Job is created, and
+// once when its Pod asks through the exec gate, immediately before its write.
 func asked(jobs *activities.Jobs) int32 { return jobs.Gate.(*gateAsks).n.Load() }
 
 // newJobs builds the activity as the worker's own ServiceAccount (the
@@ -55,7 +56,8 @@ func newJobs(t *testing.T) *activities.Jobs {
 	require.NoError(t, err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	return &activities.Jobs{Client: cs, Namespace: devenv.Namespace, Image: release.Image(), HeartbeatEvery: time.Second, Gate: &gateAsks{}}
+	return &activities.Jobs{Client: cs, Namespace: devenv.Namespace, Image: release.Image(), HeartbeatEvery: time.Second, Gate: &gateAsks{},
+		ExecGate: execGate(t, cs)}
 }
 
 // jobInput scales Deployment ns/name to 2 in a Job.
@@ -178,25 +180,35 @@ func terminated(t *testing.T, pod corev1.Pod) *corev1.ContainerStateTerminated {
 	return term
 }
 
-// TestJobSucceedsAfterARetry: the first Pod runs `remedy exec` before its
-// target exists and exits non-zero; the Job controller starts a second Pod
-// after its backoff, which scales the target. The result is the second
-// Pod's plan, its logs and one retry.
-func TestJobSucceedsAfterARetry(t *testing.T) {
+// TestJobIsNeverRetried: the Pod runs `remedy exec` before its target
+// exists and exits non-zero; the Job controller starts no second Pod (its
+// backoffLimit is 0: every write is one ask of the gate), so the run fails
+// with the Pod's termination message, and the target created afterwards is
+// never written. The Job has the shape the admission policy admits.
+func TestJobIsNeverRetried(t *testing.T) {
 	ns := harness.Namespace(t)
 	jobs := newJobs(t)
 	in := jobInput(ns, "web", time.Minute, 1)
-	runs := attempt(context.Background(), nil).run(jobs, in)
+	r := runJob(t, jobs, in, runTimeout)
+	require.Error(t, r.err)
+	app := appError(t, r.err)
+	assert.Equal(t, activities.ReasonExecutionFailed, app.Type(), app.Error())
+	assert.Contains(t, app.Error(), `"web" not found`)
 
 	name := activities.JobName(in)
 	first := jobPods(t, name, 1, corev1.PodFailed)[0]
 	term := terminated(t, first)
 	assert.NotZero(t, term.ExitCode)
 	assert.Contains(t, term.Message, `"web" not found`, "the kubelet read the termination log")
-	harness.Deployment(t, ns, "web", 1)
+	d := harness.Deployment(t, ns, "web", 1)
 
 	var job batchv1.Job
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKey{Namespace: devenv.Namespace, Name: name}, &job))
+	require.NotNil(t, condition(&job, batchv1.JobFailed), "the Job failed: the controller starts no Pod after that")
+	var pods corev1.PodList
+	require.NoError(t, harness.Kube().List(context.Background(), &pods, ctrlclient.InNamespace(devenv.Namespace), ctrlclient.MatchingLabels{"job-name": name}))
+	assert.Len(t, pods.Items, 1, "one Pod, never retried")
+	assert.Equal(t, int32(2), asked(jobs), "asked before the Job was created and by its Pod")
 	assert.LessOrEqual(t, len(name), 63)
 	assert.Equal(t, map[string]string{
 		"app.kubernetes.io/part-of": "remedy", "remedy.dev/action": "scale", "remedy.dev/execution-name": "scale-web",
@@ -204,7 +216,7 @@ func TestJobSucceedsAfterARetry(t *testing.T) {
 	}, job.Labels)
 	assert.Empty(t, job.OwnerReferences, "owner references cannot cross namespaces")
 	assert.Equal(t, ptr.To[int32](300), job.Spec.TTLSecondsAfterFinished)
-	assert.Equal(t, ptr.To[int32](1), job.Spec.BackoffLimit)
+	assert.Equal(t, ptr.To[int32](0), job.Spec.BackoffLimit, "the spec's maxRetries is not the Job's")
 	assert.Equal(t, ptr.To[int64](60), job.Spec.ActiveDeadlineSeconds)
 	pod := job.Spec.Template.Spec
 	assert.Equal(t, "remedy-action-scale", pod.ServiceAccountName)
@@ -215,23 +227,27 @@ func TestJobSucceedsAfterARetry(t *testing.T) {
 	assert.Equal(t, []string{"/remedy", "exec"}, c.Command)
 	req, err := json.Marshal(in.Request)
 	require.NoError(t, err)
-	assert.Equal(t, []corev1.EnvVar{{Name: activities.RequestEnv, Value: string(req)}}, c.Env)
+	assert.Equal(t, []corev1.EnvVar{{Name: activities.RequestEnv, Value: string(req)},
+		{Name: activities.ExecGateURLEnv, Value: jobs.ExecGate.URL}, {Name: activities.ExecGateCAEnv, Value: jobs.ExecGate.CA}}, c.Env)
+	require.Len(t, pod.Volumes, 1)
+	token := pod.Volumes[0].Projected.Sources[0].ServiceAccountToken
+	assert.Equal(t, activities.ExecGateAudience, token.Audience, "the Pod's token for the gate is good for nothing else")
 	require.NotNil(t, c.SecurityContext)
 	assert.Equal(t, ptr.To(false), c.SecurityContext.AllowPrivilegeEscalation)
 	assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
 	assert.Equal(t, ptr.To(true), pod.SecurityContext.RunAsNonRoot)
+	assert.Equal(t, int32(1), ptr.Deref(d.Spec.Replicas, 0), "created afterwards at 1")
+	assert.Equal(t, int32(1), replicas(t, ns, "web"), "the target created afterwards is never written")
+}
 
-	r := await(t, runs, runTimeout)
-	require.NoError(t, r.err)
-	assert.Equal(t, "replicas: 1", r.res.Plan.Change.Before)
-	assert.Equal(t, "replicas: 2", r.res.Plan.Change.After)
-	assert.Equal(t, int32(1), r.res.Retries, "one failed pod")
-	assert.Equal(t, name, r.res.JobName)
-	assert.Contains(t, r.res.Logs, "scaled "+ns+"/Deployment/web", "the kubelet served the second Pod's log")
-	second := jobPods(t, name, 1, corev1.PodSucceeded)[0]
-	assert.NotEqual(t, first.Name, second.Name)
-	assert.Zero(t, terminated(t, second).ExitCode)
-	available(t, ns, "web", 2)
+// condition is the Job's condition of type typ, when true.
+func condition(job *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCondition {
+	for i, c := range job.Status.Conditions {
+		if c.Type == typ && c.Status == corev1.ConditionTrue {
+			return &job.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // TestJobFailureCarriesTheTerminationMessage: `remedy exec` in the Pod fails
@@ -317,43 +333,46 @@ func TestJobResumesAfterTheWorkerDies(t *testing.T) {
 	require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(devenv.Namespace),
 		ctrlclient.MatchingLabels{activities.LabelExecutionUID: in.ExecutionUID}))
 	require.Len(t, list.Items, 1, "a retried activity never creates a second Job")
-	assert.Equal(t, int32(1), asked(jobs), "the gate is asked before the one Job is created, not again for a Job that exists")
+	assert.Equal(t, int32(2), asked(jobs), "the gate is asked before the one Job is created, not again for a Job that exists, "+
+		"and once by its Pod, answered by the retry that attends it")
 	assert.Len(t, jobPods(t, name, 1, corev1.PodSucceeded), 1)
 	available(t, ns, "web", 2)
 }
 
 // TestJobCollectedPastItsTTLIsNotRunAgain: the worker dies while its Job's
-// Pod waits; the Pod then runs and scales the target, and the TTL controller
-// collects the finished Job before a retry comes. The retry, handed the
-// dead attempt's heartbeat, knows the Job it created and does not create it,
-// and so the action, again.
+// Pod waits; the Pod then runs, but no run attends it to answer its ask of
+// the exec gate, so it writes nothing and the Job runs into its deadline;
+// the TTL controller collects the failed Job before a retry comes. The
+// retry, handed the dead attempt's heartbeat, knows the Job it created and
+// does not create it, and so the action, again.
 func TestJobCollectedPastItsTTLIsNotRunAgain(t *testing.T) {
 	ns := harness.Namespace(t)
-	d := harness.Deployment(t, ns, "web", 1)
+	harness.Deployment(t, ns, "web", 1)
 	jobs := newJobs(t)
 	jobs.TTL = time.Second
-	in := jobInput(ns, "web", time.Minute, 0)
+	in := jobInput(ns, "web", 30*time.Second, 0)
 	name := activities.JobName(in)
 	uncordon := cordon(t)
 
 	first := diesWhilePending(t, jobs, in)
 	uncordon()
+	jobPods(t, name, 1, corev1.PodRunning) // and asking
 
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: devenv.Namespace, Name: name}}
-	harness.Eventually(t, job, runTimeout, func(j *batchv1.Job) bool { return j.Status.Succeeded == 1 })
+	harness.Eventually(t, job, runTimeout, func(j *batchv1.Job) bool { return condition(j, batchv1.JobFailed) != nil })
+	assert.Equal(t, batchv1.JobReasonDeadlineExceeded, condition(job, batchv1.JobFailed).Reason, "the Pod kept asking; nobody answered")
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(job), &batchv1.Job{}))
 	}, runTimeout, 100*time.Millisecond, "the TTL controller collects the finished Job")
-	available(t, ns, "web", 2)
-	gen := generation(t, d)
+	assert.Equal(t, int32(1), replicas(t, ns, "web"), "a Pod no run answers writes nothing")
 
 	r := await(t, attempt(context.Background(), first.heartbeat()).run(jobs, in), runTimeout)
 	require.Error(t, r.err)
 	app := appError(t, r.err)
 	assert.Equal(t, activities.ReasonExecutionFailed, app.Type())
 	assert.Contains(t, app.Error(), "it is not run again")
-	assert.Equal(t, int32(1), asked(jobs), "no second Job")
-	assert.Equal(t, gen, generation(t, d), "the action ran once")
+	assert.Equal(t, int32(1), asked(jobs), "no second Job, and the Pod's ask reached no run")
+	assert.Equal(t, int32(1), replicas(t, ns, "web"), "the action never ran")
 }
 
 func generation(t *testing.T, d *appsv1.Deployment) int64 {

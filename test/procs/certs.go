@@ -2,6 +2,7 @@ package procs
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"testing"
 
@@ -11,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/remedy-dev/remedy/internal/pki"
 )
@@ -19,9 +22,10 @@ import (
 type certificate struct {
 	Metadata metav1.ObjectMeta `json:"metadata"`
 	Spec     struct {
-		SecretName string   `json:"secretName"`
-		DNSNames   []string `json:"dnsNames"`
-		IssuerRef  struct {
+		SecretName  string   `json:"secretName"`
+		DNSNames    []string `json:"dnsNames"`
+		IPAddresses []string `json:"ipAddresses"`
+		IssuerRef   struct {
 			Name string `json:"name"`
 			Kind string `json:"kind"`
 		} `json:"issuerRef"`
@@ -29,8 +33,10 @@ type certificate struct {
 }
 
 // IssueCertificates does cert-manager's part for deploy/manager: each
-// Certificate's Secret (tls.crt, tls.key, ca.crt) for its dnsNames from its
-// selfSigned Issuer. It returns each Certificate's CA by namespace/name.
+// Certificate's Secret (tls.crt, tls.key, ca.crt) for its dnsNames and
+// ipAddresses from its selfSigned Issuer, as the install stored it (an
+// overlay may have added addresses). It returns each Certificate's CA by
+// namespace/name.
 func IssueCertificates(t testing.TB) map[string][]byte {
 	t.Helper()
 	objs := Manifests(t, filepath.Join("deploy", "manager", "certificate.yaml"))
@@ -44,14 +50,26 @@ func IssueCertificates(t testing.TB) map[string][]byte {
 	}
 	cas := map[string][]byte{}
 	cs := Clientset(t)
+	dyn, err := dynamic.NewForConfig(env.Config)
+	require.NoError(t, err)
+	certificates := dyn.Resource(schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"})
 	for _, o := range objs {
 		if o["kind"] != "Certificate" {
 			continue
 		}
+		meta := o["metadata"].(map[string]any)
+		stored, err := certificates.Namespace(meta["namespace"].(string)).Get(context.Background(), meta["name"].(string), metav1.GetOptions{})
+		require.NoError(t, err, "the install stored Certificate %s", meta["name"])
 		var c certificate
-		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o, &c))
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(stored.Object, &c))
 		require.True(t, selfSigned[c.Spec.IssuerRef.Name], "%s: issuer %s is a selfSigned Issuer beside it", c.Metadata.Name, c.Spec.IssuerRef.Name)
-		pair, err := pki.SelfSigned(c.Spec.DNSNames[0], c.Spec.DNSNames)
+		var ips []net.IP
+		for _, a := range c.Spec.IPAddresses {
+			ip := net.ParseIP(a)
+			require.NotNil(t, ip, "%s: ipAddresses %q", c.Metadata.Name, a)
+			ips = append(ips, ip)
+		}
+		pair, err := pki.SelfSigned(c.Spec.DNSNames[0], c.Spec.DNSNames, ips...)
 		require.NoError(t, err)
 		sec := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: c.Spec.SecretName, Namespace: c.Metadata.Namespace},

@@ -156,7 +156,15 @@ func Main(m *testing.M, o Options) int {
 	}
 	defer func() { _ = env.Stop() }()
 	defer stopRestarted()
-	if err := install(ctx, dir, o.NoInstall); err != nil {
+	var gate *devenv.Forwarder
+	if o.Pods && !o.NoInstall {
+		if gate, err = forwardExecGate(); err != nil {
+			fmt.Fprintln(os.Stderr, o.Name+": exec gate:", err)
+			return 1
+		}
+		defer func() { _ = gate.Close() }()
+	}
+	if err := install(ctx, dir, o.NoInstall, gate); err != nil {
 		fmt.Fprintln(os.Stderr, o.Name+": install:", err, "(logs:", logPath+")")
 		return 1
 	}

@@ -43,7 +43,7 @@ const temporalService = "temporal-dev.remedy-system:7233"
 // portFlags say which flag of each container binds each named port.
 var portFlags = map[string]map[string]string{
 	"operator": {"metrics": "metrics-addr", "probes": "probe-addr", "webhook": "webhook-port"},
-	"worker":   {"metrics": "metrics-addr"},
+	"worker":   {"metrics": "metrics-addr", "exec-gate": "exec-gate-addr"},
 	"webhook":  {"webhook": "port", "metrics": "metrics-addr"},
 }
 
@@ -195,6 +195,9 @@ func StartPod(t testing.TB, d appsv1.Deployment, replica int, po ...PodOptions) 
 			args = append(args, fmt.Sprintf("--%s=:%d", flag, p.Ports[port.Name]))
 		} else {
 			args = append(args, fmt.Sprintf("--%s=%d", flag, p.Ports[port.Name]))
+		}
+		if port.Name == "exec-gate" {
+			args = append(args, execGateOnNode(t, mounts, p.Ports[port.Name])...)
 		}
 	}
 	p.args = append(args, o.Args...)

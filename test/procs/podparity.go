@@ -85,14 +85,18 @@ func CheckPodParity(t testing.TB, d appsv1.Deployment, p corev1.Pod) {
 	assert.Equal(t, "system:serviceaccount:"+devenv.Namespace+":"+want.ServiceAccountName, review.Status.User.Username, "%s: the Pod acts as its ServiceAccount", p.Name)
 }
 
-// declaredArgs are args as the install doc's overlay leaves them: pointed
-// at this package's Temporal, on the node's IP.
+// declaredArgs are args as the install doc's overlays leave them: pointed
+// at this package's Temporal, on the node's IP, and the worker's at the
+// exec gate's address there (execGateURL).
 func declaredArgs(args []string) []string {
 	out := append([]string(nil), args...)
 	for i, a := range out {
 		if strings.HasPrefix(a, "--temporal-address=") {
 			out[i] = "--temporal-address=" + env.TemporalAddress
 		}
+	}
+	if execGateURL != "" && len(out) > 0 && out[0] == "worker" {
+		out = append(out, "--exec-gate-url="+execGateURL)
 	}
 	return out
 }

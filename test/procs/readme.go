@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/test/docs"
@@ -19,9 +20,10 @@ import (
 
 // ReadmeBlocks are the blocks of docs/operate.md's "Running against a real cluster"
 // marked `doctest: deploy`, in order: the install, the overlay that points
-// the processes at another Temporal, the Temporal namespace, the secured
+// the processes at another Temporal, the overlay that points executor Pods
+// without cluster DNS at the exec gate, the Temporal namespace, the secured
 // Temporal's Secrets and the scaling.
-type ReadmeBlocks struct{ Install, Address, Temporal, TLS, Scale docs.Block }
+type ReadmeBlocks struct{ Install, Address, ExecGate, Temporal, TLS, Scale docs.Block }
 
 // installDoc holds the install procedure the deploy tests run as written.
 const installDoc = "docs/operate.md"
@@ -42,7 +44,7 @@ func ParseReadme() (ReadmeBlocks, error) {
 			deploy = append(deploy, b)
 		}
 	}
-	want := []string{"kubectl apply -k deploy/manager", "kubectl apply -k remedy-manager", "temporal operator namespace create", "secret generic remedy-temporal-tls", "scale deploy/remedy-worker"}
+	want := []string{"kubectl apply -k deploy/manager", "kubectl apply -k remedy-manager", "kubectl apply -k remedy-exec-gate", "temporal operator namespace create", "secret generic remedy-temporal-tls", "scale deploy/remedy-worker"}
 	if len(deploy) != len(want) {
 		return ReadmeBlocks{}, fmt.Errorf("%s has %d `doctest: deploy` blocks, this test runs %d", installDoc, len(deploy), len(want))
 	}
@@ -51,13 +53,13 @@ func ParseReadme() (ReadmeBlocks, error) {
 			return ReadmeBlocks{}, fmt.Errorf("%s: deploy block %d should contain %q", deploy[i], i+1, w)
 		}
 	}
-	return ReadmeBlocks{deploy[0], deploy[1], deploy[2], deploy[3], deploy[4]}, nil
+	return ReadmeBlocks{deploy[0], deploy[1], deploy[2], deploy[3], deploy[4], deploy[5]}, nil
 }
 
 // RunReadme runs b as a person would from a checkout, in dir (which holds
 // deploy/ and whatever files the block reads), with the pinned kubectl and
-// temporal on PATH pointed at this package's parts.
-func RunReadme(b docs.Block, dir string) error {
+// temporal on PATH pointed at this package's parts, and vars (NAME=value) set.
+func RunReadme(b docs.Block, dir string, vars ...string) error {
 	for _, name := range []string{"deploy", "temporal-dev.yaml"} {
 		if err := os.Symlink(filepath.Join(Root, name), filepath.Join(dir, name)); err != nil && !os.IsExist(err) {
 			return fmt.Errorf("link %s: %w", name, err)
@@ -67,7 +69,8 @@ func RunReadme(b docs.Block, dir string) error {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"PATH="+os.Getenv("KUBEBUILDER_ASSETS")+":"+filepath.Dir(os.Getenv("TEMPORAL_CLI"))+":"+os.Getenv("PATH"),
-		"KUBECONFIG="+adminKubeconfig, "TEMPORAL_ADDRESS="+env.TemporalAddress)
+		"KUBECONFIG="+adminKubeconfig, "TEMPORAL_ADDRESS="+Env().TemporalAddress)
+	cmd.Env = append(cmd.Env, vars...)
 	out, err := cmd.CombinedOutput()
 	fmt.Fprintf(logFile, "procs: ran %s:\n%s%s\n", b, b.Script, out)
 	if err != nil {
@@ -80,8 +83,11 @@ func RunReadme(b docs.Block, dir string) error {
 func AdminKubeconfig() string { return adminKubeconfig }
 
 // install installs Remedy with the install doc's procedure, as written,
-// unless none, and the example approver role the tests' alice holds.
-func install(ctx context.Context, dir string, none bool) error {
+// unless none, and the example approver role the tests' alice holds. With
+// pods, the executor Pods, which have no cluster DNS here, reach the exec
+// gate through gate (forwardExecGate) on the node's IP: the install doc's
+// exec gate overlay names that address.
+func install(ctx context.Context, dir string, none bool, gate *devenv.Forwarder) error {
 	adminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
 	if err := env.WriteAdminKubeconfig(adminKubeconfig); err != nil {
 		return err
@@ -115,6 +121,12 @@ func install(ctx context.Context, dir string, none bool) error {
 		if err := RunReadme(b, work); err != nil {
 			return err
 		}
+	}
+	if gate != nil {
+		if err := RunReadme(blocks.ExecGate, work, "EXEC_GATE_ADDRESS="+gate.Addr()); err != nil {
+			return err
+		}
+		execGateURL = "https://" + gate.Addr() + activities.ExecGatePath
 	}
 	return devenv.Install(ctx, env.Config, filepath.Join(Root, "deploy", "rbac", "approver-example.yaml"))
 }

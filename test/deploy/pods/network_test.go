@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"testing"
 
@@ -72,7 +73,18 @@ func checkNetworkPolicies(t *testing.T, deployments []appsv1.Deployment) {
 					allowed[port.Port.String()] = true
 				}
 			}
-			assert.Equal(t, served, allowed, "exactly the ports the components declare")
+			want := maps.Clone(served)
+			delete(want, "exec-gate") // remedy-exec-gate's
+			assert.Equal(t, want, allowed, "exactly the ports the components declare")
+		case "remedy-exec-gate":
+			workers := map[string]bool{}
+			for _, p := range procs.RunningPods(t, deploymentNamed(t, deployments, "remedy-worker")) {
+				workers[p.Name] = true
+			}
+			assert.Equal(t, workers, selects(np.Spec.PodSelector), "the worker's Pods serve the exec gate")
+			require.Len(t, np.Spec.Ingress, 1)
+			require.Len(t, np.Spec.Ingress[0].From, 1)
+			assert.Equal(t, map[string]bool{jobPod.Name: true}, selects(*np.Spec.Ingress[0].From[0].PodSelector), "only the Job's Pod asks it")
 		case "temporal-frontend":
 			require.Len(t, np.Spec.Ingress, 1)
 			require.Len(t, np.Spec.Ingress[0].From, 1)

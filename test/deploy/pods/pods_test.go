@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/image"
 	"github.com/remedy-dev/remedy/internal/release"
@@ -132,6 +133,14 @@ data: {broken.rego: "package remedy.safety\ndeny contains msg if {"}
 		assert.Equal(t, devenv.NodeName, p.Spec.NodeName)
 		assert.Equal(t, release.Image(), p.Spec.Containers[0].Image)
 		assert.Equal(t, []string{image.Binary, "exec"}, p.Spec.Containers[0].Command)
+		// No cluster DNS here: the Pod asked the gate where the install doc's
+		// exec gate overlay points it, on the node's IP (procs.ExecGateURL).
+		gate := map[string]string{}
+		for _, e := range p.Spec.Containers[0].Env {
+			gate[e.Name] = e.Value
+		}
+		require.NotEmpty(t, procs.ExecGateURL())
+		assert.Equal(t, procs.ExecGateURL(), gate[activities.ExecGateURLEnv])
 		jobPod = &p
 	})
 
