@@ -51,8 +51,10 @@ var writeExceptions = map[string]string{
 	"activities/actions/removeinit.go (removeInitContainer).Apply": "a dry run, through the client it is handed",
 	// The job executor: a Job of Remedy's own in its action namespace, created
 	// after Gate.Check; the Pod then writes as the action's ServiceAccount.
-	"activities/job.go (*Jobs).ensure": "creates Remedy's own executor Job in the action namespace, after Gate.Check passed the write",
-	"activities/exec.go ExecRequest":   "the executor's write from its Pod, as the action's ServiceAccount, for a run the gate passed",
+	"activities/job.go (*Jobs).ensure":        "creates Remedy's own executor Job in the action namespace, after Gate.Check passed the write",
+	"activities/exec.go ExecRequest":          "the executor's write from its Pod, as the action's ServiceAccount, for a run the gate passed",
+	"activities/job_ask.go (GateClient).post": "the executor's Pod asks the worker's exec gate immediately before its write: a question, not a write",
+	"activities/job_attend.go (*Jobs).remove": "deletes Remedy's own executor Job when its run is canceled, so nothing is left armed",
 	// Remedy's own objects, through generic code the scan cannot type.
 	"activities/status.go writeStatusOnce":               "the status subresource of Remedy's CRDs (its only instantiations)",
 	"operator/cleanup.go (*CleanupReconciler).Reconcile": "deletes Remedy's own finished objects after their time to live",
