@@ -202,7 +202,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err := writeAccess(env, kubeconfig, envFile, devenv.ShellEnv{
 		Kubeconfig: kubeconfig, TemporalAddress: env.TemporalAddress, WebUI: webUI, BinDir: binDir, AlertmanagerURL: am.URL,
 		AlertmanagerHTTPConfig: am.HTTPConfig,
-		CodecEndpoint: codecURL,
+		CodecEndpoint:          codecURL,
 	}); err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func runDev(ctx context.Context, args []string) error {
 	stopped, err := compose.RunRemedy(ctx, env, compose.RemedyOptions{WorkerStopTimeout: *workerStop,
 		DriftCallbackURLs: *callbacks, DriftApproval: *driftApproval, AlertmanagerURL: am.URL,
 		AlertmanagerHTTPConfigFile: am.HTTPConfig,
-		Codec: &compose.CodecOptions{Addr: *codecAddr, AllowedOrigins: []string{webUI, "http://localhost:" + *uiPort}}})
+		Codec:                      &compose.CodecOptions{Addr: *codecAddr, AllowedOrigins: []string{webUI, "http://localhost:" + *uiPort}}})
 	if err != nil {
 		return err
 	}
