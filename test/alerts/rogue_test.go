@@ -1,7 +1,6 @@
 package alerts
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -23,7 +22,7 @@ import (
 // the alert workflow id (Remedy's comment names the workflow and its run).
 func silencesFor(t *testing.T, id string) []string {
 	t.Helper()
-	resp, err := http.Get(harness.Alertmanager().URL + "/api/v2/silences")
+	resp, err := harness.Alertmanager().Client().Get(harness.Alertmanager().URL + "/api/v2/silences")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -36,26 +35,6 @@ func silencesFor(t *testing.T, id string) []string {
 		}
 	}
 	return ids
-}
-
-// personSilence makes a silence as a person would, and returns its ID.
-func personSilence(t *testing.T, l map[string]string) string {
-	t.Helper()
-	s := amSilence{EndsAt: time.Now().Add(time.Hour), CreatedBy: "alice", Comment: "maintenance"}
-	for k, v := range l {
-		s.Matchers = append(s.Matchers, activities.SilenceMatcher{Name: k, Value: v, IsEqual: true})
-	}
-	body, err := json.Marshal(map[string]any{"matchers": s.Matchers, "startsAt": time.Now(), "endsAt": s.EndsAt, "createdBy": s.CreatedBy, "comment": s.Comment})
-	require.NoError(t, err)
-	resp, err := http.Post(harness.Alertmanager().URL+"/api/v2/silences", "application/json", bytes.NewReader(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var out struct {
-		SilenceID string `json:"silenceID"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return out.SilenceID
 }
 
 // TestRogueRunUnderAClosedAlertRunSilencesNothing: a workflow of the

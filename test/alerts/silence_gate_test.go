@@ -88,7 +88,7 @@ func refusedAs(t *testing.T, err error, reason string) {
 // or one of whose matchers has value s.
 func silencesNaming(t *testing.T, s string) []amSilence {
 	t.Helper()
-	resp, err := http.Get(harness.Alertmanager().URL + "/api/v2/silences")
+	resp, err := harness.Alertmanager().Client().Get(harness.Alertmanager().URL + "/api/v2/silences")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -201,7 +201,7 @@ func personSilence(t *testing.T, l map[string]string) string {
 	body, err := json.Marshal(activities.Silence{Matchers: activities.EqualMatchers(l), StartsAt: now, EndsAt: now.Add(time.Hour),
 		CreatedBy: "oncall-alice", Comment: "maintenance"})
 	require.NoError(t, err)
-	resp, err := http.Post(harness.Alertmanager().URL+"/api/v2/silences", "application/json", strings.NewReader(string(body)))
+	resp, err := harness.Alertmanager().Client().Post(harness.Alertmanager().URL+"/api/v2/silences", "application/json", strings.NewReader(string(body)))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
