@@ -15,6 +15,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -73,6 +74,17 @@ func StartRogue(t testing.TB, queue string) {
 func RunRogue(t testing.TB, queue, id string, calls ...RogueCall) []RogueOutcome {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// A copied payload is sealed; the rogue's own client seals whatever it
+	// sends once more. Opened here first, what reaches Remedy's worker is
+	// exactly the copied seal's content, as a replay of those bytes would be.
+	for i, c := range calls {
+		if c.Raw == nil {
+			continue
+		}
+		opened, err := (&seal.Codec{Keys: Keys()}).Decode([]*commonpb.Payload{c.Raw})
+		require.NoError(t, err, "open the copied payload")
+		calls[i].Raw = opened[0]
+	}
 	run, err := Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue,
 		// A closed run's workflow ID is free to anyone who reaches Temporal.
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE}, "rogue", calls)

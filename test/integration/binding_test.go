@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/converter"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -45,7 +46,7 @@ func TestRogueWorkflowReplayingAFinishedRunWritesNothing(t *testing.T) {
 	// The write the run made, as its history holds it.
 	write := harness.ScheduledInput(t, k.Status.WorkflowID, k.Status.RunID, "ExecuteInline")
 	var w activities.Write
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(write, &w))
+	require.NoError(t, seal.DataConverter(harness.Keys()).FromPayload(write, &w))
 	require.Equal(t, string(k.UID), w.Subject.UID)
 
 	// The forged status: not finished, offering a "rollback" to 7 replicas.
