@@ -10,12 +10,14 @@ import (
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/seal"
 )
 
 // awaitRollback keeps the run open for the rollback window; a rollback signal
 // runs the captured inverse action, the window's end finishes the run.
 func (r *executionRun) awaitRollback(ctx workflow.Context, req actions.Request, window time.Duration) {
 	var rb RollbackRequest
+	var by *seal.Person
 	signalled := false
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	sel := workflow.NewSelector(ctx)
@@ -23,10 +25,25 @@ func (r *executionRun) awaitRollback(ctx workflow.Context, req actions.Request, 
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRollback), func(c workflow.ReceiveChannel, _ bool) {
 		// A rollback signal rolls back whatever its payload says: its fields
 		// only describe the request. A malformed one is logged as a Warning.
-		receiveSignal(ctx, c, &rb, lenient)
+		by = receivePersonSignal(ctx, c, &rb, lenient)
 		signalled = true
 	})
-	sel.Select(ctx)
+	for {
+		sel.Select(ctx)
+		if !signalled || by == nil || ctx.Err() != nil {
+			break
+		}
+		// A person's rollback, through the codec server: they must hold the
+		// grant for the inverse action themselves. Refused, the window stays open.
+		if why := r.authorizeRollback(ctx, req, *by); why != "" {
+			workflow.GetLogger(ctx).Warn("ignoring a person's rollback: "+why, "person", by.Username)
+			warnSignal(ctx, SignalRollback, "rollback refused: "+why)
+			rb, by, signalled = RollbackRequest{}, nil, false
+			continue
+		}
+		rb.Requester = by.Username
+		break
+	}
 	cancelTimer()
 	if ctx.Err() != nil {
 		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonCanceled, "run canceled during the rollback window; rollback information kept")
@@ -57,12 +74,21 @@ func (r *executionRun) awaitParent(ctx workflow.Context, req actions.Request) {
 	var req2 RollbackRequest
 	finalize := false
 	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRollback), func(c workflow.ReceiveChannel, _ bool) { receiveSignal(ctx, c, &req2, lenient) })
+	var by *seal.Person
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRollback), func(c workflow.ReceiveChannel, _ bool) {
+		by = receivePersonSignal(ctx, c, &req2, lenient)
+	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalFinalize), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
 		finalize = true
 	})
 	sel.Select(ctx)
+	// A step is rolled back by its RemediationRequest's run only, never by a person's signal.
+	for by != nil && ctx.Err() == nil {
+		warnSignal(ctx, SignalRollback, "rollback refused: "+by.Username+" may not roll back a step of a RemediationRequest; its request decides")
+		req2, by = RollbackRequest{}, nil
+		sel.Select(ctx)
+	}
 	switch {
 	case ctx.Err() != nil:
 		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonCanceled, "run canceled while waiting for the RemediationRequest")
@@ -123,4 +149,28 @@ func (r *executionRun) validateRollback(ctx workflow.Context, back actions.Reque
 		return temporal.NewNonRetryableApplicationError(strings.Join(pol.Validation.Messages, "; "), activities.ReasonPolicyDenied, nil)
 	}
 	return nil
+}
+
+// versionPersonRollbacks gates the authorization of a person's rollback
+// (one sent through Remedy's codec server). A history without its marker
+// never held one: runs before it could not decode them.
+const versionPersonRollbacks = "person-rollbacks"
+
+// authorizeRollback asks whether the person may have Remedy run the captured
+// inverse action on the target themselves, as the rollback annotation's
+// admission asks of whoever sets it; it returns why not, or "".
+func (r *executionRun) authorizeRollback(ctx workflow.Context, req actions.Request, who seal.Person) string {
+	if v := workflow.GetVersion(ctx, versionPersonRollbacks, workflow.DefaultVersion, 1); v == workflow.DefaultVersion {
+		return "a person's rollback reached a run that predates them"
+	}
+	info := r.captured()
+	if info == nil || !info.Available {
+		return "this run captured no rollback"
+	}
+	check := activities.RequesterCheck{Namespace: r.in.Namespace, Action: info.RollbackAction, Target: req.Target,
+		Requester: &v1alpha1.Requester{Username: who.Username, UID: who.UID, Groups: who.Groups, Extra: who.Extra}}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, rollbackCheckOptions()), validation.CheckRequester, check).Get(ctx, nil); err != nil {
+		return messageOf(err)
+	}
+	return ""
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/internal/seal"
 )
 
 // Signal and update handlers receive their payload raw (json.RawMessage) so
@@ -83,6 +85,16 @@ func receiveSignal(ctx workflow.Context, ch workflow.ReceiveChannel, v any, stri
 	var raw json.RawMessage
 	ch.Receive(ctx, &raw)
 	return useSignal(ctx, ch, raw, v, strict)
+}
+
+// receivePersonSignal is receiveSignal for a signal a person may send
+// through the codec server: it also returns who sent it (nil when Remedy's
+// own parts did).
+func receivePersonSignal(ctx workflow.Context, ch workflow.ReceiveChannel, v any, strict func() bool) *seal.Person {
+	var p decisionPayload
+	ch.Receive(ctx, &p)
+	useSignal(ctx, ch, p.raw, v, strict)
+	return p.by
 }
 
 // useSignal is receiveSignal for a payload already received.

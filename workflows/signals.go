@@ -67,8 +67,9 @@ type SealCheck interface {
 }
 
 // personSignals are the signals a person may send sealed by the codec
-// server: approval decisions. Every other signal is Remedy's own.
-var personSignals = []string{SignalApprove, SignalReject}
+// server: approval decisions and a rollback, each authorized for that person
+// by the workflow. Every other signal is Remedy's own.
+var personSignals = []string{SignalApprove, SignalReject, SignalRollback}
 
 // InterceptWorkflow wraps each workflow's inbound calls.
 func (u *UnknownSignals) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
