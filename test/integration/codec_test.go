@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/codecserver"
 	"github.com/remedy-dev/remedy/internal/compose"
@@ -219,9 +220,9 @@ func TestPersonPayloadsSpeakOnlyAsApprovals(t *testing.T) {
 	k, _ := awaitingApproval(t, ns, "scale-codec-internal", time.Hour, 0)
 	_, token := person(t, ns, "mallory")
 	before := refused("person")
-	out, err := temporalCodec(t, token, "workflow", "signal", "--workflow-id", k.Status.WorkflowID, "--name", workflows.SignalRollback, "--input", `{"requester":"mallory"}`)
+	out, err := temporalCodec(t, token, "workflow", "signal", "--workflow-id", k.Status.WorkflowID, "--name", workflows.SignalFinalize, "--input", `{}`)
 	require.NoError(t, err, out)
-	require.Eventually(t, func() bool { return refused("person") > before }, 20*time.Second, 100*time.Millisecond, "the rollback signal is refused")
+	require.Eventually(t, func() bool { return refused("person") > before }, 20*time.Second, 100*time.Millisecond, "the finalize signal, Remedy's own, is refused")
 	assert.Equal(t, v1alpha1.PhaseWaitingApproval, queryPhase(t, k.Status.WorkflowID))
 
 	before = refused("person")
@@ -306,4 +307,35 @@ func TestWebUIDecodesThroughTheCodecServer(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, code, out)
 	assert.Empty(t, h.Get("Access-Control-Allow-Origin"))
 	assert.NotContains(t, out, "readable")
+}
+
+// A rollback through the temporal CLI and the codec server runs only for a
+// person who may run the inverse action themselves: the run asks for that
+// identity, whatever the body's requester says; a refused one leaves the
+// rollback window open with a Warning Event.
+func TestTemporalCLIRollbackThroughTheCodecServer(t *testing.T) {
+	ns := harness.Namespace(t)
+	k := rollbackReady(t, ns, "scale-codec-rollback", 3, time.Hour)
+	_, malloryToken := person(t, ns, "mallory")
+	out, err := temporalCodec(t, malloryToken, "workflow", "signal", "--workflow-id", k.Status.WorkflowID, "--name", workflows.SignalRollback,
+		"--input", `{"requester":"admin","reason":"trust me"}`)
+	require.NoError(t, err, out)
+	warning := warningEventWith(t, ns, "KubernetesExecution", k.Name, activities.ReasonMalformedSignal)
+	assert.Contains(t, warning.Note, "rollback refused")
+	assert.Equal(t, v1alpha1.PhaseRollbackReady, queryPhase(t, k.Status.WorkflowID))
+	assert.Equal(t, int32(3), replicasOf(t, ns, "web"), "nothing rolled back")
+
+	oncall, token := person(t, ns, "oncall")
+	grantRules(t, ns, oncall, rbacv1.PolicyRule{APIGroups: []string{"remedy.dev"}, Resources: []string{"actions"}, ResourceNames: []string{"scale"}, Verbs: []string{"execute"}})
+	out, err = temporalCodec(t, token, "workflow", "signal", "--workflow-id", k.Status.WorkflowID, "--name", workflows.SignalRollback,
+		"--input", `{"requester":"admin","reason":"errors up"}`)
+	require.NoError(t, err, out)
+	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
+	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
+	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
+	var asked bool
+	for _, tr := range k.Status.PhaseTransitions {
+		asked = asked || strings.Contains(tr.Message, "rolling back as requested by "+oncall)
+	}
+	assert.True(t, asked, "the rollback is attributed to the token's user, not the body's: %+v", k.Status.PhaseTransitions)
 }
