@@ -2,9 +2,6 @@ package alerts
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,17 +19,9 @@ import (
 // the alert workflow id (Remedy's comment names the workflow and its run).
 func silencesFor(t *testing.T, id string) []string {
 	t.Helper()
-	resp, err := harness.Alertmanager().Client().Get(harness.Alertmanager().URL + "/api/v2/silences")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var all []amSilence
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&all))
 	var ids []string
-	for _, s := range all {
-		if strings.Contains(s.Comment, id) {
-			ids = append(ids, s.ID)
-		}
+	for _, s := range silencesNaming(t, id) {
+		ids = append(ids, s.ID)
 	}
 	return ids
 }
