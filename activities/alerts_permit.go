@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	workflowservice "go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -43,6 +44,10 @@ func (a *Alerts) holdsPermit(ctx context.Context, namespace string) error {
 	}
 	id := AlertGuardWorkflowID(namespace)
 	d, err := a.Guard.DescribeWorkflowExecution(ctx, id, "")
+	var gone *serviceerror.NotFound
+	if errors.As(err, &gone) {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("run %s of %s holds no permit: namespace %s has no guard", caller.RunID, caller.ID, namespace))
+	}
 	if err != nil {
 		return fmt.Errorf("describe guard %s: %w", id, err)
 	}

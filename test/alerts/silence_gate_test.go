@@ -57,6 +57,36 @@ func rogue(t *testing.T, queue, id string) {
 	t.Cleanup(func() {
 		_ = harness.Temporal().TerminateWorkflow(context.Background(), id, run.GetRunID(), "test over")
 	})
+	holdPermit(t, id, run.GetRunID())
+}
+
+// holdPermit has the guard of the alert's namespace grant the run a permit,
+// as the run's own acquire would: this rogue holds Remedy's keys, so what
+// refuses it below is the write gate itself. Without a permit the permit
+// check refuses first (TestRogueRunUnderAClosedAlertRunSilencesNothing).
+func holdPermit(t *testing.T, id, runID string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := strings.Split(id, "/")[1]
+	gid := activities.AlertGuardWorkflowID(ns)
+	_, err := harness.Temporal().SignalWithStartWorkflow(ctx, gid, workflows.SignalAcquire,
+		activities.GuardAcquire{AlertID: id, RunID: runID, Rule: "rogue", Target: id, MaxConcurrent: 2, Slots: 2},
+		client.StartWorkflowOptions{ID: gid, TaskQueue: workflows.TaskQueue}, "AlertGuardWorkflow", map[string]any{"state": map[string]any{"namespace": ns}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, err := harness.Temporal().QueryWorkflow(ctx, gid, "", workflows.QueryStatus)
+		if err != nil {
+			return false
+		}
+		var st workflows.GuardState
+		require.NoError(t, v.Get(&st))
+		for _, r := range st.Running {
+			if r.AlertID == id && r.RunID == runID {
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 100*time.Millisecond, "the guard grants %s a permit", id)
 }
 
 // ask sends one update to the rogue workflow id and returns its answer.
