@@ -158,6 +158,7 @@ func runDev(ctx context.Context, args []string) error {
 		_ = os.Remove(kubeconfig)
 		_ = os.Remove(envFile)
 		_ = os.Remove(filepath.Join(devDir, alertsTokenFile))
+		_ = os.Remove(filepath.Join(devDir, alertmanagerHTTPConfig))
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "remedy dev: stop:", err)
 		}

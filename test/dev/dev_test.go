@@ -130,7 +130,7 @@ amtool --alertmanager.url "$ALERTMANAGER_URL" --http.config.file "$ALERTMANAGER_
 			"remediationrule.remedy.dev/demo-latency",
 		}, strings.Split(strings.TrimSpace(string(out)), "\n"))
 		assert.Contains(t, first.out.String(), fmt.Sprintf("Temporal Web UI: http://127.0.0.1:%d/namespaces/default/workflows", p.ui))
-		assert.Contains(t, first.out.String(), "Alertmanager UI http://127.0.0.1:9093,")
+		assert.Contains(t, first.out.String(), "Alertmanager UI http://127.0.0.1:9093 (user remedy, password in $ALERTMANAGER_HTTP_CONFIG)")
 	})
 
 	t.Run("the codec server reviews the demo approver's token", func(t *testing.T) {
