@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/converter"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +16,7 @@ import (
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/seal"
 )
 
 // JobsOf lists the Jobs of execution k.
@@ -36,7 +37,7 @@ func RecordedJobUID(t testing.TB, id string) string {
 		var progress struct {
 			UID string `json:"uid"`
 		}
-		if a.HeartbeatDetails != nil && converter.GetDefaultDataConverter().FromPayloads(a.HeartbeatDetails, &progress) == nil {
+		if a.HeartbeatDetails != nil && seal.DataConverter(env.Keys).FromPayloads(a.HeartbeatDetails, &progress) == nil {
 			return progress.UID
 		}
 	}
