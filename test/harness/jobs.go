@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	failurepb "go.temporal.io/api/failure/v1"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -51,4 +52,13 @@ func Cordon(t testing.TB, unschedulable bool) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: devenv.NodeName}}
 	patch := []byte(fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, unschedulable))
 	require.NoError(t, kube.Patch(context.Background(), node, ctrlclient.RawPatch(types.MergePatchType, patch)))
+}
+
+// FailureMessage is what a failure Temporal holds says, opened with the
+// keys: Remedy seals failures' messages too.
+func FailureMessage(f *failurepb.Failure) string {
+	if f == nil {
+		return ""
+	}
+	return seal.FailureConverter(seal.DataConverter(env.Keys)).FailureToError(f).Error()
 }

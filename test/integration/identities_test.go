@@ -116,7 +116,7 @@ func TestReloadRestartRunsAsRemedyReload(t *testing.T) {
 	require.Eventually(t, func() bool {
 		d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")
 		if pa := d.GetPendingActivities(); err == nil && len(pa) == 1 && pa[0].GetAttempt() > 1 {
-			last = pa[0].GetLastFailure().GetMessage()
+			last = harness.FailureMessage(pa[0].GetLastFailure())
 			return true
 		}
 		return false

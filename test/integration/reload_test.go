@@ -338,7 +338,7 @@ func waitFailedAttempts(t *testing.T, id string, n int32) {
 		// The operator may not have signalled yet: not found is retried too.
 		d, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
 		if pa := d.GetPendingActivities(); err == nil && len(pa) == 1 && pa[0].GetAttempt() > n {
-			assert.Contains(t, pa[0].GetLastFailure().GetMessage(), "restarts are frozen")
+			assert.Contains(t, harness.FailureMessage(pa[0].GetLastFailure()), "restarts are frozen")
 			return
 		}
 		require.True(t, time.Now().Before(deadline), "restart was not retried %d times", n)
