@@ -1,7 +1,6 @@
 package durability
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/seal"
@@ -23,11 +21,13 @@ import (
 // A rogue worker, with no Kubernetes credentials and no key, polls Remedy's
 // task queue while Remedy's worker is down and takes a run's first task: it
 // cannot read the run's input, and answers with a forged result that
-// completes the workflow. Nothing is written and the run never reports the
-// forged outcome.
+// completes the workflow. Nothing is written, and the operator, finding the
+// workflow closed without a final phase it can read, fails the run as lost
+// instead of reporting the forged outcome.
 func TestRoguePollerAnswersRemedysTask(t *testing.T) {
-	ctx := context.Background()
-	harness.StartOperator(t)
+	o := harness.RemedyOptions()
+	o.WorkflowCheckInterval = 2 * time.Second
+	harness.StartOperatorWith(t, o)
 	ns := harness.Namespace(t)
 	gen := harness.Deployment(t, ns, "web", 2).Generation
 
@@ -60,12 +60,11 @@ func TestRoguePollerAnswersRemedysTask(t *testing.T) {
 
 	// Remedy's worker comes back; the forged completion is all there is.
 	runWorker(t, nil)
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
-		require.Equal(t, gen, deployment(t, ns, "web").Generation, "nothing written")
-		require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
-		require.NotEqual(t, "forged", k.Status.Message, "the forged outcome is never reported")
-		require.NotEqual(t, v1alpha1.PhaseCompleted, k.Status.Phase)
-	}
+	harness.Eventually(t, k, time.Minute, func(k *v1alpha1.KubernetesExecution) bool { return k.Status.Phase.Terminal() })
 	t.Logf("the run: %s %s: %s", k.Status.Phase, k.Status.Reason, k.Status.Message)
+	assert.Equal(t, v1alpha1.PhaseFailed, k.Status.Phase, "the forged completion is never reported")
+	assert.Contains(t, k.Status.Message, "without a final phase")
+	assert.NotContains(t, k.Status.Message, "forged")
+	assert.Equal(t, gen, deployment(t, ns, "web").Generation, "nothing written")
 	assert.Equal(t, int32(2), *deployment(t, ns, "web").Spec.Replicas)
 }
