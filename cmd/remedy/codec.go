@@ -16,7 +16,7 @@ import (
 // "The codec server").
 func codecFlags(fs *flag.FlagSet) *compose.CodecOptions {
 	var o compose.CodecOptions
-	fs.StringVar(&o.Addr, "codec-addr", "0", "address of the codec server the Temporal Web UI and `temporal --codec-endpoint` use to read Remedy's sealed payloads and to send a person's approval decisions (0 disables)")
+	fs.StringVar(&o.Addr, "codec-addr", "0", "address of the codec server the Temporal Web UI and 'temporal --codec-endpoint' use to read Remedy's sealed payloads and to send a person's approval decisions (0 disables)")
 	fs.Func("codec-allowed-origins", "comma-separated origins of the Temporal Web UI (e.g. https://temporal.example.com) whose browsers may call the codec server with credentials", func(s string) error {
 		for _, o2 := range strings.Split(s, ",") {
 			if o2 = strings.TrimSpace(o2); o2 != "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -37,11 +38,11 @@ func runDev(ctx context.Context, args []string) error {
 	driftMode := fs.String("drift-mode", "enforce", "default mode of the drift webhook: log or enforce")
 	callbacks, driftApproval, checkCallbacks := callbackFlags(fs)
 	stateDirFlag := fs.String("state-dir", "", "keep etcd's data, the API server's certificates and Temporal's database here, so the next start with it resumes every object and run (default: thrown away on exit)")
-	codecAddr := fs.String("codec-addr", "127.0.0.1:8091", "address of the operator's codec server: the Web UI and `temporal --codec-endpoint` read Remedy's sealed payloads and send a person's approval decisions through it (docs/approvals.md)")
+	codecAddr := fs.String("codec-addr", "127.0.0.1:8091", "address of the operator's codec server: the Web UI and 'temporal --codec-endpoint' read Remedy's sealed payloads and send a person's approval decisions through it (docs/approvals.md)")
 	amAddr := fs.String("alertmanager-addr", "127.0.0.1:9093", "address of Alertmanager's API and UI")
 	alertsAddr := fs.String("alerts-addr", "127.0.0.1:9095", "address of the worker's Alertmanager receiver")
-	runNode := fs.Bool("node", false, "also run a real node (containerd, kube-scheduler, the kubelet; Linux, root) so that Pods run; `make dev` sets it unless NODE=0")
-	nodeImages := fs.String("node-images", "bin/remedy-image.tar,bin/pause-image.tar", "image tarballs the node imports (`make image` writes them), relative to --repo; the pause image is "+image.PauseReference())
+	runNode := fs.Bool("node", false, "also run a real node (containerd, kube-scheduler, the kubelet; Linux, root) so that Pods run; 'make dev' sets it unless NODE=0")
+	nodeImages := fs.String("node-images", "bin/remedy-image.tar,bin/pause-image.tar", "image tarballs the node imports ('make image' writes them), relative to --repo; the pause image is "+image.PauseReference())
 	workerStop := fs.Duration("worker-stop-timeout", worker.DefaultStopTimeout, "on Ctrl-C, how long the worker's in-flight activities may finish before they are cancelled")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), devUsage)
@@ -159,9 +160,12 @@ func runDev(ctx context.Context, args []string) error {
 		_ = os.Remove(envFile)
 		_ = os.Remove(filepath.Join(devDir, alertsTokenFile))
 		_ = os.Remove(filepath.Join(devDir, alertmanagerHTTPConfig))
+		start := time.Now()
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "remedy dev: stop:", err)
+			return
 		}
+		fmt.Fprintf(io.MultiWriter(os.Stdout, logFile), "remedy dev: stopped the API server, Temporal and the rest of the platform in %.1fs\n", time.Since(start).Seconds())
 	}()
 
 	done = step("installing CRDs, RBAC, the example roles of deploy/rbac/*-example.yaml and per-action ServiceAccounts into namespace " + devenv.Namespace)
@@ -273,7 +277,8 @@ func runDev(ctx context.Context, args []string) error {
 		start := time.Now()
 		<-stopped
 		<-webhookStopped
-		fmt.Fprintf(logFile, "remedy dev: stopped the operator, the worker and the drift webhook in %.1fs\n", time.Since(start).Seconds())
+		// Both: the terminal is where the person who pressed Ctrl-C looks.
+		fmt.Fprintf(io.MultiWriter(os.Stdout, logFile), "remedy dev: stopped the operator, the worker and the drift webhook in %.1fs\n", time.Since(start).Seconds())
 		return nil
 	case err := <-stopped:
 		if err == nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,9 +37,17 @@ func TestHelpExitsZero(t *testing.T) {
 			require.NoError(t, err, "remedy %s:\n%s", strings.Join(args, " "), out)
 			assert.Contains(t, strings.ToLower(string(out)), "usage")
 			assert.NotContains(t, string(out), "help requested")
+			// The flag package takes a `quoted` word of a usage for the flag's
+			// argument name: "-node make dev" reads as if the boolean took one.
+			for _, m := range flagLine.FindAllStringSubmatch(string(out), -1) {
+				assert.Contains(t, []string{"", "string", "duration", "int", "int64", "uint", "uint64", "float", "value"}, m[2], "flag -%s", m[1])
+			}
 		})
 	}
 }
+
+// flagLine is a flag's line in the flag package's usage: name, then argument name.
+var flagLine = regexp.MustCompile(`(?m)^  -([\w.-]+)(?: (.*))?\n    \t`)
 
 // TestDev shares one running `remedy dev` between steps that must run in
 // order: the last one kills it.
@@ -294,6 +303,7 @@ func TestDevStops(t *testing.T) {
 	t.Logf("stopped in %.1fs", took.Seconds())
 	assert.Equal(t, 0, exitCode(in.err), in.out.String())
 	assert.NotContains(t, in.out.String(), "timeout waiting")
+	assert.Contains(t, in.out.String(), "remedy dev: stopped the API server", "the terminal, not only the log, says it stopped")
 	// envtest kills a kube-apiserver that has not stopped after 5s.
 	assert.Less(t, took, 5*time.Second)
 	for _, pr := range procs {
