@@ -226,7 +226,12 @@ func RouteToRemedyTLS(url, caFile, certFile, keyFile, groupWait, groupInterval, 
 }
 
 func routeToRemedy(url, httpConfig, groupWait, groupInterval, repeatInterval string) string {
-	return fmt.Sprintf(`route:
+	// resolve_timeout: an alert posted without endsAt (amtool, by hand) fires
+	// until it is resolved, as docs/alerts.md says, instead of Alertmanager's
+	// default 5m; Prometheus always sends endsAt, so its alerts are unaffected.
+	return fmt.Sprintf(`global:
+  resolve_timeout: 24h
+route:
   receiver: remedy
   group_by: [alertname, namespace]
   group_wait: %s
