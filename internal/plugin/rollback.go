@@ -45,6 +45,9 @@ func (s *session) rollback(ctx context.Context, ref Ref, reason string, wait tim
 			k.Annotations[v1alpha1.RollbackRequesterAnnotation], prev, phaseText(k.Status.Phase, k.Status.Reason))
 	}
 	switch {
+	case k.Status.RollbackInformation != nil && !k.Status.RollbackInformation.Available:
+		// Whatever the phase: a change with no inverse (a restart) never had a window.
+		return fmt.Errorf("roll back %s: no rollback is available: %s", name, k.Status.RollbackInformation.Reason)
 	case k.Status.Phase.Terminal() && k.Spec.RemediationRequestRef != nil:
 		return fmt.Errorf("roll back %s: it has ended %s: a step's rollback is offered until its RemediationRequest %s ends, and that request has ended",
 			name, phaseText(k.Status.Phase, k.Status.Reason), k.Spec.RemediationRequestRef.Name)
@@ -52,8 +55,6 @@ func (s *session) rollback(ctx context.Context, ref Ref, reason string, wait tim
 		return fmt.Errorf("roll back %s: it has ended %s, so its rollback window is closed and nothing can roll it back", name, phaseText(k.Status.Phase, k.Status.Reason))
 	case k.Status.Phase != v1alpha1.PhaseRollbackReady:
 		return fmt.Errorf("roll back %s: it is %s; a rollback is accepted once it is RollbackReady", name, phaseText(k.Status.Phase, k.Status.Reason))
-	case k.Status.RollbackInformation != nil && !k.Status.RollbackInformation.Available:
-		return fmt.Errorf("roll back %s: no rollback is available: %s", name, k.Status.RollbackInformation.Reason)
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.RollbackAnnotation: reason}}})
 	if err != nil {

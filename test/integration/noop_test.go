@@ -62,4 +62,10 @@ func TestRestartOffersNoRollback(t *testing.T) {
 	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
 	neverOffered(t, k)
 	assert.Equal(t, "a rolling restart cannot be undone", k.Status.RollbackInformation.Reason)
+
+	// The plugin says why, as the annotation path does, not that a window closed.
+	_, err := kubectlRemedy(t, ns, "rollback", k.Name)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no rollback is available: a rolling restart cannot be undone")
+	assert.NotContains(t, err.Error(), "window")
 }
