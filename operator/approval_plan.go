@@ -136,12 +136,8 @@ func planApproval(rar *v1alpha1.RemediationApprovalRequest, subject approvalSubj
 			p.events = append(p.events, event{corev1.EventTypeNormal, "Requested", requestedNote(rar)})
 		}
 		remaining := rar.Spec.RequiredBy.Sub(now)
-		next.TimeRemaining = ceilStep(remaining).String()
-		step := remainingStep(remaining)
-		p.requeueAfter = step
-		if remaining > 0 && remaining%step != 0 {
-			p.requeueAfter = remaining % step
-		}
+		shown, changes := roundStep(remaining)
+		next.TimeRemaining, p.requeueAfter = shown.String(), changes
 	}
 	next.ObservedGeneration = rar.Generation
 	if !equality.Semantic.DeepEqual(&rar.Status, next) {
@@ -217,13 +213,20 @@ func expectedWorkflowIDs(rar *v1alpha1.RemediationApprovalRequest, subjectUID st
 	return ids
 }
 
-// ceilStep rounds up to remainingStep, so the value only changes on step boundaries.
-func ceilStep(d time.Duration) time.Duration {
+// roundStep rounds d to the nearest remainingStep (a half step down), so a
+// 10-minute request reads 10m0s however late the operator looks, and says
+// how long until the value changes: then the operator looks again.
+func roundStep(d time.Duration) (shown, changes time.Duration) {
 	if d <= 0 {
-		return 0
+		return 0, time.Second
 	}
 	step := remainingStep(d)
-	return (d + step - 1) / step * step
+	shown = (d + step/2 - 1) / step * step
+	if shown == 0 {
+		// Under half a second left still reads as time left.
+		return time.Second, d
+	}
+	return shown, d - (shown - step/2)
 }
 
 func setApprovalCondition(s *v1alpha1.RemediationApprovalRequestStatus, status metav1.ConditionStatus, reason, msg string, generation int64, now time.Time) {

@@ -32,8 +32,8 @@ func TestPlanApproval(t *testing.T) {
 	t.Run("new request: Requested event with the commands, coarse timeRemaining", func(t *testing.T) {
 		p := planApproval(base(v1alpha1.RemediationApprovalRequestStatus{}), waiting, runLook{}, now)
 		require.NotNil(t, p.status)
-		assert.Equal(t, "14m30s", p.status.TimeRemaining)
-		assert.Equal(t, 10*time.Second, p.requeueAfter, "requeued when the value next changes")
+		assert.Equal(t, "14m0s", p.status.TimeRemaining)
+		assert.Equal(t, 25*time.Second, p.requeueAfter, "requeued when the value next changes")
 		require.Len(t, p.events, 1)
 		assert.Equal(t, "Requested", p.events[0].reason)
 		assert.Contains(t, p.events[0].note, "temporal workflow signal --workflow-id kexec/shop/scale-web/u1 --name approve")
@@ -160,8 +160,10 @@ func TestExpectedWorkflowIDs(t *testing.T) {
 	}
 }
 
-// REMAINING counts to the second in the last minute, by ten seconds in the
-// last ten minutes, by half minutes before; the target column reads kind/name.
+// REMAINING counts to the nearest second in the last minute, ten seconds in
+// the last ten minutes, half minute before (a 10-minute request reads 10m0s
+// whether the operator looks a little early or late); the target column
+// reads kind/name.
 func TestPlanApprovalRemaining(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -169,10 +171,13 @@ func TestPlanApprovalRemaining(t *testing.T) {
 		want        string
 		wantRequeue time.Duration
 	}{
-		{7 * time.Second, "7s", time.Second},
-		{7*time.Second + 300*time.Millisecond, "8s", 300 * time.Millisecond},
-		{95 * time.Second, "1m40s", 5 * time.Second},
-		{14*time.Minute + 10*time.Second, "14m30s", 10 * time.Second},
+		{300 * time.Millisecond, "1s", 300 * time.Millisecond},
+		{7 * time.Second, "7s", 500 * time.Millisecond},
+		{7*time.Second + 300*time.Millisecond, "7s", 800 * time.Millisecond},
+		{95 * time.Second, "1m30s", 10 * time.Second},
+		{10*time.Minute - 300*time.Millisecond, "10m0s", 4*time.Second + 700*time.Millisecond},
+		{10*time.Minute + 400*time.Millisecond, "10m0s", 15*time.Second + 400*time.Millisecond},
+		{14*time.Minute + 10*time.Second, "14m0s", 25 * time.Second},
 	} {
 		t.Run(tc.left.String(), func(t *testing.T) {
 			rar := &v1alpha1.RemediationApprovalRequest{
