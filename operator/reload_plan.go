@@ -26,8 +26,9 @@ const (
 	// ReasonInvalidSpec is a spec the schema should have refused, e.g. a
 	// duration stored before the schema checked it.
 	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonNothingToReload is the Warning Event of a policy that matches
-	// no workload to any ConfigMap; the Ready message says why.
+	// ReasonNothingToReload is the Ready=False reason and the Warning Event
+	// of a policy that matches no workload to any ConfigMap; the message says
+	// why. It turns Watching once a workload matches.
 	ReasonNothingToReload = "NothingToReload"
 )
 
@@ -185,6 +186,8 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 	}
 	hint := reloadHint(p.Namespace, scopeLabel(p), cms, wls)
 	if hint != "" {
+		// Watching, but not effective: Ready says so, not only an Event.
+		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonNothingToReload
 		ready.Message += "; " + hint
 		if old := meta.FindStatusCondition(cur.Conditions, v1alpha1.ConditionReady); old == nil || old.Message != ready.Message {
 			out.events = append(out.events, event{corev1.EventTypeWarning, ReasonNothingToReload, hint})

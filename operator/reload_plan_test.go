@@ -156,8 +156,13 @@ func TestPlanReload(t *testing.T) {
 			assert.Equal(t, []string{"app", "other"}, p.status.WatchedConfigMaps)
 			ready := meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionReady)
 			require.NotNil(t, ready)
-			assert.Equal(t, metav1.ConditionTrue, ready.Status, "approval needs no warning: it works")
-			assert.Equal(t, ReasonWatching, ready.Reason)
+			if tt.unmatched {
+				assert.Equal(t, metav1.ConditionFalse, ready.Status, "a policy that restarts nothing is not ready")
+				assert.Equal(t, ReasonNothingToReload, ready.Reason)
+			} else {
+				assert.Equal(t, metav1.ConditionTrue, ready.Status, "approval needs no warning: it works")
+				assert.Equal(t, ReasonWatching, ready.Reason)
+			}
 			assert.Equal(t, tt.gated, strings.Contains(ready.Message, "waits for an approved"), ready.Message)
 			const hint = "no Deployment/StatefulSet/DaemonSet in shop matching workloadSelector has label env=prod or env=test"
 			assert.Equal(t, tt.unmatched, strings.Contains(ready.Message, hint), ready.Message)

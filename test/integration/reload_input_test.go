@@ -90,9 +90,10 @@ func TestScopeLabelThatMatchesNothingSaysWhy(t *testing.T) {
 	const hint = "no Deployment/StatefulSet/DaemonSet in %s matching workloadSelector has label tier=front"
 	p = harness.Eventually(t, p, reloadTimeout, func(p *v1alpha1.ConfigReloadPolicy) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
-		return c != nil && c.ObservedGeneration == p.Generation && c.Reason == operator.ReasonWatching
+		return c != nil && c.ObservedGeneration == p.Generation && c.Reason == operator.ReasonNothingToReload
 	})
 	ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status, "a policy that restarts nothing is not ready")
 	assert.Contains(t, ready.Message, "watching 2 ConfigMaps and 0 workloads")
 	assert.Contains(t, ready.Message, fmt.Sprintf(hint, ns))
 	assert.Contains(t, warningEventWith(t, ns, "ConfigReloadPolicy", p.Name, operator.ReasonNothingToReload).Note, fmt.Sprintf(hint, ns))
