@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -204,11 +205,12 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	defer func() { _ = am.Stop() }()
 	done()
-	if err := writeAccess(env, kubeconfig, envFile, devenv.ShellEnv{
+	person, err := writeAccess(env, kubeconfig, envFile, devenv.ShellEnv{
 		Kubeconfig: kubeconfig, TemporalAddress: env.TemporalAddress, WebUI: webUI, BinDir: binDir, AlertmanagerURL: am.URL,
 		AlertmanagerHTTPConfig: am.HTTPConfig,
 		CodecEndpoint:          codecURL,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	pluginPath, unlink, err := linkKubectlPlugin(binDir)
@@ -236,9 +238,11 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	done()
 	if !env.Resumed {
-		// The operator's admission webhook stamps the rule's author: it must be serving.
+		// The operator's admission webhook stamps the rule's author: it must be
+		// serving. The author is the person at the keyboard, as if they had
+		// applied it, so their own `kubectl apply` of it changes nothing.
 		done = step("installing the sample RemediationRule demo/demo-latency")
-		if err := installWhenAdmitted(ctx, env, filepath.Join(root, "deploy", "samples", "rrule-demo-latency.yaml")); err != nil {
+		if err := installWhenAdmitted(ctx, person, filepath.Join(root, "deploy", "samples", "rrule-demo-latency.yaml")); err != nil {
 			return err
 		}
 		done()
@@ -294,23 +298,23 @@ func runDev(ctx context.Context, args []string) error {
 }
 
 // writeAccess writes an admin kubeconfig for the person at the keyboard and
-// the .dev/env file people and scripts source.
-func writeAccess(env *devenv.Env, kubeconfig, envFile string, shell devenv.ShellEnv) error {
+// the .dev/env file people and scripts source, and returns that person's config.
+func writeAccess(env *devenv.Env, kubeconfig, envFile string, shell devenv.ShellEnv) (*rest.Config, error) {
 	user, err := env.Kube.AddUser(envtest.User{Name: "remedy-dev-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		return fmt.Errorf("add admin user: %w", err)
+		return nil, fmt.Errorf("add admin user: %w", err)
 	}
 	kc, err := user.KubeConfig()
 	if err != nil {
-		return fmt.Errorf("render kubeconfig: %w", err)
+		return nil, fmt.Errorf("render kubeconfig: %w", err)
 	}
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", kubeconfig, err)
+		return nil, fmt.Errorf("write %s: %w", kubeconfig, err)
 	}
 	if err := os.WriteFile(envFile, shell.Render(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", envFile, err)
+		return nil, fmt.Errorf("write %s: %w", envFile, err)
 	}
-	return nil
+	return user.Config(), nil
 }
 
 const devUsage = `Usage: remedy dev [flags]

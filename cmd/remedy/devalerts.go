@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 )
@@ -61,12 +63,12 @@ func startDevAlerts(ctx context.Context, env *devenv.Env, root, devDir, amAddr, 
 	return am, receiver, nil
 }
 
-// installWhenAdmitted applies path, retrying while the operator's admission
-// webhook is not serving yet (up to 30s).
-func installWhenAdmitted(ctx context.Context, env *devenv.Env, path string) error {
+// installWhenAdmitted applies path as cfg's user would with kubectl,
+// retrying while the operator's admission webhook is not serving yet (up to 30s).
+func installWhenAdmitted(ctx context.Context, cfg *rest.Config, path string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		err := devenv.Install(ctx, env.Config, path)
+		err := devenv.InstallAsKubectl(ctx, cfg, path)
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,6 +43,36 @@ func (e *Env) InstallRemedy(ctx context.Context, repoRoot string) error {
 // Install server-side-applies every manifest under dirs (recursively, skipping
 // kustomization.yaml), Namespaces first, as `kubectl apply -k` would.
 func Install(ctx context.Context, cfg *rest.Config, dirs ...string) error {
+	return install(ctx, cfg, false, dirs)
+}
+
+// InstallAsKubectl is Install recording each object's
+// kubectl.kubernetes.io/last-applied-configuration exactly as `kubectl apply`
+// would, so that a person's `kubectl apply` of the same file says "unchanged"
+// rather than "configured" with a warning about the missing annotation.
+func InstallAsKubectl(ctx context.Context, cfg *rest.Config, dirs ...string) error {
+	return install(ctx, cfg, true, dirs)
+}
+
+// lastApplied is kubectl's last-applied-configuration of o: the object
+// without that annotation, encoded as unstructured JSON with its newline
+// (k8s.io/kubectl/pkg/util GetModifiedConfiguration).
+func lastApplied(o *unstructured.Unstructured) (string, error) {
+	c := o.DeepCopy()
+	annots := c.GetAnnotations()
+	delete(annots, corev1.LastAppliedConfigAnnotation)
+	// kubectl keeps an empty annotations map; SetAnnotations would drop it.
+	if err := unstructured.SetNestedStringMap(c.Object, annots, "metadata", "annotations"); err != nil {
+		return "", fmt.Errorf("annotate %s %s: %w", o.GetKind(), o.GetName(), err)
+	}
+	var b bytes.Buffer
+	if err := unstructured.UnstructuredJSONScheme.Encode(c, &b); err != nil {
+		return "", fmt.Errorf("encode %s %s: %w", o.GetKind(), o.GetName(), err)
+	}
+	return b.String(), nil
+}
+
+func install(ctx context.Context, cfg *rest.Config, asKubectl bool, dirs []string) error {
 	var objs []*unstructured.Unstructured
 	for _, dir := range dirs {
 		found, err := readManifests(dir)
@@ -70,6 +101,18 @@ func Install(ctx context.Context, cfg *rest.Config, dirs ...string) error {
 		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
 		if m.Scope.Name() == meta.RESTScopeNameNamespace {
 			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		if asKubectl {
+			applied, err := lastApplied(o)
+			if err != nil {
+				return err
+			}
+			annots := o.GetAnnotations()
+			if annots == nil {
+				annots = map[string]string{}
+			}
+			annots[corev1.LastAppliedConfigAnnotation] = applied
+			o.SetAnnotations(annots)
 		}
 		body, err := o.MarshalJSON()
 		if err != nil {

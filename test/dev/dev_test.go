@@ -122,6 +122,8 @@ func TestDev(t *testing.T) {
 printf '%s\n' "$TEMPORAL_ADDRESS" "$REMEDY_WEB_UI" "$ALERTMANAGER_URL" "$(command -v kubectl)" "$(command -v temporal)" "$(command -v kubectl-remedy)" "$(command -v amtool)"
 kubectl get namespace demo -o name
 kubectl get rrule -n demo demo-latency -o name
+kubectl get rrule -n demo demo-latency -o jsonpath='{.spec.author.username}{"\n"}'
+kubectl apply -f deploy/samples/rrule-demo-latency.yaml 2>&1
 temporal workflow list --limit 1 >/dev/null
 kubectl remedy --help >/dev/null
 amtool --alertmanager.url "$ALERTMANAGER_URL" --http.config.file "$ALERTMANAGER_HTTP_CONFIG" alert query >/dev/null
@@ -137,6 +139,8 @@ amtool --alertmanager.url "$ALERTMANAGER_URL" --http.config.file "$ALERTMANAGER_
 			filepath.Join(bin, "kubectl"), filepath.Join(bin, "temporal"), filepath.Join(bin, "kubectl-remedy"), filepath.Join(bin, "amtool"),
 			"namespace/demo",
 			"remediationrule.remedy.dev/demo-latency",
+			"remedy-dev-admin",
+			"remediationrule.remedy.dev/demo-latency unchanged",
 		}, strings.Split(strings.TrimSpace(string(out)), "\n"))
 		assert.Contains(t, first.out.String(), fmt.Sprintf("Temporal Web UI: http://127.0.0.1:%d/namespaces/default/workflows", p.ui))
 		assert.Contains(t, first.out.String(), "Alertmanager UI http://127.0.0.1:9093 (user remedy, password in $ALERTMANAGER_HTTP_CONFIG)")
