@@ -49,6 +49,11 @@ const (
 // execGate.url's --exec-gate-url follows it.
 const execGateCertFlag = "--exec-gate-cert-dir="
 
+// certificateNames are the serving Certificates whose names values add to,
+// by their values key: an Ingress's host for the codec server, the address
+// of --exec-gate-url for the exec gate.
+var certificateNames = map[string]string{codecName: "codec", "remedy-worker-gate": "execGate"}
+
 // network is deploy/network: not a step of the kubectl install (it needs a
 // CNI that enforces NetworkPolicy), so the chart renders it only when
 // networkPolicies.enabled.
@@ -159,6 +164,7 @@ var (
 	resourcesRE   = regexp.MustCompile(`(?m)^( *)resources: '@@resources\.(\w+)@@'$`)
 	itemRE        = regexp.MustCompile(`(?m)^( *)- '@@item\.(\d+)@@'$`)
 	peersRE       = regexp.MustCompile(`(?m)^( *)- from: '@@codec\.from@@'$`)
+	ipAddressesRE = regexp.MustCompile(`(?m)^( *)ipAddresses: '@@ipAddresses\.(\w+)@@'$`)
 )
 
 // template is o as a template: the image, the Temporal address and TLS
@@ -194,6 +200,17 @@ func template(o install.Object) ([]byte, error) {
 			vols[i] = placeholder(&items, v)
 		}
 	}
+	if key, ok := certificateNames[name(o)]; ok && o["kind"] == "Certificate" {
+		o = deepCopy(o)
+		spec := o["spec"].(map[string]any)
+		spec["dnsNames"] = append(spec["dnsNames"].([]any), addItem(&items, func(indent string) string {
+			return "{{- range .Values." + key + ".dnsNames }}\n" + indent + "- {{ . | quote }}\n{{- end }}\n"
+		}))
+		if _, ok := spec["ipAddresses"]; ok {
+			return nil, fmt.Errorf("certificate %s names ipAddresses, which values replace", name(o))
+		}
+		spec["ipAddresses"] = "@@ipAddresses." + key + "@@"
+	}
 	if o["kind"] == "NetworkPolicy" && name(o) == codecName {
 		o = deepCopy(o)
 		for _, rule := range o["spec"].(map[string]any)["ingress"].([]any) {
@@ -216,6 +233,10 @@ func template(o install.Object) ([]byte, error) {
 	})
 	// Adjacent gated items under one gate.
 	s = strings.ReplaceAll(s, "{{- end }}\n{{- if "+codecGate+" }}\n", "")
+	s = ipAddressesRE.ReplaceAllStringFunc(s, func(line string) string {
+		m := ipAddressesRE.FindStringSubmatch(line)
+		return fmt.Sprintf("{{- with .Values.%s.ipAddresses }}\n%sipAddresses: {{- toYaml . | nindent %d }}\n{{- end }}", m[2], m[1], len(m[1])+2)
+	})
 	s = peersRE.ReplaceAllStringFunc(s, func(line string) string {
 		m := peersRE.FindStringSubmatch(line)
 		return fmt.Sprintf("%s- from: {{- toYaml .Values.codec.networkPolicy.from | nindent %d }}", m[1], len(m[1])+4)
@@ -259,6 +280,11 @@ func placeholder(items *[]func(indent string) string, item any) any {
 	default:
 		return item
 	}
+	return addItem(items, write)
+}
+
+// addItem records write as the template of a new list item and returns its placeholder.
+func addItem(items *[]func(indent string) string, write func(indent string) string) string {
 	*items = append(*items, write)
 	return fmt.Sprintf("@@item.%d@@", len(*items)-1)
 }
@@ -405,6 +431,10 @@ payloadKeys:
   # allowedOrigins: the Web UI's origins (https://temporal-ui.example.com)
   # whose browsers may call it with the /login cookie (--codec-allowed-origins).
   allowedOrigins: []
+  # dnsNames and ipAddresses: more names for Certificate remedy-codec, e.g.
+  # the host an Ingress that passes TLS through serves it at.
+  dnsNames: []
+  ipAddresses: []
   networkPolicy:
     # from: the peers NetworkPolicy remedy-codec admits to the codec port
     # (with networkPolicies.enabled): by default namespaces labelled
@@ -418,9 +448,12 @@ networkPolicies:
 execGate:
   # url: where the job executor's Pods reach the worker's exec gate (the
   # worker's --exec-gate-url). Empty: the worker's default, the headless
-  # Service remedy-worker-gate by its cluster DNS name. The Certificate
-  # remedy-worker-gate must name the URL's host.
+  # Service remedy-worker-gate by its cluster DNS name.
   url: ""
+  # dnsNames and ipAddresses: more names for Certificate remedy-worker-gate,
+  # with which the Pods verify the gate: the host of url.
+  dnsNames: []
+  ipAddresses: []
 
 `, indent(string(peers), "    "))
 	for _, c := range components {

@@ -241,7 +241,9 @@ func TestChartCodecValues(t *testing.T) {
 }
 
 // execGate.url sets the worker's --exec-gate-url, which the job executor's
-// Pods are handed; by default the worker keeps its own (the Service's DNS name).
+// Pods are handed, and execGate's names go into the Certificate they verify
+// the gate with; by default the worker keeps its own URL (the Service's DNS
+// name). codec's names go into the codec server's Certificate.
 func TestChartExecGateURL(t *testing.T) {
 	workerArgs := func(objs []install.Object) []any {
 		d := byName(objs)["Deployment remedy-system/remedy-worker"]
@@ -250,9 +252,22 @@ func TestChartExecGateURL(t *testing.T) {
 	objs, _ := render(t, nil)
 	base := workerArgs(objs)
 	assert.NotContains(t, fmt.Sprint(base), "--exec-gate-url", "the default is the worker's")
+	certSpec := func(objs []install.Object, name string) map[string]any {
+		return byName(objs)["Certificate remedy-system/"+name]["spec"].(map[string]any)
+	}
+	baseCert := certSpec(objs, "remedy-worker-gate")
+	assert.NotContains(t, baseCert, "ipAddresses")
+
 	const url = "https://10.0.0.7:9444/exec-gate"
-	objs, _ = render(t, map[string]any{"execGate": map[string]any{"url": url}})
+	objs, _ = render(t, map[string]any{"execGate": map[string]any{"url": url, "ipAddresses": []any{"10.0.0.7"}, "dnsNames": []any{"gate.example"}}})
 	args := workerArgs(objs)
 	assert.Contains(t, args, "--exec-gate-url="+url)
 	assert.Len(t, args, len(base)+1, "one flag added, nothing else")
+	cert := certSpec(objs, "remedy-worker-gate")
+	assert.Equal(t, []any{"10.0.0.7"}, cert["ipAddresses"], "the Pods verify the gate at that IP")
+	assert.Equal(t, append(append([]any(nil), baseCert["dnsNames"].([]any)...), "gate.example"), cert["dnsNames"], "the Service's names stay")
+
+	objs, _ = render(t, map[string]any{"codec": map[string]any{"dnsNames": []any{"remedy-codec.example.com"}}})
+	assert.Contains(t, certSpec(objs, codecName)["dnsNames"], "remedy-codec.example.com")
+	assert.Contains(t, certSpec(objs, codecName)["dnsNames"], "remedy-codec.remedy-system.svc")
 }
