@@ -3,6 +3,9 @@
 // templates are the objects README's install applies (internal/install)
 // with the values put in, and its values' defaults are deploy/'s, so the
 // chart rendered with its defaults is deploy/ (TestChartRendersDeploy).
+// deploy/network's NetworkPolicies, not a step of that install, render only
+// with networkPolicies.enabled (TestChartNetworkPolicies); codec.enabled
+// gates the operator's codec server (TestChartCodecValues).
 package main
 
 import (
