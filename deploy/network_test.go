@@ -100,8 +100,8 @@ func TestRemedyNamespacePolicies(t *testing.T) {
 		assert.True(t, selects(t, serving.Spec.PodSelector, d.Spec.Template.Labels), "remedy-serving selects %s", d.Name)
 		for _, c := range d.Spec.Template.Spec.Containers {
 			for _, p := range c.Ports {
-				if p.Name == execGatePort {
-					continue // TestExecGatePolicy
+				if p.Name == execGatePort || p.Name == codecPort {
+					continue // TestExecGatePolicy, TestCodecPolicy
 				}
 				declared[p.Name] = true
 				assert.True(t, allowedNames[p.Name], "%s's port %s (%d) is admitted", d.Name, p.Name, p.ContainerPort)
@@ -143,6 +143,61 @@ func TestExecGatePolicy(t *testing.T) {
 		assert.Equal(t, serves, selects(t, policy.Spec.PodSelector, d.Spec.Template.Labels), "%s is selected iff it serves the exec gate", d.Name)
 	}
 	assert.False(t, selects(t, *peer.PodSelector, map[string]string{"app.kubernetes.io/part-of": "remedy"}), "part of Remedy is not enough")
+}
+
+const (
+	codecPort = "codec"
+	// codecClients labels the namespaces remedy-codec admits (deploy/network/codec.yaml).
+	codecClients = "remedy.dev/codec-clients"
+)
+
+// The operator's codec server admits, on its own port, only pods of
+// namespaces labelled remedy.dev/codec-clients=true (where people's browsers
+// and CLIs come in): not Remedy's other pods, not executor pods, not tenants.
+func TestCodecPolicy(t *testing.T) {
+	policy := networkPolicies(t)["remedy-codec"]
+	require.NotNil(t, policy, "deploy/network has the remedy-codec NetworkPolicy")
+	assert.Equal(t, remedyNamespace, policy.Namespace)
+	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, policy.Spec.PolicyTypes)
+	require.Len(t, policy.Spec.Ingress, 1)
+	rule := policy.Spec.Ingress[0]
+	require.Len(t, rule.Ports, 1, "only the codec port")
+	assert.Equal(t, codecPort, rule.Ports[0].Port.StrVal, "by container port name")
+	require.NotEmpty(t, rule.From, "an empty from admits every source")
+	admitted := func(nsLabels, podLabels map[string]string) bool {
+		for _, peer := range rule.From {
+			require.Nil(t, peer.IPBlock)
+			require.NotNil(t, peer.NamespaceSelector, "a peer without a namespace selector is the policy's own namespace")
+			pods := metav1.LabelSelector{}
+			if peer.PodSelector != nil {
+				pods = *peer.PodSelector
+			}
+			if selects(t, *peer.NamespaceSelector, nsLabels) && selects(t, pods, podLabels) {
+				return true
+			}
+		}
+		return false
+	}
+	ns := func(name string, extra ...string) map[string]string {
+		l := map[string]string{"kubernetes.io/metadata.name": name}
+		for i := 0; i+1 < len(extra); i += 2 {
+			l[extra[i]] = extra[i+1]
+		}
+		return l
+	}
+	assert.True(t, admitted(ns("ingress-nginx", codecClients, "true"), map[string]string{"app.kubernetes.io/name": "ingress-nginx"}), "a labelled namespace's pods reach it")
+	assert.False(t, admitted(ns("ingress-nginx"), map[string]string{"app.kubernetes.io/name": "ingress-nginx"}), "an unlabelled namespace's do not")
+	assert.False(t, admitted(ns("tenant-a", codecClients, "false"), map[string]string{}), "nor one labelled otherwise")
+	assert.False(t, admitted(ns(remedyNamespace), execPodLabels()), "executor pods do not")
+	for _, d := range deployments(t, filepath.Join("manager", "*.yaml")) {
+		assert.False(t, admitted(ns(remedyNamespace), d.Spec.Template.Labels), "%s does not", d.Name)
+		serves := false
+		for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+			serves = serves || p.Name == codecPort
+		}
+		assert.Equal(t, serves, selects(t, policy.Spec.PodSelector, d.Spec.Template.Labels), "%s is selected iff it serves the codec server", d.Name)
+		assert.Equal(t, d.Name == "remedy-operator", serves, "the operator serves the codec server")
+	}
 }
 
 // Every manifest in deploy/network is in its kustomization.

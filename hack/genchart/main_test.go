@@ -156,3 +156,118 @@ func keys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// With networkPolicies.enabled the chart renders deploy/network's
+// NetworkPolicies as `kubectl apply -k deploy/network` applies them; by
+// default none, as the install procedure applies none.
+func TestChartNetworkPolicies(t *testing.T) {
+	policies := func(objs []install.Object) map[string]install.Object {
+		out := map[string]install.Object{}
+		for k, o := range byName(objs) {
+			if o["kind"] == "NetworkPolicy" {
+				out[k] = o
+			}
+		}
+		return out
+	}
+	objs, _ := render(t, nil)
+	assert.Empty(t, policies(objs))
+	objs, _ = render(t, map[string]any{"networkPolicies": map[string]any{"enabled": true}})
+	want, err := install.Render(root, network)
+	require.NoError(t, err)
+	require.NotEmpty(t, want)
+	assert.Equal(t, byName(want), policies(objs))
+	assert.Contains(t, policies(objs), "NetworkPolicy remedy-system/remedy-codec")
+}
+
+// codec.enabled removes exactly the codec server: its Service, Certificate
+// and NetworkPolicy, and the operator's codec args, port, mount and volume;
+// its other values reach the operator's flags and the NetworkPolicy.
+func TestChartCodecValues(t *testing.T) {
+	on := map[string]any{"networkPolicies": map[string]any{"enabled": true}}
+	withCodec, _ := render(t, on)
+	withoutCodec, _ := render(t, map[string]any{"networkPolicies": map[string]any{"enabled": true}, "codec": map[string]any{"enabled": false}})
+	with, without := byName(withCodec), byName(withoutCodec)
+	for _, k := range []string{"Service", "Certificate", "NetworkPolicy"} {
+		key := k + " remedy-system/" + codecName
+		assert.Contains(t, with, key)
+		assert.NotContains(t, without, key)
+		delete(with, key)
+	}
+	opKey := "Deployment remedy-system/remedy-operator"
+	op := deepCopy(with[opKey])
+	pod := op["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	c := pod["containers"].([]any)[0].(map[string]any)
+	removed := 0
+	drop := func(list []any) []any {
+		var out []any
+		for _, item := range list {
+			if codecItem(item) {
+				removed++
+				continue
+			}
+			out = append(out, item)
+		}
+		return out
+	}
+	c["args"], c["ports"], c["volumeMounts"] = drop(c["args"].([]any)), drop(c["ports"].([]any)), drop(c["volumeMounts"].([]any))
+	pod["volumes"] = drop(pod["volumes"].([]any))
+	assert.Equal(t, 6, removed, "three flags, the port, the mount and the volume")
+	with[opKey] = op
+	assert.Equal(t, with, without, "nothing else changes")
+
+	objs, _ := render(t, map[string]any{
+		"networkPolicies": map[string]any{"enabled": true},
+		"codec": map[string]any{
+			"allowedOrigins": []any{"https://temporal-ui.example.com", "http://localhost:8233"},
+			"networkPolicy": map[string]any{"from": []any{map[string]any{
+				"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "ingress-nginx"}},
+				"podSelector":       map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "ingress-nginx"}},
+			}}},
+		},
+	})
+	got := byName(objs)
+	args := got[opKey]["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["args"]
+	assert.Contains(t, args, "--codec-allowed-origins=https://temporal-ui.example.com,http://localhost:8233")
+	assert.Contains(t, args, "--codec-addr=:8091")
+	defaultArgs := byName(withCodec)[opKey]["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["args"]
+	assert.NotContains(t, fmt.Sprint(defaultArgs), "--codec-allowed-origins", "no origin by default")
+	rule := got["NetworkPolicy remedy-system/"+codecName]["spec"].(map[string]any)["ingress"].([]any)[0].(map[string]any)
+	assert.Equal(t, []any{map[string]any{
+		"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "ingress-nginx"}},
+		"podSelector":       map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "ingress-nginx"}},
+	}}, rule["from"])
+	assert.Equal(t, []any{map[string]any{"port": "codec", "protocol": "TCP"}}, rule["ports"], "the port stays deploy/'s")
+}
+
+// execGate.url sets the worker's --exec-gate-url, which the job executor's
+// Pods are handed, and execGate's names go into the Certificate they verify
+// the gate with; by default the worker keeps its own URL (the Service's DNS
+// name). codec's names go into the codec server's Certificate.
+func TestChartExecGateURL(t *testing.T) {
+	workerArgs := func(objs []install.Object) []any {
+		d := byName(objs)["Deployment remedy-system/remedy-worker"]
+		return d["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["args"].([]any)
+	}
+	objs, _ := render(t, nil)
+	base := workerArgs(objs)
+	assert.NotContains(t, fmt.Sprint(base), "--exec-gate-url", "the default is the worker's")
+	certSpec := func(objs []install.Object, name string) map[string]any {
+		return byName(objs)["Certificate remedy-system/"+name]["spec"].(map[string]any)
+	}
+	baseCert := certSpec(objs, "remedy-worker-gate")
+	assert.NotContains(t, baseCert, "ipAddresses")
+
+	const url = "https://10.0.0.7:9444/exec-gate"
+	objs, _ = render(t, map[string]any{"execGate": map[string]any{"url": url, "ipAddresses": []any{"10.0.0.7"}, "dnsNames": []any{"gate.example"}}})
+	args := workerArgs(objs)
+	assert.Contains(t, args, "--exec-gate-url="+url)
+	assert.Len(t, args, len(base)+1, "one flag added, nothing else")
+	cert := certSpec(objs, "remedy-worker-gate")
+	assert.Equal(t, []any{"10.0.0.7"}, cert["ipAddresses"], "the Pods verify the gate at that IP")
+	assert.Equal(t, append(append([]any(nil), baseCert["dnsNames"].([]any)...), "gate.example"), cert["dnsNames"], "the Service's names stay")
+
+	objs, _ = render(t, map[string]any{"codec": map[string]any{"dnsNames": []any{"remedy-codec.example.com"}}})
+	assert.Contains(t, certSpec(objs, codecName)["dnsNames"], "remedy-codec.example.com")
+	assert.Contains(t, certSpec(objs, codecName)["dnsNames"], "remedy-codec.remedy-system.svc")
+}

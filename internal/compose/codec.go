@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -48,12 +49,22 @@ func ServeCodec(ctx context.Context, cfg *rest.Config, keys *seal.Keyring, o Cod
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	scheme := "http"
 	if o.CertFile != "" {
+		if _, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile); err != nil {
+			_ = l.Close()
+			return "", fmt.Errorf("load the codec server's certificate: %w", err)
+		}
+		// Read on every handshake, so a certificate cert-manager renews into
+		// the mounted Secret is served without a restart.
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			c, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+			return &c, err
+		}}
 		scheme = "https"
 	}
 	go func() {
 		var err error
 		if o.CertFile != "" {
-			err = srv.ServeTLS(l, o.CertFile, o.KeyFile)
+			err = srv.ServeTLS(l, "", "")
 		} else {
 			err = srv.Serve(l)
 		}

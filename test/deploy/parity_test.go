@@ -50,6 +50,9 @@ func TestDeployedProcesses(t *testing.T) {
 		// The drift webhook's readinessProbe is its TLS port.
 		require.Eventually(t, func() bool { return drift.TLSListening("webhook") }, 60*time.Second, 100*time.Millisecond, "drift webhook:\n%s", drift.Out)
 	})
+	t.Run("the codec server serves TLS with its certificate and reviews tokens", func(t *testing.T) {
+		codecServed(t, procs.NewKubectl(t), cas, operators)
+	})
 	procs.RouteService(t, "remedy-webhook", operators...)
 	procs.RouteService(t, "remedy-drift-webhook", drift)
 	procs.InjectCABundles(t, cas)

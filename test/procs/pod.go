@@ -42,7 +42,7 @@ const temporalService = "temporal-dev.remedy-system:7233"
 
 // portFlags say which flag of each container binds each named port.
 var portFlags = map[string]map[string]string{
-	"operator": {"metrics": "metrics-addr", "probes": "probe-addr", "webhook": "webhook-port"},
+	"operator": {"metrics": "metrics-addr", "probes": "probe-addr", "webhook": "webhook-port", "codec": "codec-addr"},
 	"worker":   {"metrics": "metrics-addr", "exec-gate": "exec-gate-addr"},
 	"webhook":  {"webhook": "port", "metrics": "metrics-addr"},
 }
@@ -189,7 +189,12 @@ func StartPod(t testing.TB, d appsv1.Deployment, replica int, po ...PodOptions) 
 	for _, port := range c.Ports {
 		flag, ok := portFlags[c.Name][port.Name]
 		require.True(t, ok, "%s: which flag binds port %s?", d.Name, port.Name)
-		require.Equal(t, strconv.Itoa(int(port.ContainerPort)), defaults[flag], "%s: --%s defaults to the declared containerPort %s", d.Name, flag, port.Name)
+		if set, ok := argPort(c.Args, flag); ok {
+			// Off by default (the codec server): the args name the port.
+			require.Equal(t, strconv.Itoa(int(port.ContainerPort)), set, "%s: --%s names the declared containerPort %s", d.Name, flag, port.Name)
+		} else {
+			require.Equal(t, strconv.Itoa(int(port.ContainerPort)), defaults[flag], "%s: --%s defaults to the declared containerPort %s", d.Name, flag, port.Name)
+		}
 		p.Ports[port.Name] = FreePort(t)
 		if strings.HasSuffix(flag, "-addr") {
 			args = append(args, fmt.Sprintf("--%s=:%d", flag, p.Ports[port.Name]))
@@ -299,6 +304,20 @@ func (p *Pod) TLSListening(port string) bool {
 	}
 	_ = conn.Close()
 	return true
+}
+
+// argPort is the port args give flag (--flag=:port or --flag=port), if they give it.
+func argPort(args []string, flag string) (string, bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+flag+"="); ok {
+			_, port, err := net.SplitHostPort(v)
+			if err != nil {
+				port = v
+			}
+			return port, true
+		}
+	}
+	return "", false
 }
 
 var helpDefault = regexp.MustCompile(`(?m)^\s+-([a-z-]+) \w+\n.*\(default "?:?(\d+)"?\)$`)

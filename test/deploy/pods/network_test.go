@@ -75,6 +75,7 @@ func checkNetworkPolicies(t *testing.T, deployments []appsv1.Deployment) {
 			}
 			want := maps.Clone(served)
 			delete(want, "exec-gate") // remedy-exec-gate's
+			delete(want, "codec")     // remedy-codec's
 			assert.Equal(t, want, allowed, "exactly the ports the components declare")
 		case "remedy-exec-gate":
 			workers := map[string]bool{}
@@ -85,6 +86,19 @@ func checkNetworkPolicies(t *testing.T, deployments []appsv1.Deployment) {
 			require.Len(t, np.Spec.Ingress, 1)
 			require.Len(t, np.Spec.Ingress[0].From, 1)
 			assert.Equal(t, map[string]bool{jobPod.Name: true}, selects(*np.Spec.Ingress[0].From[0].PodSelector), "only the Job's Pod asks it")
+		case "remedy-codec":
+			operators := map[string]bool{}
+			for _, p := range procs.RunningPods(t, deploymentNamed(t, deployments, "remedy-operator")) {
+				operators[p.Name] = true
+			}
+			assert.Equal(t, operators, selects(np.Spec.PodSelector), "the operator's Pods serve the codec server")
+			require.Len(t, np.Spec.Ingress, 1)
+			for _, from := range np.Spec.Ingress[0].From {
+				require.NotNil(t, from.NamespaceSelector, "people come from another namespace (their ingress)")
+				nsSel, err := metav1.LabelSelectorAsSelector(from.NamespaceSelector)
+				require.NoError(t, err)
+				assert.False(t, nsSel.Matches(labels.Set(ns.Labels)), "no Pod of %s reaches it, the Job's neither", devenv.Namespace)
+			}
 		case "temporal-frontend":
 			require.Len(t, np.Spec.Ingress, 1)
 			require.Len(t, np.Spec.Ingress[0].From, 1)
