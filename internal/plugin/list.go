@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/duration"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -193,7 +194,7 @@ func (s *session) runs(ctx context.Context, l *listing, after time.Time) ([]RunR
 func (s *session) pending(ctx context.Context, l *listing, now time.Time) ([]Pending, error) {
 	var rars v1alpha1.RemediationApprovalRequestList
 	if err := s.kube.List(ctx, &rars, l.in(s.namespace)...); err != nil {
-		return nil, fmt.Errorf("list remediationapprovalrequests: %w", err)
+		return nil, s.unlisted(ctx, l, err)
 	}
 	me, err := s.whoAmI(ctx)
 	if err != nil {
@@ -226,6 +227,26 @@ func (s *session) pending(ctx context.Context, l *listing, now time.Time) ([]Pen
 	}
 	slices.SortStableFunc(out, func(a, b Pending) int { return a.RequiredBy.Compare(b.RequiredBy) })
 	return out, nil
+}
+
+// unlisted explains a refused list of approval requests: in a namespace
+// where the user may not approve, nothing waits for them (nil); elsewhere
+// the error names the grant that is missing.
+func (s *session) unlisted(ctx context.Context, l *listing, err error) error {
+	if !apierrors.IsForbidden(err) {
+		return fmt.Errorf("list remediationapprovalrequests: %w", err)
+	}
+	if l.allNamespaces {
+		return fmt.Errorf("list remediationapprovalrequests in all namespaces: you may not; name a namespace where you approve with -n (%w)", err)
+	}
+	ok, rerr := s.canApprove(ctx, s.namespace)
+	switch {
+	case rerr != nil:
+		return rerr
+	case !ok:
+		return nil
+	}
+	return fmt.Errorf("list remediationapprovalrequests in %s: you hold approve there but not list; the role in deploy/rbac/approver-example.yaml grants both (%w)", s.namespace, err)
 }
 
 // whoAmI is the username the API server authenticates the flags' credentials as.
