@@ -177,7 +177,9 @@ func (r *executionRun) run(ctx workflow.Context) {
 	}
 	reason, msg := ReasonRollbackAvailable, "rollback to "+r.readable().Value(before.Change.Before)+" available for "+window.String()+" through the rollback signal"
 	if postFailed {
-		reason, msg = ReasonPostConditionFailed, r.postFailure+"; "+msg
+		// Where the person looks: the change is live, and how to undo it.
+		reason, msg = ReasonPostConditionFailed, r.postFailure+"; the change stays in place unless rolled back to "+
+			r.readable().Value(before.Change.Before)+" within "+window.String()+": kubectl remedy rollback "+r.in.Name+" -n "+r.in.Namespace
 	}
 	r.setPhase(ctx, v1alpha1.PhaseRollbackReady, reason, msg)
 	r.awaitRollback(ctx, req, window)
@@ -187,7 +189,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 // required postcondition did not hold.
 func (r *executionRun) finish(ctx workflow.Context, message string) {
 	if r.postFailure != "" {
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonPostConditionFailed, r.postFailure)
+		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonPostConditionFailed, r.postFailure+"; the change was kept ("+message+")")
 		return
 	}
 	if w := r.warnings(); w != "" {

@@ -37,7 +37,7 @@ func (e *Engine) EvalCondition(ctx context.Context, name, module string, in Cond
 	msg, _ := doc["message"].(string)
 	switch {
 	case !defined:
-		msg = joinNonEmpty([]string{"pass is undefined", msg}, ": ")
+		msg = joinNonEmpty([]string{"pass is undefined", undefinedHint(module, in), msg}, ": ")
 	case pass:
 		msg = joinNonEmpty([]string{"pass is true", msg}, ": ")
 	default:

@@ -97,9 +97,28 @@ message := sprintf("%v of %v ready", [object.get(input.target.status, "readyRepl
 	out, err = e.EvalCondition(context.Background(), "ready", mod, ConditionInput{Target: map[string]any{
 		"spec": map[string]any{"replicas": 3}, "status": map[string]any{}}})
 	require.NoError(t, err)
-	assert.Equal(t, Outcome{Pass: false, Message: "pass is undefined: 0 of 3 ready"}, out)
+	assert.Equal(t, Outcome{Pass: false, Message: "pass is undefined: input.target.status.readyReplicas is not in the input (input.target.status is empty): 0 of 3 ready"}, out)
 
 	require.Error(t, e.CheckCondition(context.Background(), "broken", "package x\npass if {"))
+}
+
+// An undefined pass names the first path the condition reads that the input
+// does not have, with what is there: a misspelled field is not a failed check.
+func TestUndefinedPassNamesTheMissingField(t *testing.T) {
+	e := NewEngine()
+	target := map[string]any{"spec": map[string]any{"replicas": 3}, "status": map[string]any{"readyReplicas": 3, "replicas": 3}}
+	for _, tc := range []struct{ name, rego, want string }{
+		{"misspelled field", "pass if input.target.status.readyReplica >= 1", "pass is undefined: input.target.status.readyReplica is not in the input (input.target.status has readyReplicas, replicas)"},
+		{"misspelled top level", "pass if input.targets.status.readyReplicas >= 1", "pass is undefined: input.targets is not in the input (input has related, target)"},
+		{"every path exists", "pass if input.target.status.readyReplicas > 5", "pass is undefined"},
+		{"an index is not checked", "pass if input.related[0].status.phase == \"Running\"", "pass is undefined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := e.EvalCondition(context.Background(), "ready", "package checks.ready\n"+tc.rego+"\n", ConditionInput{Target: target})
+			require.NoError(t, err)
+			assert.Equal(t, Outcome{Message: tc.want}, out)
+		})
+	}
 }
 
 // Runs that miss the cache on the same content at the same moment, as every

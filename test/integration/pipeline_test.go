@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,7 +122,8 @@ func TestRequiredPreconditionBlocksExecution(t *testing.T) {
 	}}
 	k := waitPhase(t, createExecution(t, ns, "pre-blocked", spec), v1alpha1.PhaseFailed)
 	assert.Equal(t, workflows.ReasonPreconditionFailed, k.Status.Reason)
-	assert.Equal(t, "required precondition enough-available did not hold: pass is undefined: 0 pods available", k.Status.Message)
+	assert.True(t, strings.HasPrefix(k.Status.Message, "required precondition enough-available did not hold: pass is undefined: input.target.status.availableReplicas is not in the input (input.target.status has "), k.Status.Message)
+	assert.True(t, strings.HasSuffix(k.Status.Message, "): 0 pods available"), k.Status.Message)
 	res := k.Status.ValidationResults.PreConditionResults
 	require.Len(t, res, 1)
 	assert.False(t, res[0].Passed)
@@ -151,11 +153,13 @@ func TestPostconditions(t *testing.T) {
 	spec.Parameters.Replicas = ptr.To[int32](3)
 	k = waitPhase(t, createExecution(t, ns, "post-fails", spec), v1alpha1.PhaseRollbackReady)
 	assert.Equal(t, workflows.ReasonPostConditionFailed, k.Status.Reason)
+	assert.Equal(t, "required postcondition impossible failed; the change stays in place unless rolled back to replicas: 2 within 1s: kubectl remedy rollback post-fails -n "+ns, k.Status.Message)
 	require.NotNil(t, k.Status.RollbackInformation)
 	assert.Equal(t, int32(2), *k.Status.RollbackInformation.RollbackParameters.Replicas)
 	k = waitPhase(t, k, v1alpha1.PhaseFailed)
 	assert.Equal(t, workflows.ReasonPostConditionFailed, k.Status.Reason)
-	assert.Equal(t, "required postcondition impossible failed", k.Status.Message)
+	assert.Equal(t, "required postcondition impossible failed; the change was kept (rollback window closed)", k.Status.Message)
+	assert.Equal(t, int32(3), replicasOf(t, ns, "web"), "as the message says")
 	assert.True(t, k.Status.RollbackInformation.Available, "rollback information is kept")
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-postcondition-failed.json")
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,7 +156,7 @@ func TestAvailabilityPostconditionFailsOnAStuckRollout(t *testing.T) {
 	}, v1alpha1.PhaseFailed)
 	require.Equal(t, v1alpha1.PhaseFailed, k.Status.Phase, "%s: %s", k.Status.Reason, k.Status.Message)
 	assert.Equal(t, workflows.ReasonPostConditionFailed, k.Status.Reason)
-	assert.Equal(t, "required postcondition rolled-out failed", k.Status.Message)
+	assert.True(t, strings.HasPrefix(k.Status.Message, "required postcondition rolled-out failed; the change was kept ("), k.Status.Message)
 	res := k.Status.ValidationResults.PostConditionResults
 	require.Len(t, res, 1)
 	assert.False(t, res[0].Passed)
