@@ -150,5 +150,5 @@ func (r *ApprovalReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.RemediationApprovalRequest{}).
 		Watches(&v1alpha1.KubernetesExecution{}, handler.EnqueueRequestsFromMapFunc(r.approvalsOf)).
 		Named("remediationapprovalrequest").
-		Complete(r)
+		Complete(requeueOnConflict(r))
 }

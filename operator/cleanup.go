@@ -165,7 +165,7 @@ func (r *CleanupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 func setupCleanup(mgr ctrl.Manager, tc client.Client, def, check time.Duration) error {
 	for _, k := range cleanupKinds {
 		r := &CleanupReconciler{Client: mgr.GetClient(), Temporal: tc, Clock: clock.RealClock{}, Default: def, CheckInterval: check, kind: k}
-		if err := ctrl.NewControllerManagedBy(mgr).For(k.obj()).Named(k.name + "-cleanup").Complete(r); err != nil {
+		if err := ctrl.NewControllerManagedBy(mgr).For(k.obj()).Named(k.name + "-cleanup").Complete(requeueOnConflict(r)); err != nil {
 			return fmt.Errorf("set up %s cleanup: %w", k.name, err)
 		}
 	}

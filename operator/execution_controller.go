@@ -270,5 +270,5 @@ func (r *ExecutionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.RemediationApprovalRequest{}, handler.EnqueueRequestsFromMapFunc(subjectOf)).
 		WatchesRawSource(r.swept.source()).
 		Named("kubernetesexecution").
-		Complete(r)
+		Complete(requeueOnConflict(r))
 }

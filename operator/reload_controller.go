@@ -373,5 +373,5 @@ func (r *ReloadReconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&appsv1.DaemonSet{}, toPolicies).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfNamespace), ctrl.WithPredicates(predicate.LabelChangedPredicate{})).
 		Named("configreloadpolicy").
-		Complete(r)
+		Complete(requeueOnConflict(r))
 }

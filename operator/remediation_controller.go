@@ -238,5 +238,5 @@ func (r *RemediationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&v1alpha1.KubernetesExecution{}).
 		WatchesRawSource(r.swept.source()).
 		Named("remediationrequest").
-		Complete(r)
+		Complete(requeueOnConflict(r))
 }

@@ -79,5 +79,5 @@ func (r *RuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.RemediationRule{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("remediationrule").
-		Complete(r)
+		Complete(requeueOnConflict(r))
 }

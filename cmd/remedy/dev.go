@@ -5,8 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,9 +113,13 @@ func runDev(ctx context.Context, args []string) error {
 		return fmt.Errorf("create log file: %w", err)
 	}
 	defer logFile.Close()
+	// Every part writes JSON lines to the one log: the operator, worker and
+	// webhook through zap, the rest through slog, and net/http's refused TLS
+	// clients (the webhooks' own readiness dials) through the standard
+	// logger, which slog.SetDefault routes to slog's handler.
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
-	// net/http logs refused TLS clients (the webhooks' own readiness dials) through the standard logger.
-	log.SetOutput(logFile)
+	devLog := slog.New(slog.NewJSONHandler(logFile, nil)).With("logger", "remedy-dev")
+	slog.SetDefault(devLog)
 	opts.ControllerManager = true
 	opts.TemporalHostPort = "127.0.0.1:" + *port
 	opts.TemporalUIPort = *uiPort
@@ -166,7 +169,9 @@ func runDev(ctx context.Context, args []string) error {
 			fmt.Fprintln(os.Stderr, "remedy dev: stop:", err)
 			return
 		}
-		fmt.Fprintf(io.MultiWriter(os.Stdout, logFile), "remedy dev: stopped the API server, Temporal and the rest of the platform in %.1fs\n", time.Since(start).Seconds())
+		took := time.Since(start).Seconds()
+		fmt.Printf("remedy dev: stopped the API server, Temporal and the rest of the platform in %.1fs\n", took)
+		devLog.Info("stopped the API server, Temporal and the rest of the platform", "seconds", took)
 	}()
 
 	done = step("installing CRDs, RBAC, the example roles of deploy/rbac/*-example.yaml and per-action ServiceAccounts into namespace " + devenv.Namespace)
@@ -282,7 +287,9 @@ func runDev(ctx context.Context, args []string) error {
 		<-stopped
 		<-webhookStopped
 		// Both: the terminal is where the person who pressed Ctrl-C looks.
-		fmt.Fprintf(io.MultiWriter(os.Stdout, logFile), "remedy dev: stopped the operator, the worker and the drift webhook in %.1fs\n", time.Since(start).Seconds())
+		took := time.Since(start).Seconds()
+		fmt.Printf("remedy dev: stopped the operator, the worker and the drift webhook in %.1fs\n", took)
+		devLog.Info("stopped the operator, the worker and the drift webhook", "seconds", took)
 		return nil
 	case err := <-stopped:
 		if err == nil {

@@ -124,6 +124,7 @@ func (a *Alertmanager) start(ctx context.Context) error {
 		"--web.config.file="+filepath.Join(a.Dir, webConfigFile),
 		"--cluster.listen-address=",
 		"--log.level=debug",
+		"--log.format=json",
 	)
 	a.cmd.Stdout, a.cmd.Stderr = a.opts.Log, a.opts.Log
 	if a.opts.DieWithParent {

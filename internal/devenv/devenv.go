@@ -291,7 +291,8 @@ func startTemporal(ctx context.Context, o Options, dir string, keys *seal.Keyrin
 	// The client speaks as Remedy's parts: it seals, and opens only what is sealed.
 	dc := seal.DataConverter(keys)
 	out := o.Log
-	args := []string{"--dynamic-config-value", "system.forceSearchAttributesCacheRefreshOnRead=true"}
+	// JSON like every other part's log, so the shared log is one format.
+	args := []string{"--log-format", "json", "--dynamic-config-value", "system.forceSearchAttributesCacheRefreshOnRead=true"}
 	for _, name := range workflows.SearchAttributeNames {
 		args = append(args, "--search-attribute", name+"=Keyword")
 	}
@@ -305,15 +306,15 @@ func startTemporal(ctx context.Context, o Options, dir string, keys *seal.Keyrin
 			Namespace:      "default",
 			MetricsHandler: o.TemporalMetrics,
 			DataConverter:  dc, FailureConverter: seal.FailureConverter(dc),
-			Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+			Logger: sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 		},
 		EnableUI:   o.TemporalUIPort != "",
 		UIPort:     o.TemporalUIPort,
 		DBFilename: filepath.Join(dir, stateTemporal),
 		LogLevel:   "error",
 		ExtraArgs:  args,
-		Stdout:     out,
-		Stderr:     out,
+		Stdout:     newJSONLines(out, "temporal"),
+		Stderr:     newJSONLines(out, "temporal"),
 	})
 }
 
@@ -352,6 +353,7 @@ func (e *Env) startControllerManager(o Options) error {
 		"--root-ca-file="+rootCA,
 		"--leader-elect=false",
 		"--secure-port=0",
+		"--logging-format=json",
 		"--controllers="+strings.Join(controllers, ","),
 	)
 	e.kcm.Stdout, e.kcm.Stderr = o.Log, o.Log
@@ -384,7 +386,7 @@ func (e *Env) Stop() error {
 		err := stop()
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(e.log, "devenv: stopped %s in %.1fs\n", part, time.Since(start).Seconds())
+		slog.New(slog.NewJSONHandler(e.log, nil)).Info("devenv: stopped", "part", part, "seconds", time.Since(start).Seconds())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", part, err))
 		}

@@ -12,6 +12,9 @@ const containerdConfig = `version = 4
 root = %[1]q
 state = %[2]q
 
+[debug]
+  format = "json"
+
 [plugins]
   [plugins.'io.containerd.server.v1.grpc']
     address = %[3]q

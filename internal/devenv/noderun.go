@@ -204,14 +204,14 @@ func (n *node) startKubelet(ctx context.Context, e *Env, assets string) error {
 		}
 	}
 	if err := n.start("kube-scheduler", filepath.Join(assets, "kube-scheduler"),
-		"--kubeconfig="+n.paths.at("scheduler.kubeconfig"), "--leader-elect=false", "--secure-port=0"); err != nil {
+		"--kubeconfig="+n.paths.at("scheduler.kubeconfig"), "--leader-elect=false", "--secure-port=0", "--logging-format=json"); err != nil {
 		return err
 	}
 	if err := n.start("kubelet", filepath.Join(assets, "kubelet"),
 		"--config="+n.paths.at("kubelet", "config.yaml"), "--kubeconfig="+n.paths.at("kubelet.kubeconfig"),
 		// The root holds the kubelet's sockets, like containerd's kept short.
 		"--root-dir="+filepath.Join(nodeRunDir, "kubelet"), "--cert-dir="+n.paths.at("kubelet", "pki"),
-		"--hostname-override="+NodeName, "--node-ip="+NodeIP); err != nil {
+		"--hostname-override="+NodeName, "--node-ip="+NodeIP, "--logging-format=json"); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(e.Config)

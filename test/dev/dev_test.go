@@ -2,6 +2,7 @@ package dev
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -317,5 +318,13 @@ func TestDevStops(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"dev.log", "lock"}, keys(snapshot(t, in.devDir())), "kubeconfig and env removed")
+	raw, err := os.ReadFile(filepath.Join(in.devDir(), "dev.log"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	require.Greater(t, len(lines), 10)
+	for i, line := range lines {
+		assert.True(t, json.Valid([]byte(line)), "dev.log line %d is not JSON: %s", i+1, line)
+	}
+	assert.Contains(t, string(raw), `"msg":"stopped the API server, Temporal and the rest of the platform"`)
 	assert.NoDirExists(t, filepath.Join(in.devDir(), "tmp"))
 }
