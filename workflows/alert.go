@@ -126,7 +126,7 @@ func AlertWorkflow(ctx workflow.Context, in AlertInput) (AlertResult, error) {
 			if s.Status == AlertResolved {
 				r.resolved = true
 			} else {
-				workflow.GetMetricsHandler(c).Counter(metrics.MetricAlertsDeduplicated).Inc(1)
+				count(c, metrics.AlertsDeduplicated.WithLabelValues(in.Namespace), 1)
 			}
 		}
 	})

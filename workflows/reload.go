@@ -336,8 +336,7 @@ func (r *reloadRun) end(ctx workflow.Context, err error) (ReloadResult, error) {
 	if activities.IsWorkloadGone(err) {
 		workflow.GetLogger(ctx).Info("workload gone; dropping pending changes", "error", err, "pending", len(r.status.Pending))
 		if len(r.status.Pending) > 0 {
-			workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"env": r.in.Scope}).
-				Counter(metrics.MetricReloadDroppedRestarts).Inc(int64(len(r.status.Pending)))
+			count(ctx, metrics.ReloadDroppedRestarts.WithLabelValues(r.in.Scope), float64(len(r.status.Pending)))
 		}
 		r.status.Pending, r.status.LastError = nil, err.Error()
 		return ReloadResult{Status: r.status}, nil

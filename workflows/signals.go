@@ -17,11 +17,6 @@ import (
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
-// MetricUnknownSignals counts signals no handler of the receiving workflow
-// type reads, by workflow_type (and the SDK's namespace and task_queue tags).
-// The signal's name is in the Warning, not a label: senders choose it freely.
-const MetricUnknownSignals = metrics.MetricWorkflowUnknownSignals
-
 // knownSignals are the signals each workflow type reads. Temporal accepts a
 // signal of any name into a running workflow; one nobody reads does nothing.
 var knownSignals = map[string][]string{
@@ -41,7 +36,8 @@ type SignalWarner interface {
 }
 
 // UnknownSignals is a worker interceptor that logs a Warning and counts
-// MetricUnknownSignals for a signal its workflow type never reads, such as
+// remedy_workflow_unknown_signals_total (by workflow type; the signal's name
+// is in the Warning, not a label: senders choose it freely) for a signal its workflow type never reads, such as
 // "approved" or "roll-back", when it arrives rather than when the run ends
 // (the SDK's own "Workflow has unhandled signals"), and hands it, and every
 // signal whose payload the workflow cannot decode (receiveSignal), to
@@ -127,8 +123,7 @@ func (i *unknownSignalsInbound) HandleSignal(ctx workflow.Context, in *intercept
 	if known, ok := knownSignals[typ]; ok && !slices.Contains(known, in.SignalName) {
 		workflow.GetLogger(ctx).Warn("unknown signal: this workflow reads no signal of that name, so it does nothing",
 			"signal", in.SignalName, "workflowType", typ, "knownSignals", strings.Join(known, ", "))
-		// Tagged here too, so the label does not depend on the SDK's own tags.
-		workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"workflow_type": typ}).Counter(MetricUnknownSignals).Inc(1)
+		count(ctx, metrics.WorkflowUnknownSignals.WithLabelValues(typ), 1)
 		i.warn(ctx, in.SignalName, activities.ReasonUnknownSignal, fmt.Sprintf(
 			"signal %q was accepted by Temporal but does nothing: %s reads only the signals %s. %s",
 			in.SignalName, typ, strings.Join(known, ", "), preferDecide(ctx)))

@@ -125,7 +125,7 @@ func TestMetricNamesOfQueries(t *testing.T) {
 		expr string
 		want []string
 	}{
-		{`sum by (env) (increase(remedy_configmap_reload_errors_total{env=~"a|b"}[15m])) > 2`, []string{"remedy_configmap_reload_errors_total"}},
+		{`sum by (scope) (increase(remedy_configmap_reload_errors_total{scope=~"a|b"}[15m])) > 2`, []string{"remedy_configmap_reload_errors_total"}},
 		{`histogram_quantile(0.95, sum by (le, phase) (rate(remedy_execution_phase_duration_seconds_bucket[5m])))`, []string{"remedy_execution_phase_duration_seconds_bucket"}},
 		{`sum(x_total) < 1 or absent(y)`, []string{"x_total", "y"}},
 		{`sum without (pod) (z) / on (env) group_left w`, []string{"z", "w"}},

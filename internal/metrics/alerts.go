@@ -90,6 +90,12 @@ func init() {
 	}
 }
 
-// MetricAlertsDeduplicated counts repeated notifications of an alert folded
-// into its open workflow; counted by the workflow (replay-safe).
-const MetricAlertsDeduplicated = "remedy_alerts_deduplicated_total"
+// AlertsDeduplicated counts repeated notifications of an alert folded into
+// its open workflow, by the rule's namespace; the workflow counts it when not
+// replaying (workflows.count).
+var AlertsDeduplicated = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "remedy_alerts_deduplicated_total",
+	Help: "Repeated notifications of a firing alert folded into its open run, by namespace.",
+}, []string{"namespace"})
+
+func init() { register(AlertsDeduplicated) }

@@ -11,29 +11,32 @@ import (
 // collectors are Remedy's own metrics, registered by this package's init functions.
 var collectors []prometheus.Collector
 
-// sdkCounted are Remedy's metrics that workflows count through the Temporal
-// SDK's replay-safe handler, so they are registered on first use.
-var sdkCounted = []string{MetricReloadDroppedRestarts, MetricWorkflowUnknownSignals, MetricAlertsDeduplicated}
-
 // AfterFirstEvent lists the metrics that have no series until an event
-// outside a plain execution, approval and drift decision: those registered
-// on first use, and vectors keyed by values from users' objects (a reload
-// policy's env, an object's kind and field manager), which cannot be
+// outside a plain execution, approval and drift decision: vectors keyed by
+// values from users' objects (a reload policy's scope, an object's kind and
+// field manager, a namespace, a workflow type), which cannot be
 // created ahead. Vectors with a fixed set of outcomes start at 0 for each,
 // so alerts on their rate see the series before the first event.
 func AfterFirstEvent() []string {
-	return append([]string{
+	return []string{
 		"remedy_configmap_reload_restarts_total", "remedy_configmap_reload_errors_total",
 		"remedy_configmap_reload_debounced_total", "remedy_configmap_reload_retry_total",
 		"remedy_configmap_reload_declined_total", "remedy_split_ownership_detected_total",
 		"remedy_open_runs_limited_total", "remedy_alerts_matched_total", "remedy_alerts_refused_total",
-		"remedy_alert_runs_started_total",
-	}, sdkCounted...)
+		"remedy_alert_runs_started_total", "remedy_configmap_reload_dropped_restarts_total",
+		"remedy_alerts_deduplicated_total", "remedy_workflow_unknown_signals_total",
+	}
 }
 
-// MetricWorkflowUnknownSignals counts signals no handler of the receiving
-// workflow type reads, by workflow type (workflows.UnknownSignals).
-const MetricWorkflowUnknownSignals = "remedy_workflow_unknown_signals_total"
+// WorkflowUnknownSignals counts signals no handler of the receiving
+// workflow type reads, by workflow type (workflows.UnknownSignals); the
+// workflow counts it when not replaying (workflows.count).
+var WorkflowUnknownSignals = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "remedy_workflow_unknown_signals_total",
+	Help: "Signals accepted by Temporal that the receiving workflow type never reads, by workflow type.",
+}, []string{"workflow_type"})
+
+func init() { register(WorkflowUnknownSignals) }
 
 func register(cs ...prometheus.Collector) {
 	collectors = append(collectors, cs...)
@@ -53,7 +56,7 @@ func Names() []string {
 		}
 		close(ch)
 	}()
-	names := append([]string(nil), sdkCounted...)
+	var names []string
 	for d := range ch {
 		// Desc exposes its name only through String.
 		if m := fqName.FindStringSubmatch(d.String()); m != nil {

@@ -4,26 +4,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ConfigMap reload metrics (DESIGN §7). The env label is the value of the
-// policy's scope label shared by the ConfigMap and the workload.
+// ConfigMap reload metrics (DESIGN §7). The scope label is the value of the
+// policy's scopeLabel (env by default) shared by the ConfigMap and the workload.
 var (
 	// ReloadRestarts counts pod-template changes made by the reload workflow.
 	ReloadRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "remedy_configmap_reload_restarts_total",
 		Help: "Rolling restarts made because ConfigMap data changed, by scope value.",
-	}, []string{"env"})
+	}, []string{"scope"})
 
 	// ReloadErrors counts failed restart attempts.
 	ReloadErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "remedy_configmap_reload_errors_total",
 		Help: "Failed restart attempts, by scope value.",
-	}, []string{"env"})
+	}, []string{"scope"})
 
 	// ReloadDebounced counts changes folded into another change's restart.
 	ReloadDebounced = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "remedy_configmap_reload_debounced_total",
 		Help: "ConfigMap changes coalesced into a restart by the debounce window, by scope value.",
-	}, []string{"env"})
+	}, []string{"scope"})
 
 	// ReloadPending is the number of workloads whose recorded hashes differ
 	// from their ConfigMaps' data, as the operator last saw them.
@@ -36,13 +36,21 @@ var (
 	ReloadRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "remedy_configmap_reload_retry_total",
 		Help: "Restart attempts retried after a failure, by scope value.",
-	}, []string{"env"})
+	}, []string{"scope"})
 
 	// ReloadDeclined counts restarts a person rejected or let expire.
 	ReloadDeclined = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "remedy_configmap_reload_declined_total",
 		Help: "Restarts not made because their approval request was rejected or expired, by scope value and decision.",
-	}, []string{"env", "decision"})
+	}, []string{"scope", "decision"})
+
+	// ReloadDroppedRestarts counts pending restarts a reload workflow gave
+	// up because their workload is gone; the workflow counts it when not
+	// replaying (workflows.count).
+	ReloadDroppedRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_configmap_reload_dropped_restarts_total",
+		Help: "Pending restarts given up because their workload is gone, by scope value.",
+	}, []string{"scope"})
 
 	// ReloadWatchErrors counts failures of the operator's ConfigMap watch
 	// (list or watch), after which client-go backs off and lists again.
@@ -71,12 +79,7 @@ var (
 	}, []string{"transition"})
 )
 
-// MetricReloadDroppedRestarts counts pending restarts a reload workflow gave
-// up because their workload is gone. Workflows count it through the Temporal
-// SDK's replay-safe metrics handler, so it carries the SDK's labels besides env.
-const MetricReloadDroppedRestarts = "remedy_configmap_reload_dropped_restarts_total"
-
 func init() {
-	register(ReloadRestarts, ReloadErrors, ReloadDebounced, ReloadPending, ReloadRetries, ReloadDeclined,
+	register(ReloadRestarts, ReloadErrors, ReloadDebounced, ReloadDroppedRestarts, ReloadPending, ReloadRetries, ReloadDeclined,
 		ReloadWatchErrors, ReloadWatchReconnects, ReloadLeaderState, ReloadLeaderTransitions)
 }
