@@ -43,6 +43,9 @@ type Validation struct {
 	// LastGood decides with the last good safety policy while the current
 	// one is broken; nil fails every evaluation of a broken policy.
 	LastGood *LastGoodPolicy
+	// Runs binds EvaluateCondition, a read made for a person, to the run
+	// its subject records; nil refuses it.
+	Runs ReadBinder
 }
 
 // CheckSpec validates the action's parameters and compiles every condition
