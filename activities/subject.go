@@ -39,6 +39,7 @@ type SubjectRef struct {
 // (seenExecution); anything else is read live.
 func (s *Subjects) VerifyExecution(ctx context.Context, ref SubjectRef, spec v1alpha1.KubernetesExecutionSpec) error {
 	if _, ok := s.seenExecution(ctx, ref, &spec); ok {
+		activity.GetLogger(ctx).Info("subject verified from the kept copy", "kind", "KubernetesExecution", "object", ref.Namespace+"/"+ref.Name, "uid", ref.UID)
 		return nil
 	}
 	_, err := s.execution(ctx, ref, &spec)
@@ -108,6 +109,7 @@ func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec *v1alpha1
 // VerifyRemediation requires the RemediationRequest to exist with the UID and spec the workflow has.
 func (s *Subjects) VerifyRemediation(ctx context.Context, ref SubjectRef, spec v1alpha1.RemediationRequestSpec) error {
 	if _, ok := s.seenRemediation(ctx, ref, &spec); ok {
+		activity.GetLogger(ctx).Info("subject verified from the kept copy", "kind", "RemediationRequest", "object", ref.Namespace+"/"+ref.Name, "uid", ref.UID)
 		return nil
 	}
 	rr, err := s.remediation(ctx, ref)

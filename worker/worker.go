@@ -82,9 +82,9 @@ var DefaultExecImage = release.Image()
 // between SIGTERM and SIGKILL.
 const DefaultStopTimeout = 20 * time.Second
 
-// seenSubjects bounds the subjects the worker keeps (activities.Seen): a few
-// KiB each, and a run needs its own only while it runs.
-const seenSubjects = 4096
+// seenSubjects bounds the subjects the worker keeps (activities.Seen): up to
+// some KiB each, and a run needs its own only while it runs.
+const seenSubjects = 1024
 
 // New returns a worker on the remedy task queue with every workflow and activity registered.
 func New(o Options) (sdkworker.Worker, error) {
