@@ -51,7 +51,7 @@ func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 	// Every alert of a storm writes the same rule: conflicts are the rule, not the exception.
 	err := retry.OnError(ruleStatusBackoff, apierrors.IsConflict, func() error {
 		var err error
-		rule, _, err = writeStatus(ctx, a.Client, "RemediationRule", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Rule}, in.RuleUID, nil,
+		rule, _, err = writeStatus(ctx, a.Client, nil, "RemediationRule", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Rule}, in.RuleUID, nil,
 			func(r *v1alpha1.RemediationRule) bool {
 				counted = mergeAlertRecord(&r.Status, r.Generation, in, runID, now)
 				return true

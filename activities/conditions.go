@@ -43,6 +43,10 @@ type ConditionRequest struct {
 func (v *Validation) EvaluateCondition(ctx context.Context, in ConditionRequest) (v1alpha1.ConditionResult, error) {
 	timeout := in.Condition.Timeout.Or(30 * time.Second)
 	res := v1alpha1.ConditionResult{Name: in.Condition.Name, Required: in.Condition.Required}
+	// Only the subject's own run evaluates its conditions (ReadBinder).
+	if err := bindRead(ctx, v.Runs, readFor{what: "evaluate a condition on", target: in.Target, requester: in.Requester}); err != nil {
+		return res, err
+	}
 	deadline := time.Now().Add(timeout)
 	reads, err := v.conditionReads(ctx, in)
 	if err != nil {

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func conditionFixture(t *testing.T, grants map[string][]string) (*testsuite.Test
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&Validation{Kube: kube, Dynamic: dyn, Mapper: mapper, Policy: policy.NewEngine()})
+	env.RegisterActivity(&Validation{Kube: kube, Dynamic: dyn, Mapper: mapper, Policy: policy.NewEngine(), Runs: allowReads{}})
 	return env, &reviews
 }
 
@@ -129,3 +130,8 @@ func requirePermanent(t *testing.T, err error, reason string) *temporal.Applicat
 	assert.True(t, app.NonRetryable(), "a %s failure is never retried", reason)
 	return app
 }
+
+// allowReads binds every read: these tests are of the condition, not of its caller (subject_reads_test.go is).
+type allowReads struct{}
+
+func (allowReads) bindRead(context.Context, readFor) error { return nil }

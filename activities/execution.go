@@ -26,17 +26,29 @@ type Execution struct {
 	Heartbeats Heartbeater
 	// HeartbeatEvery bounds the silence between heartbeats while a write runs (default 2s).
 	HeartbeatEvery time.Duration
+	// Runs binds the reads made for a person (InspectTarget, DryRun) to
+	// the run their subject records; nil refuses them.
+	Runs ReadBinder
 }
 
 // InspectTarget reads the live target as the action's ServiceAccount and plans
 // the change: this is the existence check and the before-image for rollback.
+// Only the subject's own run reads it (ReadBinder).
 func (a *Execution) InspectTarget(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	if err := bindRead(ctx, a.Runs, readFor{what: "inspect", action: req.Action, target: req.Target, requester: req.Requester}); err != nil {
+		return actions.Plan{}, err
+	}
 	return a.run(ctx, req, actions.Inspect, ReasonInvalidParameters)
 }
 
-// DryRun sends the exact write as a server-side dry-run.
+// DryRun sends the exact write as a server-side dry-run. Only the subject's
+// own run asks for it (ReadBinder).
 func (a *Execution) DryRun(ctx context.Context, req actions.Request) (v1alpha1.DryRunResults, error) {
-	plan, err := a.run(ctx, req, actions.DryRun, ReasonDryRunFailed)
+	err := bindRead(ctx, a.Runs, readFor{what: "dry-run", action: req.Action, target: req.Target, requester: req.Requester})
+	var plan actions.Plan
+	if err == nil {
+		plan, err = a.run(ctx, req, actions.DryRun, ReasonDryRunFailed)
+	}
 	if err != nil {
 		return v1alpha1.DryRunResults{Performed: true, Success: false, Warnings: []string{err.Error()}}, err
 	}

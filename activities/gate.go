@@ -48,8 +48,10 @@ type Gate struct {
 	Config *rest.Config
 	// ActionNamespace holds the ServiceAccounts the writers impersonate.
 	ActionNamespace string
-	// Subjects reads the Remedy objects writes are made for, as the worker.
+	// Subjects reads the Remedy objects writes are made for, as the worker,
+	// always live; Seen keeps what it found for the status pushes.
 	Subjects ctrlclient.Reader
+	Seen     *Seen
 	// Checks asks the requester's grant and the safety policy, as validation does.
 	Checks *Validation
 	// Callbacks posts DriftReports; PassCallback hands it out for a
@@ -246,7 +248,8 @@ func (g *Gate) verifyExecution(ctx context.Context, w Write) (authority, error) 
 	if s.Execution == nil {
 		return authority{}, permanent(ReasonSubjectMismatch, errors.New("a write for a KubernetesExecution must carry the spec its run was started with"))
 	}
-	k, err := (&Subjects{Client: g.Subjects}).execution(ctx, SubjectRef{Namespace: s.Namespace, Name: s.Name, UID: s.UID}, *s.Execution)
+	// Live, always: what it keeps in Seen only spares the next status push a read.
+	k, err := (&Subjects{Client: g.Subjects, Seen: g.Seen}).execution(ctx, SubjectRef{Namespace: s.Namespace, Name: s.Name, UID: s.UID}, s.Execution)
 	if err != nil {
 		return authority{}, err
 	}

@@ -19,6 +19,26 @@ type PolicyReads struct {
 	Namespaces corelisters.NamespaceLister
 	// Policies lists ConfigMaps of the action namespace labelled PolicyLabel=true.
 	Policies corelisters.ConfigMapNamespaceLister
+	// Accounts lists the action ServiceAccounts (labelled ActionLabel) of
+	// the action namespace; nil reads them from the API server.
+	Accounts corelisters.ServiceAccountNamespaceLister
+}
+
+// ActionLabel marks the action ServiceAccounts (deploy/actions).
+const ActionLabel = "remedy.dev/action"
+
+// serviceAccountExists reads the action's account from the watch when it is
+// there. One the watch lacks (deleted, created a moment ago, or not
+// labelled) is read from the API server, so a missing account is always
+// confirmed live before a run fails for it.
+func (v *Validation) serviceAccountExists(ctx context.Context, name string) error {
+	if v.Reads != nil && v.Reads.Accounts != nil {
+		if _, err := v.Reads.Accounts.Get(name); err == nil {
+			return nil
+		}
+	}
+	_, err := v.Kube.CoreV1().ServiceAccounts(v.ActionNamespace).Get(ctx, name, metav1.GetOptions{})
+	return err
 }
 
 // namespace reads namespace name, from the watch when there is one.

@@ -33,6 +33,9 @@ type Statuses struct {
 	Client ctrlclient.Client
 	// Kube creates the Events.
 	Kube kubernetes.Interface
+	// Seen, when set, keeps what each push wrote: the next push of the run
+	// starts from it instead of reading the object again (subject_seen.go).
+	Seen *Seen
 }
 
 // ExecutionStatusPush is one KubernetesExecution status write.
@@ -84,7 +87,7 @@ func statusRun(callerID, callerRun, kind string, obj ctrlclient.Object, workflow
 func (s *Statuses) PushExecutionStatus(ctx context.Context, in ExecutionStatusPush) error {
 	var entered []phaseEntered
 	caller := activity.GetInfo(ctx).WorkflowExecution
-	obj, result, err := writeStatus(ctx, s.Client, "KubernetesExecution", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, in.UID,
+	obj, result, err := writeStatus(ctx, s.Client, s.Seen, "KubernetesExecution", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, in.UID,
 		func(k *v1alpha1.KubernetesExecution) error {
 			return statusRun(caller.ID, caller.RunID, "KubernetesExecution", k, k.Status.WorkflowID, k.Status.RunID)
 		},
@@ -113,7 +116,7 @@ func (s *Statuses) PushExecutionStatus(ctx context.Context, in ExecutionStatusPu
 func (s *Statuses) PushRemediationStatus(ctx context.Context, in RemediationStatusPush) error {
 	changed := false
 	caller := activity.GetInfo(ctx).WorkflowExecution
-	obj, result, err := writeStatus(ctx, s.Client, "RemediationRequest", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, in.UID,
+	obj, result, err := writeStatus(ctx, s.Client, s.Seen, "RemediationRequest", ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, in.UID,
 		func(r *v1alpha1.RemediationRequest) error {
 			return statusRun(caller.ID, caller.RunID, "RemediationRequest", r, r.Status.WorkflowID, r.Status.RunID)
 		},
@@ -193,7 +196,7 @@ func mergeRemediationStatus(cur, pushed v1alpha1.RemediationRequestStatus, gener
 func writeStatus[T any, PT interface {
 	*T
 	ctrlclient.Object
-}](ctx context.Context, c ctrlclient.Client, kind string, key ctrlclient.ObjectKey, uid string, bound func(PT) error, merge func(PT) bool) (PT, string, error) {
+}](ctx context.Context, c ctrlclient.Client, seen *Seen, kind string, key ctrlclient.ObjectKey, uid string, bound func(PT) error, merge func(PT) bool) (PT, string, error) {
 	var obj PT
 	var result string
 	var refused error
@@ -203,7 +206,7 @@ func writeStatus[T any, PT interface {
 	wait, deadline := 25*time.Millisecond, time.Now().Add(runRecordWait)
 	for {
 		var err error
-		obj, result, refused, err = writeStatusOnce(ctx, c, kind, key, uid, bound, merge)
+		obj, result, refused, err = writeStatusOnce(ctx, c, seen, kind, key, uid, bound, merge)
 		if err != nil {
 			return nil, "", err
 		}
@@ -229,10 +232,29 @@ func writeStatus[T any, PT interface {
 }
 
 // writeStatusOnce is one read-merge-update of writeStatus, retried on conflict.
+//
+// It starts from the copy the last push of the object wrote, or the last
+// live read returned (Seen), without reading: the update carries the copy's
+// resourceVersion, so the API server takes it only if nothing wrote the
+// object since, and then the binding was checked and the status merged
+// against the object as it is. Only a landed write is taken from the copy;
+// a refusal, a stale push, a conflict or any error is redone from a live
+// read, so nothing is decided on a stale copy.
 func writeStatusOnce[T any, PT interface {
 	*T
 	ctrlclient.Object
-}](ctx context.Context, c ctrlclient.Client, kind string, key ctrlclient.ObjectKey, uid string, bound func(PT) error, merge func(PT) bool) (obj PT, result string, refused, err error) {
+}](ctx context.Context, c ctrlclient.Client, seen *Seen, kind string, key ctrlclient.ObjectKey, uid string, bound func(PT) error, merge func(PT) bool) (obj PT, result string, refused, err error) {
+	if obj = PT(new(T)); seen.get(uid, obj) && string(obj.GetUID()) == uid && (bound == nil || bound(obj) == nil) && merge(obj) {
+		err := c.Status().Update(ctx, obj)
+		if err == nil {
+			seen.put(obj)
+			return obj, pushWritten, nil, nil
+		}
+		if apierrors.IsConflict(err) {
+			// Written since: the copy is old.
+			seen.forget(uid)
+		}
+	}
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		result, refused = pushWritten, nil
 		obj = PT(new(T))
@@ -256,6 +278,9 @@ func writeStatusOnce[T any, PT interface {
 		err := c.Status().Update(ctx, obj)
 		if apierrors.IsConflict(err) {
 			metrics.StatusWrites.WithLabelValues(kind, "conflict").Inc()
+		}
+		if err == nil {
+			seen.put(obj)
 		}
 		return err
 	})

@@ -142,3 +142,52 @@ func TestStatusPushOnlyFromTheOwnRun(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusPushFromTheKeptCopy: a run's pushes after its first start from
+// what the last one wrote, with no read; a write by anyone else since makes
+// the copy's update conflict, and the push is redone from a live read that
+// keeps the other write; a copy that would refuse is never believed.
+func TestStatusPushFromTheKeptCopy(t *testing.T) {
+	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "x", UID: "u1"},
+		Status: v1alpha1.KubernetesExecutionStatus{Phase: v1alpha1.PhasePending, WorkflowID: testWorkflowID, RunID: testRunID}}
+	c, gets := countingClient(t, k)
+	seen := NewSeen(8)
+	st := &Statuses{Client: c, Kube: kubefake.NewClientset(), Seen: seen}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(st)
+	push := func(seq int64, phase v1alpha1.Phase) {
+		t.Helper()
+		_, err := env.ExecuteActivity(st.PushExecutionStatus, ExecutionStatusPush{Namespace: "shop", Name: "x", UID: "u1", Action: "scale", Status: pushedStatus(seq, phase)})
+		require.NoError(t, err)
+		var got v1alpha1.KubernetesExecution
+		require.NoError(t, c.Get(t.Context(), ctrlclient.ObjectKeyFromObject(k), &got))
+		gets.Add(-1)
+		require.Equal(t, phase, got.Status.Phase)
+	}
+	push(1, v1alpha1.PhaseValidating)
+	assert.Equal(t, int32(1), gets.Load(), "the first push reads the object")
+	push(2, v1alpha1.PhaseExecuting)
+	assert.Equal(t, int32(1), gets.Load(), "the next starts from what the first wrote")
+
+	// Someone else writes the status since: the copy is old.
+	var other v1alpha1.KubernetesExecution
+	require.NoError(t, c.Get(t.Context(), ctrlclient.ObjectKeyFromObject(k), &other))
+	gets.Add(-1)
+	other.Status.Conditions = append(other.Status.Conditions, metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "Other", LastTransitionTime: metav1.Now()})
+	require.NoError(t, c.Status().Update(t.Context(), &other))
+	push(3, v1alpha1.PhaseVerifying)
+	assert.Equal(t, int32(2), gets.Load(), "the conflict was redone from a live read")
+	var got v1alpha1.KubernetesExecution
+	require.NoError(t, c.Get(t.Context(), ctrlclient.ObjectKeyFromObject(k), &got))
+	gets.Add(-1)
+	assert.NotNil(t, meta.FindStatusCondition(got.Status.Conditions, "Other"), "the other write stays")
+
+	// A copy naming another run is not believed: the live object decides.
+	forged := got.DeepCopy()
+	forged.Status.RunID = "another-run"
+	forged.ResourceVersion = "999999"
+	seen.put(forged)
+	push(4, v1alpha1.PhaseCompleted)
+	assert.Equal(t, int32(3), gets.Load(), "read live")
+}

@@ -22,6 +22,9 @@ import (
 // forged start do nothing.
 type Subjects struct {
 	Client ctrlclient.Reader
+	// Seen, when set, keeps what the live reads found and answers the
+	// checks a kept copy can answer (subject_seen.go); nil reads live.
+	Seen *Seen
 }
 
 // SubjectRef names the object and what the workflow was told about it.
@@ -32,32 +35,83 @@ type SubjectRef struct {
 }
 
 // VerifyExecution requires the KubernetesExecution to exist with the UID and spec the workflow has.
+// A copy this worker read or wrote answers when it shows the check passing
+// (seenExecution); anything else is read live.
 func (s *Subjects) VerifyExecution(ctx context.Context, ref SubjectRef, spec v1alpha1.KubernetesExecutionSpec) error {
-	_, err := s.execution(ctx, ref, spec)
+	if _, ok := s.seenExecution(ctx, ref, &spec); ok {
+		activity.GetLogger(ctx).Info("subject verified from the kept copy", "kind", "KubernetesExecution", "object", ref.Namespace+"/"+ref.Name, "uid", ref.UID)
+		return nil
+	}
+	_, err := s.execution(ctx, ref, &spec)
 	return err
+}
+
+// seenExecution is the check of execution answered from a kept copy
+// (Seen): ok only when the copy shows the UID, the spec (when given), an
+// unfinished object and the caller as its recorded run. Those but the phase
+// never change once set, so a pass holds now; the phase may have moved on
+// since the copy, which is why the write gate reads live.
+func (s *Subjects) seenExecution(ctx context.Context, ref SubjectRef, spec *v1alpha1.KubernetesExecutionSpec) (*v1alpha1.KubernetesExecution, bool) {
+	var k v1alpha1.KubernetesExecution
+	if !s.Seen.get(ref.UID, &k) || string(k.UID) != ref.UID || k.Status.Phase.Terminal() ||
+		(spec != nil && !equality.Semantic.DeepEqual(k.Spec, *spec)) {
+		return nil, false
+	}
+	want := fmt.Sprintf("kexec/%s/%s/%s", ref.Namespace, ref.Name, ref.UID)
+	if !isRecordedRun(ctx, want, k.Status.WorkflowID, k.Status.RunID) {
+		return nil, false
+	}
+	return &k, true
+}
+
+// seenRemediation is seenExecution for a RemediationRequest.
+func (s *Subjects) seenRemediation(ctx context.Context, ref SubjectRef, spec *v1alpha1.RemediationRequestSpec) (*v1alpha1.RemediationRequest, bool) {
+	var rr v1alpha1.RemediationRequest
+	if !s.Seen.get(ref.UID, &rr) || string(rr.UID) != ref.UID || rr.Status.Phase.Terminal() ||
+		(spec != nil && !equality.Semantic.DeepEqual(rr.Spec, *spec)) {
+		return nil, false
+	}
+	want := fmt.Sprintf("rr/%s/%s/%s", ref.Namespace, ref.Name, ref.UID)
+	if !isRecordedRun(ctx, want, rr.Status.WorkflowID, rr.Status.RunID) {
+		return nil, false
+	}
+	return &rr, true
+}
+
+// isRecordedRun reports whether the caller is want's recorded run: the
+// positive case of ownRun, nothing else.
+func isRecordedRun(ctx context.Context, want, workflowID, runID string) bool {
+	caller := activity.GetInfo(ctx).WorkflowExecution
+	return caller.ID == want && (workflowID == "" || workflowID == want) && runID != "" && caller.RunID == runID
 }
 
 // execution reads the KubernetesExecution and requires the UID and spec the
 // run has, an unfinished object, and this run (ownRun): a start replayed
 // with the UID and spec of an execution that finished long ago, under
 // another ID, or in another run of the same ID, does nothing.
-func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec v1alpha1.KubernetesExecutionSpec) (*v1alpha1.KubernetesExecution, error) {
+// A nil spec is not compared (a read bound to the run names no spec).
+func (s *Subjects) execution(ctx context.Context, ref SubjectRef, spec *v1alpha1.KubernetesExecutionSpec) (*v1alpha1.KubernetesExecution, error) {
 	var k v1alpha1.KubernetesExecution
 	if err := s.getRecorded(ctx, ref, "KubernetesExecution", &k, func() bool { return k.Status.RunID != "" || k.Status.Phase.Terminal() }); err != nil {
 		return nil, err
 	}
-	if err := s.compare(ctx, ref, "KubernetesExecution", string(k.UID), equality.Semantic.DeepEqual(k.Spec, spec)); err != nil {
+	if err := s.compare(ctx, ref, "KubernetesExecution", string(k.UID), spec == nil || equality.Semantic.DeepEqual(k.Spec, *spec)); err != nil {
 		return nil, err
 	}
 	run := ownRun{want: fmt.Sprintf("kexec/%s/%s/%s", ref.Namespace, ref.Name, ref.UID), workflowID: k.Status.WorkflowID, runID: k.Status.RunID}
 	if err := s.ownRun(ctx, ref, "KubernetesExecution", run, k.Status.Phase, k.Status.Reason); err != nil {
 		return nil, err
 	}
+	s.Seen.put(&k)
 	return &k, nil
 }
 
 // VerifyRemediation requires the RemediationRequest to exist with the UID and spec the workflow has.
 func (s *Subjects) VerifyRemediation(ctx context.Context, ref SubjectRef, spec v1alpha1.RemediationRequestSpec) error {
+	if _, ok := s.seenRemediation(ctx, ref, &spec); ok {
+		activity.GetLogger(ctx).Info("subject verified from the kept copy", "kind", "RemediationRequest", "object", ref.Namespace+"/"+ref.Name, "uid", ref.UID)
+		return nil
+	}
 	rr, err := s.remediation(ctx, ref)
 	if err != nil {
 		return err
@@ -76,7 +130,11 @@ func (s *Subjects) remediation(ctx context.Context, ref SubjectRef) (*v1alpha1.R
 		return nil, err
 	}
 	run := ownRun{want: fmt.Sprintf("rr/%s/%s/%s", ref.Namespace, ref.Name, ref.UID), workflowID: rr.Status.WorkflowID, runID: rr.Status.RunID}
-	return &rr, s.ownRun(ctx, ref, "RemediationRequest", run, rr.Status.Phase, rr.Status.Reason)
+	if err := s.ownRun(ctx, ref, "RemediationRequest", run, rr.Status.Phase, rr.Status.Reason); err != nil {
+		return nil, err
+	}
+	s.Seen.put(&rr)
+	return &rr, nil
 }
 
 // approvalRun requires the caller to be the run an approval request is

@@ -11,7 +11,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -43,6 +42,9 @@ type Validation struct {
 	// LastGood decides with the last good safety policy while the current
 	// one is broken; nil fails every evaluation of a broken policy.
 	LastGood *LastGoodPolicy
+	// Runs binds EvaluateCondition, a read made for a person, to the run
+	// its subject records; nil refuses it.
+	Runs ReadBinder
 }
 
 // CheckSpec validates the action's parameters and compiles every condition
@@ -116,7 +118,7 @@ func (v *Validation) CheckRBAC(ctx context.Context, req actions.Request) error {
 // the run only ends at ExecutionTimeout.
 func (v *Validation) checkServiceAccount(ctx context.Context, action string) error {
 	name := actions.ServiceAccountName(action)
-	_, err := v.Kube.CoreV1().ServiceAccounts(v.ActionNamespace).Get(ctx, name, metav1.GetOptions{})
+	err := v.serviceAccountExists(ctx, name)
 	if apierrors.IsNotFound(err) {
 		return permanent(ReasonForbidden, fmt.Errorf("ServiceAccount %s/%s does not exist: the %s action runs as it; install deploy/actions/%s.yaml",
 			v.ActionNamespace, name, action, action))

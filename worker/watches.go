@@ -31,17 +31,21 @@ type watchedWorker struct {
 	activities []string
 }
 
-// policyWatches watches namespaces and the policy ConfigMaps of the action
-// namespace (the worker's role may list and watch both).
+// policyWatches watches namespaces, and the policy ConfigMaps and the action
+// ServiceAccounts of the action namespace (the worker's role may list and
+// watch them): validation reads them for every run.
 func policyWatches(cs kubernetes.Interface, actionNamespace string) (*activities.PolicyReads, cache.SharedIndexInformer, []informers.SharedInformerFactory) {
 	all := informers.NewSharedInformerFactory(cs, 0)
 	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(actionNamespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = activities.PolicyLabel + "=true" }))
+	accounts := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(actionNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = activities.ActionLabel }))
 	reads := &activities.PolicyReads{
 		Namespaces: all.Core().V1().Namespaces().Lister(),
 		Policies:   own.Core().V1().ConfigMaps().Lister().ConfigMaps(actionNamespace),
+		Accounts:   accounts.Core().V1().ServiceAccounts().Lister().ServiceAccounts(actionNamespace),
 	}
-	return reads, own.Core().V1().ConfigMaps().Informer(), []informers.SharedInformerFactory{all, own}
+	return reads, own.Core().V1().ConfigMaps().Informer(), []informers.SharedInformerFactory{all, own, accounts}
 }
 
 // syncTimeout bounds the wait for the watches' first list.

@@ -82,6 +82,10 @@ var DefaultExecImage = release.Image()
 // between SIGTERM and SIGKILL.
 const DefaultStopTimeout = 20 * time.Second
 
+// seenSubjects bounds the subjects the worker keeps (activities.Seen): up to
+// some KiB each, and a run needs its own only while it runs.
+const seenSubjects = 1024
+
 // New returns a worker on the remedy task queue with every workflow and activity registered.
 func New(o Options) (sdkworker.Worker, error) {
 	if o.PayloadKeys == nil {
@@ -121,11 +125,17 @@ func New(o Options) (sdkworker.Worker, error) {
 		LastGood: &activities.LastGoodPolicy{Events: cs, Log: ctrllog.Log.WithName("policy")},
 	}
 	w.RegisterActivity(validation)
+	// Seen keeps the subjects this worker last read or wrote, so a run's
+	// status pushes and bound reads need not read them again (subject_seen.go).
+	seen := activities.NewSeen(seenSubjects)
+	subjects := &activities.Subjects{Client: kc, Seen: seen}
+	runReads := &activities.RunReads{Subjects: subjects}
+	validation.Runs = runReads
 	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
 	driftConfig := &activities.DriftConfig{Reader: kc, CallbackURLs: o.DriftCallbackURLs, RequestApproval: o.DriftApproval}
-	gate := &activities.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Checks: validation,
+	gate := &activities.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Seen: seen, Checks: validation,
 		Callbacks: &http.Client{Timeout: 10 * time.Second}, Drift: driftConfig}
-	w.RegisterActivity(&activities.Execution{Gate: gate, Mapper: mapper, Heartbeats: o.Temporal})
+	w.RegisterActivity(&activities.Execution{Gate: gate, Mapper: mapper, Heartbeats: o.Temporal, Runs: runReads})
 	if o.ExecImage == "" {
 		o.ExecImage = DefaultExecImage
 	}
@@ -141,7 +151,7 @@ func New(o Options) (sdkworker.Worker, error) {
 		background = append(background, serve)
 	}
 	w.RegisterActivity(&activities.Remediation{Client: kc})
-	statuses := &activities.Statuses{Client: kc, Kube: cs}
+	statuses := &activities.Statuses{Client: kc, Kube: cs, Seen: seen}
 	w.RegisterActivity(statuses)
 	alerting := &activities.Alerts{Client: kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue}
 	if o.AlertmanagerURL != "" {
@@ -153,9 +163,10 @@ func New(o Options) (sdkworker.Worker, error) {
 	}
 	// Silences are writes outside the cluster: only the gate posts them.
 	alerting.Gate, gate.Alertmanager = gate, alerting.Alertmanager
+	runReads.Alerts = alerting
 	w.RegisterActivity(alerting)
 	w.RegisterActivity(&activities.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue, Client: kc})
-	w.RegisterActivity(&activities.Subjects{Client: kc})
+	w.RegisterActivity(subjects)
 	w.RegisterActivity(&activities.Approvals{Client: kc})
 	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})
 	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
