@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -123,7 +124,12 @@ func (p *Policies) loop(ctx context.Context) {
 			return
 		case <-p.changed:
 		}
-		if err := p.reconcile(ctx, first); err != nil {
+		if err := p.reconcile(ctx, first); apierrors.IsNotFound(err) {
+			// The install creates the configuration beside the webhook's
+			// Deployment, so at startup it may not exist yet: not an error.
+			p.log.Info("the drift webhook configuration does not exist yet; retrying", "reason", err.Error())
+			time.AfterFunc(2*time.Second, p.kick)
+		} else if err != nil {
 			p.log.Error(err, "apply kausality policies; retrying")
 			time.AfterFunc(2*time.Second, p.kick)
 		}
@@ -148,7 +154,7 @@ func (p *Policies) reconcile(ctx context.Context, first bool) error {
 		close(p.compiled)
 	}
 	webhookErr := p.applyRules(ctx, list)
-	if webhookErr != nil {
+	if webhookErr != nil && !apierrors.IsNotFound(webhookErr) {
 		p.log.Error(webhookErr, "update the drift webhook configuration")
 	}
 	for i := range list {
