@@ -67,7 +67,7 @@ func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[stri
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), apimeta.RESTScopeNamespace)
 	gate := &Gate{ActionNamespace: "remedy-system", Subjects: subjects, fake: dyn,
 		Checks: &Validation{Kube: kube, Mapper: mapper, ActionNamespace: "remedy-system", Policy: policy.NewEngine()},
-		Runs: openRunsOf(reloadWorkflowType)}
+		Runs:   openRunsOf(reloadWorkflowType)}
 	r := &Reload{Gate: gate, Events: kube, Namespaces: kube}
 	return r, kube, dyn, reloadRun{t: t, r: r}
 }

@@ -24,7 +24,7 @@ import (
 // described counts the questions.
 type openRunFake struct {
 	typ, queue, runID string
-	described     int
+	described         int
 }
 
 func (f *openRunFake) DescribeWorkflowExecution(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
