@@ -33,6 +33,8 @@ type RogueCall struct {
 type RogueOutcome struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
+	// NonRetryable: the failure was typed for good, not to be retried.
+	NonRetryable bool `json:"nonRetryable,omitempty"`
 }
 
 // rogueWorkflow runs on the test's own task queue, in the test's process,
@@ -54,7 +56,7 @@ func rogueWorkflow(ctx workflow.Context, calls []RogueCall) ([]RogueOutcome, err
 		var app *temporal.ApplicationError
 		switch {
 		case errors.As(err, &app):
-			out[i] = RogueOutcome{Type: app.Type(), Message: app.Error()}
+			out[i] = RogueOutcome{Type: app.Type(), Message: app.Error(), NonRetryable: app.NonRetryable()}
 		case err != nil:
 			out[i] = RogueOutcome{Type: "error", Message: err.Error()}
 		}
