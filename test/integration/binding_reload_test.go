@@ -34,7 +34,10 @@ func TestRogueWorkflowCannotRestartAReloadWorkload(t *testing.T) {
 	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
 	setData(t, cm, "v2")
 	var st workflows.ReloadStatus
-	waitPending(t, id, func(s workflows.ReloadStatus) bool { st = s; return len(s.Pending) == 1 && s.Pending[0].Hash != applied })
+	waitPending(t, id, func(s workflows.ReloadStatus) bool {
+		st = s
+		return len(s.Pending) == 1 && s.Pending[0].Hash != applied
+	})
 
 	restart := activities.RestartInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod", Changes: st.Pending,
 		RestartedAt: time.Now().UTC().Format(time.RFC3339), Policy: "reload"}
