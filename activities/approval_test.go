@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/seal"
 )
 
 func TestNamespaceApprovalTimeout(t *testing.T) {
@@ -120,6 +121,8 @@ func TestApprovalOnlyFromTheSubjectsRun(t *testing.T) {
 			requireMismatch(t, err)
 			_, err = env.ExecuteActivity(a.RecordDecision, DecisionInput{Namespace: "shop", Name: name + "-approval", WorkflowID: testWorkflowID,
 				Decision: Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "mallory", Via: v1alpha1.DecidedViaSignal, At: time.Now()}})
+			requireMismatch(t, err)
+			_, err = env.ExecuteActivity(a.AuthorizeApprover, ApproverInput{Namespace: "shop", Name: name + "-approval", Person: seal.Person{Username: "mallory"}})
 			requireMismatch(t, err)
 			var got v1alpha1.RemediationApprovalRequest
 			require.NoError(t, c.Get(t.Context(), ctrlclient.ObjectKey{Namespace: "shop", Name: name + "-approval"}, &got))
