@@ -98,7 +98,8 @@ func (s *Subjects) approvalRun(ctx context.Context, runs *OpenRuns, namespace st
 				return runs.callerIs(ctx, workflowID, workflowType)
 			}
 		}
-		return nil
+		// Only execution, reload, drift and alert runs ask a person.
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("workflow %s asks and decides no approval request about %s %s", workflowID, subject.Kind, subject.Name))
 	}
 	ref := SubjectRef{Namespace: namespace, Name: subject.Name}
 	var k v1alpha1.KubernetesExecution
