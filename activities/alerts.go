@@ -50,6 +50,8 @@ type Alerts struct {
 	// the one Remedy's guards run on.
 	Guard     GuardReader
 	TaskQueue string
+	// Runs binds RecordAlert to the alert's open run.
+	Runs *OpenRuns
 }
 
 // AlertSubject is what an alert workflow was started for.

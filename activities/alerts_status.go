@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -43,7 +44,16 @@ type AlertRecordInput struct {
 // counts each run's match, start and refusal once: a retried activity (its
 // write landed, its answer was lost) or a retried write counts nothing again,
 // in status or in metrics.
+//
+// Only the alert's own open run records (OpenRuns.alert): a refused run
+// holds no permit, so the binding is to the run itself, not to a permit.
 func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
+	if err := a.Runs.alert(ctx, in.Namespace, in.Rule, in.Record.Fingerprint); err != nil {
+		return err
+	}
+	if w := in.Record.WorkflowID; w != "" && w != activity.GetInfo(ctx).WorkflowExecution.ID {
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("a record of workflow %s is written by that workflow only", w))
+	}
 	now := metav1.Now()
 	runID := activity.GetInfo(ctx).WorkflowExecution.RunID
 	var counted alertCounts

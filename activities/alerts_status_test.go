@@ -1,11 +1,18 @@
 package activities
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
@@ -47,4 +54,44 @@ func TestAlertRecordCountsOncePerRun(t *testing.T) {
 	assert.Len(t, st.Alerts, 1)
 	assert.Equal(t, "run-2", st.Alerts[0].RunID)
 	assert.False(t, st.Alerts[0].Started, "the second run started nothing")
+}
+
+// Only the alert's own open run writes the rule's status: another workflow,
+// or a run under the alert's ID that is not Remedy's AlertWorkflow on
+// Remedy's queue, writes no counter, record or refusal.
+func TestRecordAlertOnlyByTheAlertsOpenRun(t *testing.T) {
+	const fp = "0123456789abcdef"
+	id := AlertWorkflowID("shop", "restart-web", fp)
+	in := AlertRecordInput{Namespace: "shop", Rule: "restart-web", RuleUID: "rule-uid", Matched: true,
+		Record: v1alpha1.AlertRecord{Fingerprint: fp, Phase: v1alpha1.AlertRefused, Reason: "CircuitOpen", Message: "forged"}}
+	tests := []struct {
+		name, caller, runType string
+		written               bool
+	}{
+		{name: "the alert's open run", caller: id, runType: alertWorkflowType, written: true},
+		{name: "another workflow", caller: "rogue/shop", runType: alertWorkflowType},
+		{name: "a rogue run under the alert's ID", caller: id, runType: "Rogue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := runtime.NewScheme()
+			require.NoError(t, v1alpha1.AddToScheme(s))
+			rule := &v1alpha1.RemediationRule{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "restart-web", UID: "rule-uid"}}
+			c := ctrlfake.NewClientBuilder().WithScheme(s).WithObjects(rule).WithStatusSubresource(rule).Build()
+			a := &Alerts{Client: c, Runs: openRunsOf(tt.runType)}
+			err := asRun(t, tt.caller, a, a.RecordAlert, in, nil)
+			require.NoError(t, c.Get(context.Background(), ctrlclient.ObjectKeyFromObject(rule), rule))
+			if tt.written {
+				require.NoError(t, err)
+				assert.Equal(t, int64(1), rule.Status.Matches)
+				return
+			}
+			var app *temporal.ApplicationError
+			require.True(t, errors.As(err, &app), "got %v", err)
+			assert.Equal(t, ReasonSubjectMismatch, app.Type())
+			assert.Zero(t, rule.Status.Matches)
+			assert.Empty(t, rule.Status.Alerts)
+			assert.Nil(t, rule.Status.LastRefusal)
+		})
+	}
 }

@@ -34,6 +34,8 @@ const ConfigKeyApprovalTimeout = "approvalTimeout"
 // Approvals creates RemediationApprovalRequests and records their decisions.
 type Approvals struct {
 	Client ctrlclient.Client
+	// Runs binds the requests of reload, drift and alert runs to their open run.
+	Runs *OpenRuns
 }
 
 // NamespaceApprovalTimeout reads the namespace's remedy-config ConfigMap; 0
@@ -80,7 +82,7 @@ type ApprovalRequestInput struct {
 // subjects are marked controller and block their deletion: a workload or a
 // drifted parent merely garbage-collects the request.
 func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalRequestInput) error {
-	if err := (&Subjects{Client: a.Client}).approvalRun(ctx, in.Namespace, in.Subject, in.WorkflowID); err != nil {
+	if err := (&Subjects{Client: a.Client}).approvalRun(ctx, a.Runs, in.Namespace, in.Subject, in.WorkflowID); err != nil {
 		return err
 	}
 	if in.Context.Action == DriftApprovalAction {
@@ -167,7 +169,7 @@ func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decis
 		// Only the run that asked decides: a decision recorded by any other
 		// run (a rogue one scheduling this activity) would be attributed to
 		// whoever it names.
-		if refused = (&Subjects{Client: a.Client}).approvalRun(ctx, rar.Namespace, rar.Spec.SubjectRef, rar.Spec.WorkflowID); refused != nil {
+		if refused = (&Subjects{Client: a.Client}).approvalRun(ctx, a.Runs, rar.Namespace, rar.Spec.SubjectRef, rar.Spec.WorkflowID); refused != nil {
 			return nil
 		}
 		created = rar.CreationTimestamp.Time
@@ -203,7 +205,7 @@ func (a *Approvals) verifyDriftAsk(ctx context.Context, in ApprovalRequestInput)
 	if in.Subject.Namespace == "" || in.Namespace != in.Subject.Namespace {
 		return permanent(ReasonSubjectMismatch, fmt.Errorf("a drift's approval request goes into its parent's namespace %q, not %q", in.Subject.Namespace, in.Namespace))
 	}
-	if err := verifyDriftWorkflow(ctx, in.SubjectUID); err != nil {
+	if err := a.Runs.drift(ctx, in.SubjectUID); err != nil {
 		return err
 	}
 	if in.WorkflowID != DriftWorkflowID(in.SubjectUID) {

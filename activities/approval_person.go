@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/seal"
@@ -33,7 +34,16 @@ type ApproverInput struct {
 // identity) may decide the request: the verb approve on it, asked with their
 // user, UID, groups and extra, as the approval webhook asks for kubectl. It
 // returns "" when they may, else why not; an anonymous person never may.
+// Only the run the request names asks (approvalRun): the answer is about a
+// person's grants, read with the worker's power to ask.
 func (a *Approvals) AuthorizeApprover(ctx context.Context, in ApproverInput) (string, error) {
+	var rar v1alpha1.RemediationApprovalRequest
+	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, &rar); err != nil {
+		return "", classify(ReasonInvalidParameters, fmt.Errorf("read approval request %s/%s: %w", in.Namespace, in.Name, err))
+	}
+	if err := (&Subjects{Client: a.Client}).approvalRun(ctx, a.Runs, rar.Namespace, rar.Spec.SubjectRef, rar.Spec.WorkflowID); err != nil {
+		return "", err
+	}
 	p := in.Person
 	if strings.TrimSpace(p.Username) == "" || p.Username == "system:anonymous" || slices.Contains(p.Groups, "system:unauthenticated") {
 		return fmt.Sprintf("an anonymous user (%q) may not decide RemediationApprovalRequest %s/%s", p.Username, in.Namespace, in.Name), nil

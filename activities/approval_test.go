@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/seal"
 )
 
 func TestNamespaceApprovalTimeout(t *testing.T) {
@@ -121,6 +122,8 @@ func TestApprovalOnlyFromTheSubjectsRun(t *testing.T) {
 			_, err = env.ExecuteActivity(a.RecordDecision, DecisionInput{Namespace: "shop", Name: name + "-approval", WorkflowID: testWorkflowID,
 				Decision: Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "mallory", Via: v1alpha1.DecidedViaSignal, At: time.Now()}})
 			requireMismatch(t, err)
+			_, err = env.ExecuteActivity(a.AuthorizeApprover, ApproverInput{Namespace: "shop", Name: name + "-approval", Person: seal.Person{Username: "mallory"}})
+			requireMismatch(t, err)
 			var got v1alpha1.RemediationApprovalRequest
 			require.NoError(t, c.Get(t.Context(), ctrlclient.ObjectKey{Namespace: "shop", Name: name + "-approval"}, &got))
 			assert.Empty(t, got.Status.Decision, "no decision recorded")
@@ -143,15 +146,13 @@ func TestApprovalRequestOwnedByAnySubject(t *testing.T) {
 	require.NoError(t, v1alpha1.AddToScheme(s))
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "web-uid"}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(web).Build()
-	a := &Approvals{Client: c}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(a)
+	a := &Approvals{Client: c, Runs: openRunsOf(reloadWorkflowType)}
+	// Asked as the workload's reload run.
 	ask := func(name, subject string, requiredBy time.Time) error {
-		_, err := env.ExecuteActivity(a.CreateApprovalRequest, ApprovalRequestInput{Namespace: "shop", Name: name, WorkflowID: testWorkflowID,
+		id := ReloadWorkflowID("shop", "Deployment", subject)
+		return asRun(t, id, a, a.CreateApprovalRequest, ApprovalRequestInput{Namespace: "shop", Name: name, WorkflowID: id,
 			Subject: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: subject},
-			Context: v1alpha1.ApprovalContext{Reason: "r", Action: "restart"}, RequiredBy: requiredBy})
-		return err
+			Context: v1alpha1.ApprovalContext{Reason: "r", Action: "restart"}, RequiredBy: requiredBy}, nil)
 	}
 	at := time.Now().Add(time.Hour).Truncate(time.Second)
 	require.NoError(t, ask("reload-deployment-web-1", "web", at))
@@ -171,4 +172,30 @@ func TestApprovalRequestOwnedByAnySubject(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	assert.Equal(t, ReasonNotFound, app.Type())
+}
+
+// A request about anything but an execution is asked only by the open
+// reload, drift or alert run of its workflow ID: not by another workflow
+// that names itself, nor by a rogue run of another type under the ID.
+func TestApprovalOfAWorkloadOnlyFromItsOpenRun(t *testing.T) {
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "web-uid"}}
+	reload := ReloadWorkflowID("shop", "Deployment", "web")
+	for name, tc := range map[string]struct{ id, runType string }{
+		"a workflow of no kind that asks": {id: "rogue/shop", runType: reloadWorkflowType},
+		"a rogue run under the reload ID": {id: reload, runType: "Rogue"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(web.DeepCopy()).Build()
+			a := &Approvals{Client: c, Runs: openRunsOf(tc.runType)}
+			err := asRun(t, tc.id, a, a.CreateApprovalRequest, ApprovalRequestInput{Namespace: "shop", Name: "asked", WorkflowID: tc.id,
+				Subject: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+				Context: v1alpha1.ApprovalContext{Reason: "r", Action: "restart"}, RequiredBy: time.Now().Add(time.Hour)}, nil)
+			requireMismatch(t, err)
+			var got v1alpha1.RemediationApprovalRequest
+			assert.True(t, apierrors.IsNotFound(c.Get(t.Context(), ctrlclient.ObjectKey{Namespace: "shop", Name: "asked"}, &got)), "no request created")
+		})
+	}
 }

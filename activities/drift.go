@@ -96,6 +96,9 @@ type CheckDriftsResult struct {
 // or the child is gone.
 func (d *Drift) CheckDrifts(ctx context.Context, in CheckDriftsInput) (CheckDriftsResult, error) {
 	var res CheckDriftsResult
+	if err := d.Gate.Runs.drift(ctx, in.Parent.UID); err != nil {
+		return res, err
+	}
 	parent, err := d.get(ctx, in.Parent)
 	if apierrors.IsNotFound(err) || (err == nil && in.Parent.UID != "" && string(parent.GetUID()) != in.Parent.UID) {
 		for _, c := range in.Drifts {

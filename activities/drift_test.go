@@ -3,14 +3,11 @@ package activities
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -82,7 +79,8 @@ func newDriftActivities(objs ...runtime.Object) (*Drift, *dynfake.FakeDynamicCli
 	utilruntime.Must(kv1.AddToScheme(sch))
 	reader := ctrlfake.NewClientBuilder().WithScheme(sch).WithObjects(reads...).Build()
 	config := &DriftConfig{Reader: reader}
-	gate := &Gate{Subjects: reader, Checks: &Validation{Kube: kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}), Mapper: mapper}, Drift: config}
+	gate := &Gate{Subjects: reader, Checks: &Validation{Kube: kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}), Mapper: mapper}, Drift: config,
+		Runs: openRunsOf(driftWorkflowType)}
 	// One fake stands for both identities: the API server, not this test, tells them apart.
 	gate.writers.Store("write/"+DriftServiceAccount, dynamic.Interface(dyn))
 	return &Drift{Dynamic: dyn, Gate: gate, Config: config, Mapper: mapper}, dyn
@@ -91,16 +89,7 @@ func newDriftActivities(objs ...runtime.Object) (*Drift, *dynfake.FakeDynamicCli
 // asDriftWorkflow runs one activity of d, once, as the drift workflow of webParent.
 func asDriftWorkflow(t *testing.T, d *Drift, activityFn, in any) error {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterActivity(d)
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: DriftWorkflowID(webParent.UID)})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
-		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
-		return workflow.ExecuteActivity(ctx, activityFn, in).Get(ctx, nil)
-	}, workflow.RegisterOptions{Name: "drift-test"})
-	env.ExecuteWorkflow("drift-test")
-	return env.GetWorkflowError()
+	return asRun(t, DriftWorkflowID(webParent.UID), d, activityFn, in, nil)
 }
 
 func TestCheckDrifts(t *testing.T) {
@@ -148,11 +137,8 @@ func TestCheckDrifts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d, _ := newDriftActivities(tt.objs...)
-			env := activityEnv(d)
-			v, err := env.ExecuteActivity(d.CheckDrifts, CheckDriftsInput{Parent: webParent, Drifts: []DriftCheck{tt.check}})
-			require.NoError(t, err)
 			var res CheckDriftsResult
-			require.NoError(t, v.Get(&res))
+			require.NoError(t, asRun(t, DriftWorkflowID(webParent.UID), d, d.CheckDrifts, CheckDriftsInput{Parent: webParent, Drifts: []DriftCheck{tt.check}}, &res))
 			if tt.want == "" {
 				assert.Empty(t, res.Resolved)
 				return
@@ -164,10 +150,9 @@ func TestCheckDrifts(t *testing.T) {
 
 func TestCheckDriftsUnknownKindIsPermanent(t *testing.T) {
 	d, _ := newDriftActivities()
-	env := activityEnv(d)
 	parent := webParent
 	parent.APIVersion, parent.Kind = "example.com/v1", "Widget"
-	_, err := env.ExecuteActivity(d.CheckDrifts, CheckDriftsInput{Parent: parent, Drifts: []DriftCheck{{ID: "d1", Child: webChild}}})
+	err := asDriftWorkflow(t, d, d.CheckDrifts, CheckDriftsInput{Parent: parent, Drifts: []DriftCheck{{ID: "d1", Child: webChild}}})
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app), "got %v", err)
 	assert.True(t, app.NonRetryable())

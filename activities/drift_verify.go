@@ -35,7 +35,7 @@ func DriftWorkflowID(parentUID string) string { return "drift/" + parentUID }
 // person is asked. A claim that does not hold fails for good
 // (SubjectMismatch) and the run ignores the signal.
 func (d *Drift) VerifyDrift(ctx context.Context, in VerifyDriftInput) (DriftSettings, error) {
-	if err := verifyDriftWorkflow(ctx, in.Parent.UID); err != nil {
+	if err := d.Gate.Runs.drift(ctx, in.Parent.UID); err != nil {
 		return DriftSettings{}, err
 	}
 	parent, err := d.get(ctx, in.Parent)
@@ -87,16 +87,6 @@ func (d *Drift) verifyChild(ctx context.Context, in VerifyDriftInput) error {
 	}
 	if ref := metav1.GetControllerOf(child); ref == nil || string(ref.UID) != in.Parent.UID {
 		return permanent(ReasonSubjectMismatch, fmt.Errorf("child %s is not controlled by parent %s", c, in.Parent))
-	}
-	return nil
-}
-
-// verifyDriftWorkflow refuses an activity of a workflow other than the
-// parent's own drift workflow.
-func verifyDriftWorkflow(ctx context.Context, parentUID string) error {
-	want := DriftWorkflowID(parentUID)
-	if id := activity.GetInfo(ctx).WorkflowExecution.ID; parentUID == "" || id != want {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("workflow %s is not the drift workflow of parent UID %q (%s)", id, parentUID, want))
 	}
 	return nil
 }

@@ -99,7 +99,7 @@ func (a *Execution) ExecuteInline(ctx context.Context, w Write) (ExecuteResult, 
 	}
 	plan, err := actions.ApplyOnce(ctx, writer.Resource(), req, guard)
 	if err != nil {
-		return ExecuteResult{}, classify(ReasonExecutionFailed, err)
+		return ExecuteResult{}, fromAPIServer(ReasonExecutionFailed, err)
 	}
 	log.Info("action applied", "action", req.Action, "target", req.Target.String(), "noOp", plan.NoOp, "after", plan.Change.After)
 	return ExecuteResult{Plan: plan, Retries: activity.GetInfo(ctx).Attempt - 1}, nil
@@ -111,5 +111,5 @@ func (a *Execution) run(ctx context.Context, req actions.Request, mode actions.M
 		return actions.Plan{}, err
 	}
 	plan, err := actions.Run(ctx, inspector.Dynamic, a.Mapper, req, mode)
-	return plan, classify(failReason, err)
+	return plan, fromAPIServer(failReason, err)
 }

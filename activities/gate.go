@@ -60,6 +60,8 @@ type Gate struct {
 	Drift     *DriftConfig
 	// Alertmanager is where PassSilence's silences are posted (nil: none is).
 	Alertmanager *Alertmanager
+	// Runs binds reload and drift writes to their subject's open run.
+	Runs *OpenRuns
 
 	writers sync.Map // "write/" or "inspect/" + ServiceAccount name -> dynamic.Interface
 	// fake, in unit tests only, replaces the impersonating clients.

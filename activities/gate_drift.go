@@ -51,7 +51,7 @@ func (g *Gate) verifyDrift(ctx context.Context, w Write) (authority, error) {
 		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("a drift decision on %s/%s is written onto that parent, not %s", s.Namespace, s.Name, t.String()))
 	}
 	wfID := DriftWorkflowID(s.UID)
-	if err := verifyDriftWorkflow(ctx, s.UID); err != nil {
+	if err := g.Runs.drift(ctx, s.UID); err != nil {
 		return authority{}, err
 	}
 	parent := &unstructured.Unstructured{}
@@ -126,7 +126,7 @@ func (c Callback) Post(ctx context.Context, body []byte) (*http.Response, error)
 }
 
 func (g *Gate) checkCallback(ctx context.Context, parent kv1.DriftObjectReference, url string) error {
-	if err := verifyDriftWorkflow(ctx, parent.UID); err != nil {
+	if err := g.Runs.drift(ctx, parent.UID); err != nil {
 		return err
 	}
 	s, err := g.Drift.Settings(ctx, parent.Namespace)

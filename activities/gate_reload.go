@@ -249,6 +249,9 @@ func (g *Gate) verifyReload(ctx context.Context, w Write) (authority, error) {
 	case w.As != ReloadServiceAccount:
 		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("reload restarts write as %s, not %s", ReloadServiceAccount, w.As))
 	}
+	if err := g.Runs.reload(ctx, t.Namespace, t.Kind, t.Name); err != nil {
+		return authority{}, err
+	}
 	sel, err := g.selectReload(ctx, t.Namespace, t.Kind, t.Name)
 	if err != nil {
 		return authority{}, err

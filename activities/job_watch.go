@@ -155,7 +155,8 @@ func (j *Jobs) result(ctx context.Context, job *batchv1.Job) (ExecuteResult, err
 		if msg == "" {
 			msg = fmt.Sprintf("job %s failed: %s: %s", job.Name, c.Reason, c.Message)
 		}
-		return ExecuteResult{}, permanent(ReasonExecutionFailed, errors.New(msg))
+		// The message is the Pod's write's failure, as the API server wrote it.
+		return ExecuteResult{}, withAPIText(permanent(ReasonExecutionFailed, errors.New(msg)), APIText{Reason: c.Reason})
 	}
 }
 

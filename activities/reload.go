@@ -245,10 +245,16 @@ func (r *Reload) workloadEvent(ctx context.Context, obj *unstructured.Unstructur
 	return nil
 }
 
-// workload reads one workload as remedy-reload, read-only; a deleted one is a permanent WorkloadGone.
+// workload reads one workload as remedy-reload, read-only; a deleted one
+// is a permanent WorkloadGone. Every reload activity reads it first, so it
+// first requires the caller to be the workload's open reload run
+// (OpenRuns.reload); the write gate asks again at the write.
 func (r *Reload) workload(ctx context.Context, namespace, kind, name string) (*unstructured.Unstructured, error) {
 	if _, ok := workloadResources[kind]; !ok {
 		return nil, permanent(ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", kind))
+	}
+	if err := r.Gate.Runs.reload(ctx, namespace, kind, name); err != nil {
+		return nil, err
 	}
 	inspector, err := r.Gate.Inspector(ReloadServiceAccount)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/testsuite"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +24,7 @@ import (
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
-func reloadFixture(t *testing.T, meta, template map[string]string) (*Reload, *kubefake.Clientset, *dynamicfake.FakeDynamicClient, *testsuite.TestActivityEnvironment) {
+func reloadFixture(t *testing.T, meta, template map[string]string) (*Reload, *kubefake.Clientset, *dynamicfake.FakeDynamicClient, reloadRun) {
 	t.Helper()
 	return reloadFixtureIn(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, meta, template)
 }
@@ -33,7 +32,7 @@ func reloadFixture(t *testing.T, meta, template map[string]string) (*Reload, *ku
 // reloadFixtureIn places the workload shop/web in a namespace with ns's
 // labels, selected by policy "reload" (authored by alice, whose grant the
 // fake authorizer allows) with ConfigMap app, whose data hashes to appHash.
-func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[string]string) (*Reload, *kubefake.Clientset, *dynamicfake.FakeDynamicClient, *testsuite.TestActivityEnvironment) {
+func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[string]string) (*Reload, *kubefake.Clientset, *dynamicfake.FakeDynamicClient, reloadRun) {
 	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
@@ -67,12 +66,10 @@ func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[stri
 	mapper := apimeta.NewDefaultRESTMapper(nil)
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), apimeta.RESTScopeNamespace)
 	gate := &Gate{ActionNamespace: "remedy-system", Subjects: subjects, fake: dyn,
-		Checks: &Validation{Kube: kube, Mapper: mapper, ActionNamespace: "remedy-system", Policy: policy.NewEngine()}}
+		Checks: &Validation{Kube: kube, Mapper: mapper, ActionNamespace: "remedy-system", Policy: policy.NewEngine()},
+		Runs:   openRunsOf(reloadWorkflowType)}
 	r := &Reload{Gate: gate, Events: kube, Namespaces: kube}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(r)
-	return r, kube, dyn, env
+	return r, kube, dyn, reloadRun{t: t, r: r}
 }
 
 // appConfigMap is the fixture's ConfigMap app, in scope prod.

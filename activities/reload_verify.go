@@ -22,6 +22,9 @@ type ReloadVerdict struct {
 // person about a restart that would be refused. A refusal leaves a Warning
 // Event on the workload.
 func (r *Reload) VerifyReload(ctx context.Context, in ChangesInput) (ReloadVerdict, error) {
+	if err := r.Gate.Runs.reload(ctx, in.Namespace, in.Kind, in.Name); err != nil {
+		return ReloadVerdict{}, err
+	}
 	sel, err := r.Gate.selectReload(ctx, in.Namespace, in.Kind, in.Name)
 	if err == nil {
 		var auth authority

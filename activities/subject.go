@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -140,16 +141,23 @@ func (s *Subjects) remediation(ctx context.Context, ref SubjectRef) (*v1alpha1.R
 // approvalRun requires the caller to be the run an approval request is
 // asked by or decided for: the workflow it names (workflowID) and, when its
 // subject is a KubernetesExecution, that execution's recorded run. The
-// subjects of reload and drift approvals record no run (their workflows are
-// started by signal-with-start and continue as new), so for them the
-// workflow ID is what binds.
-func (s *Subjects) approvalRun(ctx context.Context, namespace string, subject v1alpha1.ObjectRef, workflowID string) error {
+// subjects of reload, drift and alert approvals record no run (their
+// workflows are started by signal-with-start and continue as new), so for
+// them the caller must be the open run of the workflow ID, of its kind, on
+// Remedy's task queue (OpenRuns).
+func (s *Subjects) approvalRun(ctx context.Context, runs *OpenRuns, namespace string, subject v1alpha1.ObjectRef, workflowID string) error {
 	caller := activity.GetInfo(ctx).WorkflowExecution
 	if caller.ID != workflowID {
 		return permanent(ReasonSubjectMismatch, fmt.Errorf("an approval request of workflow %s is asked and decided by that workflow only, not %s", workflowID, caller.ID))
 	}
 	if subject.Kind != "KubernetesExecution" || (subject.APIVersion != "" && subject.APIVersion != v1alpha1.GroupVersion.String()) {
-		return nil
+		for prefix, workflowType := range map[string]string{"reload/": reloadWorkflowType, "drift/": driftWorkflowType, "alert/": alertWorkflowType} {
+			if strings.HasPrefix(workflowID, prefix) {
+				return runs.callerIs(ctx, workflowID, workflowType)
+			}
+		}
+		// Only execution, reload, drift and alert runs ask a person.
+		return permanent(ReasonSubjectMismatch, fmt.Errorf("workflow %s asks and decides no approval request about %s %s", workflowID, subject.Kind, subject.Name))
 	}
 	ref := SubjectRef{Namespace: namespace, Name: subject.Name}
 	var k v1alpha1.KubernetesExecution

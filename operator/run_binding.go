@@ -6,14 +6,13 @@ import (
 	"fmt"
 
 	commonpb "go.temporal.io/api/common/v1"
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/runs"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -41,24 +40,7 @@ import (
 // run on Remedy's task queue and, when parent is set, a child of that run;
 // "" when there is no such run (yet).
 func openRunOf(ctx context.Context, tc client.Client, id, workflowType string, parent *commonpb.WorkflowExecution) (string, error) {
-	resp, err := tc.DescribeWorkflowExecution(ctx, id, "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("describe workflow %s: %w", id, err)
-	}
-	info := resp.GetWorkflowExecutionInfo()
-	switch {
-	case info.GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING,
-		info.GetType().GetName() != workflowType,
-		resp.GetExecutionConfig().GetTaskQueue().GetName() != workflows.TaskQueue:
-		return "", nil
-	case parent != nil && (info.GetParentExecution().GetWorkflowId() != parent.GetWorkflowId() || info.GetParentExecution().GetRunId() != parent.GetRunId()):
-		return "", nil
-	}
-	return info.GetExecution().GetRunId(), nil
+	return runs.Open(ctx, tc, id, workflowType, workflows.TaskQueue, parent)
 }
 
 // needsRun says whether an object's run is started but not recorded.

@@ -133,8 +133,10 @@ func New(o Options) (sdkworker.Worker, error) {
 	validation.Runs = runReads
 	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
 	driftConfig := &activities.DriftConfig{Reader: kc, CallbackURLs: o.DriftCallbackURLs, RequestApproval: o.DriftApproval}
+	// Reload, drift and alert runs record no run ID: they are bound to the open run of their workflow ID.
+	openRuns := &activities.OpenRuns{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue}
 	gate := &activities.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Seen: seen, Checks: validation,
-		Callbacks: &http.Client{Timeout: 10 * time.Second}, Drift: driftConfig}
+		Callbacks: &http.Client{Timeout: 10 * time.Second}, Drift: driftConfig, Runs: openRuns}
 	w.RegisterActivity(&activities.Execution{Gate: gate, Mapper: mapper, Heartbeats: o.Temporal, Runs: runReads})
 	if o.ExecImage == "" {
 		o.ExecImage = DefaultExecImage
@@ -153,7 +155,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(&activities.Remediation{Client: kc})
 	statuses := &activities.Statuses{Client: kc, Kube: cs, Seen: seen}
 	w.RegisterActivity(statuses)
-	alerting := &activities.Alerts{Client: kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue}
+	alerting := &activities.Alerts{Client: kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue, Runs: openRuns}
 	if o.AlertmanagerURL != "" {
 		am, err := activities.NewAlertmanager(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile)
 		if err != nil {
@@ -167,7 +169,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(alerting)
 	w.RegisterActivity(&activities.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue, Client: kc})
 	w.RegisterActivity(subjects)
-	w.RegisterActivity(&activities.Approvals{Client: kc})
+	w.RegisterActivity(&activities.Approvals{Client: kc, Runs: openRuns})
 	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})
 	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
 	return &watchedWorker{Worker: w.Worker, activities: w.activities, factories: watches, stop: make(chan struct{}),

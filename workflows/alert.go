@@ -285,8 +285,9 @@ func (r *alertRun) shadow(ctx workflow.Context) {
 		}
 		var res v1alpha1.DryRunResults
 		err := workflow.ExecuteActivity(quick, execution.DryRun, req).Get(ctx, &res)
+		reads := activities.Readable{Allowed: true}
 		if redacts {
-			reads := activities.Readable{}
+			reads = activities.Readable{}
 			check := activities.RequesterCheck{Namespace: r.in.Namespace, Requester: &r.plan.Author, Action: req.Action, Target: req.Target}
 			if err := workflow.ExecuteActivity(quick, validation.MayReadTarget, check).Get(ctx, &reads); err != nil {
 				reads = activities.Readable{}
@@ -295,7 +296,7 @@ func (r *alertRun) shadow(ctx workflow.Context) {
 		}
 		line := s.Name + ": " + res.EstimatedImpact
 		if err != nil {
-			line = s.Name + ": dry-run failed: " + messageOf(err)
+			line = s.Name + ": dry-run failed: " + reads.Failure(err)
 		}
 		diffs = append(diffs, line)
 	}

@@ -140,7 +140,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 		Logs: r.readable().Value(done.Logs),
 	}
 	if err != nil {
-		r.fail(ctx, err, activities.ReasonExecutionFailed)
+		r.failWrite(ctx, err, activities.ReasonExecutionFailed)
 		return
 	}
 	if before.NoOp {
@@ -257,6 +257,16 @@ func (r *executionRun) fail(ctx workflow.Context, err error, fallback string) {
 		return
 	}
 	r.setPhase(ctx, v1alpha1.PhaseFailed, reasonOf(err, fallback), messageOf(err))
+}
+
+// failWrite is fail for a dry-run or a write, whose message the API server
+// wrote: it is published as the requester may read the target.
+func (r *executionRun) failWrite(ctx workflow.Context, err error, fallback string) {
+	if ctx.Err() != nil {
+		r.fail(ctx, err, fallback)
+		return
+	}
+	r.setPhase(ctx, v1alpha1.PhaseFailed, reasonOf(err, fallback), r.readable().Failure(err))
 }
 
 // reasonOf names a failure: the ApplicationError type of a permanent failure,

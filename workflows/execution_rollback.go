@@ -117,7 +117,7 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 	w.RollbackKey = r.rollbackKey
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, rollbackOptions(r.in.Spec)), execution.ExecuteInline, w).Get(ctx, &done)
 	if err != nil {
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, messageOf(err))
+		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, r.readable().Failure(err))
 		return
 	}
 	change := r.change(done.Plan.Change)

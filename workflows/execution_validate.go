@@ -121,8 +121,8 @@ func (r *executionRun) dryRun(ctx workflow.Context, req actions.Request) bool {
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
 	var dry v1alpha1.DryRunResults
 	if err := r.check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
-		vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{capMessage(messageOf(err))}}
-		r.fail(ctx, err, activities.ReasonDryRunFailed)
+		vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{capMessage(r.readable().Failure(err))}}
+		r.failWrite(ctx, err, activities.ReasonDryRunFailed)
 		return false
 	}
 	dry.EstimatedImpact = r.readable().Value(dry.EstimatedImpact)

@@ -85,7 +85,7 @@ func (r *remediationRun) checkSteps(ctx workflow.Context) bool {
 	}
 	for j, i := range dryRuns {
 		if err := fs[j].Get(ctx, nil); err != nil {
-			return r.refuse(ctx, i, reasonOf(err, activities.ReasonDryRunFailed), messageOf(err))
+			return r.refuse(ctx, i, reasonOf(err, activities.ReasonDryRunFailed), r.dryRunFailure(ctx, lctx, reqs[i], err))
 		}
 	}
 	return true

@@ -77,7 +77,11 @@ func (s *saga) write(_ context.Context, w activities.Write) (activities.ExecuteR
 }
 
 func (s *saga) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
-	env := newEnv(t)
+	return s.on(newEnv(t))
+}
+
+// on registers the saga's world in env.
+func (s *saga) on(env *testsuite.TestWorkflowEnvironment) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflow(RemediationWorkflow)
 	env.RegisterActivity(&activities.Remediation{})
 	allowAll(env)

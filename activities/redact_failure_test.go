@@ -1,0 +1,81 @@
+package activities
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The API server's text of a refused dry-run or write is published only to
+// a requester who may read the target; its code and reason always are, and
+// Remedy's own refusals, which quote no values, are shown as they are.
+func TestFailureTextFollowsReadAccess(t *testing.T) {
+	const secret = "hunter2"
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "settings",
+		field.ErrorList{field.Invalid(field.NewPath("data", "password"), secret, "must not be reused")})
+	denied := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "settings",
+		errors.New(`admission webhook "deny.example.com" denied the request: password `+secret+` is weak`))
+	notReadable := Readable{Marker: NotReadableMarker("alice", "configmaps", "settings")}
+	tests := []struct {
+		name     string
+		err      error
+		reads    Readable
+		want     []string
+		withheld bool
+	}{
+		{name: "invalid value, requester may get", err: fromAPIServer(ReasonDryRunFailed, invalid), reads: Readable{Allowed: true}, want: []string{secret}},
+		{name: "invalid value, requester may not get", err: fromAPIServer(ReasonDryRunFailed, invalid), reads: notReadable,
+			want: []string{"422 Invalid", notReadable.Marker}, withheld: true},
+		{name: "webhook denial, requester may not get", err: fromAPIServer(ReasonExecutionFailed, fmt.Errorf("patch: %w", denied)), reads: notReadable,
+			want: []string{"403 Forbidden", notReadable.Marker}, withheld: true},
+		{name: "read access unknown", err: fromAPIServer(ReasonDryRunFailed, invalid), reads: Readable{}, want: []string{unknownMarker}, withheld: true},
+		{name: "retryable server error, requester may not get", err: fromAPIServer(ReasonExecutionFailed, apierrors.NewInternalError(errors.New("webhook saw "+secret))),
+			reads: notReadable, want: []string{"500 InternalError"}, withheld: true},
+		{name: "a failed job's message", err: withAPIText(permanent(ReasonExecutionFailed, errors.New("patch refused: "+secret)), APIText{Reason: "BackoffLimitExceeded"}),
+			reads: notReadable, want: []string{"the write failed (BackoffLimitExceeded)"}, withheld: true},
+		{name: "Remedy's own refusal", err: permanent(ReasonPolicyDenied, errors.New("scale refused at the write: replicas above 10")), reads: notReadable,
+			want: []string{"replicas above 10"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.reads.Failure(tt.err)
+			for _, w := range tt.want {
+				assert.Contains(t, got, w)
+			}
+			if tt.withheld {
+				assert.NotContains(t, got, secret)
+			}
+		})
+	}
+}
+
+// fromAPIServer keeps classify's typing (permanent or retried) and adds the
+// API server's status; an error the API server did not answer is left alone.
+func TestFromAPIServerKeepsTheRetryPolicy(t *testing.T) {
+	var app *temporal.ApplicationError
+	err := fromAPIServer(ReasonDryRunFailed, apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "settings", nil))
+	require.True(t, errors.As(err, &app))
+	assert.True(t, app.NonRetryable())
+	assert.Equal(t, ReasonDryRunFailed, app.Type())
+	st, ok := APITextOf(err)
+	require.True(t, ok)
+	assert.Equal(t, APIText{Code: 422, Reason: "Invalid"}, st)
+
+	err = fromAPIServer(ReasonExecutionFailed, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "settings", errors.New("changed")))
+	require.True(t, errors.As(err, &app))
+	assert.False(t, app.NonRetryable(), "a conflict is retried")
+	_, ok = APITextOf(err)
+	assert.True(t, ok)
+
+	plain := errors.New("dial tcp: connection refused")
+	assert.Equal(t, plain, fromAPIServer(ReasonExecutionFailed, plain))
+	_, ok = APITextOf(permanent(ReasonPolicyDenied, plain))
+	assert.False(t, ok)
+}

@@ -1,0 +1,102 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	workflowservice "go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/temporal"
+)
+
+// notFound is a Temporal that knows no workflow.
+type notFound struct{}
+
+func (notFound) DescribeWorkflowExecution(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	return nil, serviceerror.NewNotFound("workflow not found")
+}
+
+// unreachable is a Temporal that does not answer.
+type unreachable struct{}
+
+func (unreachable) DescribeWorkflowExecution(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	return nil, serviceerror.NewUnavailable("frontend down")
+}
+
+func TestOpenRunsBindTheCallerToItsSubjectsOpenRun(t *testing.T) {
+	id := ReloadWorkflowID("shop", "Deployment", "web")
+	tests := []struct {
+		name     string
+		callerID string
+		temporal func() (*OpenRuns, *openRunFake)
+		// refused: "" passes; otherwise the refusal's type, "" retryable when retry.
+		refused string
+		retry   bool
+	}{
+		{name: "the open reload run", callerID: id, temporal: openRunIs(reloadWorkflowType, "", "")},
+		{name: "another workflow", callerID: "rogue/shop", temporal: openRunIs(reloadWorkflowType, "", ""), refused: ReasonSubjectMismatch},
+		{name: "a run of another type under the ID", callerID: id, temporal: openRunIs("Rogue", "", ""), refused: ReasonSubjectMismatch},
+		{name: "a run on another task queue under the ID", callerID: id, temporal: openRunIs(reloadWorkflowType, "rogue", ""), refused: ReasonSubjectMismatch},
+		{name: "not the open run of the ID", callerID: id, temporal: openRunIs(reloadWorkflowType, "", "a-later-run"), refused: ReasonSubjectMismatch},
+		{name: "no run of the ID", callerID: id, temporal: func() (*OpenRuns, *openRunFake) {
+			return &OpenRuns{Temporal: notFound{}, TaskQueue: testTaskQueue}, nil
+		}, refused: ReasonSubjectMismatch},
+		{name: "no Temporal client", callerID: id, temporal: func() (*OpenRuns, *openRunFake) { return &OpenRuns{}, nil }, refused: ReasonSubjectMismatch},
+		{name: "Temporal unavailable is retried", callerID: id, temporal: func() (*OpenRuns, *openRunFake) {
+			return &OpenRuns{Temporal: unreachable{}, TaskQueue: testTaskQueue}, nil
+		}, retry: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs, f := tt.temporal()
+			bind := func(ctx context.Context) error { return runs.reload(ctx, "shop", "Deployment", "web") }
+			for range 2 {
+				err := asRun(t, tt.callerID, bind, bind, nil, nil)
+				if tt.refused == "" && !tt.retry {
+					require.NoError(t, err)
+					continue
+				}
+				require.Error(t, err)
+				var app *temporal.ApplicationError
+				if tt.retry {
+					assert.False(t, errors.As(err, &app) && app.NonRetryable(), "Temporal not answering is retried: %v", err)
+					continue
+				}
+				require.True(t, errors.As(err, &app), "got %v", err)
+				assert.True(t, app.NonRetryable())
+				assert.Equal(t, tt.refused, app.Type())
+			}
+			if f == nil || tt.callerID != id {
+				return
+			}
+			if tt.refused == "" {
+				assert.Equal(t, 1, f.described, "a run found open is remembered")
+			} else {
+				assert.Equal(t, 2, f.described, "a refusal is never remembered")
+			}
+		})
+	}
+}
+
+func openRunIs(typ, queue, runID string) func() (*OpenRuns, *openRunFake) {
+	return func() (*OpenRuns, *openRunFake) {
+		f := &openRunFake{typ: typ, queue: queue, runID: runID}
+		return &OpenRuns{Temporal: f, TaskQueue: testTaskQueue}, f
+	}
+}
+
+func TestOpenRunsRememberOnlyTheRunFoundOpen(t *testing.T) {
+	f := &openRunFake{typ: reloadWorkflowType}
+	runs := &OpenRuns{Temporal: f, TaskQueue: testTaskQueue}
+	id := ReloadWorkflowID("shop", "Deployment", "web")
+	runs.remember(id, "an-earlier-run")
+	assert.False(t, runs.known(id, testRunID), "a continue-as-new's next run is a new run ID")
+	assert.True(t, runs.known(id, "an-earlier-run"))
+	for i := range maxOpenRuns + 1 {
+		runs.remember(ReloadWorkflowID("shop", "Deployment", string(rune('a'+i%26))+string(rune(i))), "r")
+	}
+	assert.LessOrEqual(t, len(runs.open), maxOpenRuns)
+}
