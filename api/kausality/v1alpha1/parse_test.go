@@ -135,7 +135,7 @@ func TestParseFreeze(t *testing.T) {
 			assert.Equal(t, got, back)
 		})
 	}
-	assert.Equal(t, "frozen by alice at 2026-03-01T12:00:00Z: incident 42", Freeze{"alice", "incident 42", at}.String())
+	assert.Equal(t, "frozen at 2026-03-01T12:00:00Z: incident 42", Freeze{"alice", "incident 42", at}.String(), "the user stays out")
 	assert.Equal(t, "frozen", Freeze{}.String())
 }
 
