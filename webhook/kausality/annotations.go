@@ -133,7 +133,7 @@ func validateValue(key, v string) error {
 func (d *decider) trace(want map[string]string, extend bool, label map[string]string) kv1.Trace {
 	labels := map[string]string{}
 	for k, v := range want {
-		if key, err := kv1.ParseTraceLabel(k, v); err == nil && strings.HasPrefix(k, kv1.TraceLabelPrefix) {
+		if key, err := kv1.ParseTraceLabel(k, v); err == nil && key != "" {
 			labels[key] = v
 		}
 	}

@@ -337,7 +337,6 @@ func TestBadInput(t *testing.T) {
 		{kv1.AnnotationSnooze, "tomorrow", "RFC3339"},
 		{kv1.AnnotationMode, "strict", "not a mode"},
 		{kv1.TraceLabelPrefix + "note", "line\nbreak", "control characters"},
-		{kv1.TraceLabelPrefix, "x", "needs a key"},
 	}
 	var tests []decideCase
 	for _, b := range bad {

@@ -20,13 +20,15 @@ const (
 	roleOther
 )
 
-// identify decides whether the requester is the parent's controller, in
-// kausality's order. The parent's recorded controllers (status updaters)
-// decide first: a person who happens to be a child's only updater is not
-// its controller. Only without them does the child's own history count:
-// the requester is changing the spec, so they are one of its updaters, and
-// if nobody else ever was (a CREATE, or a child only they changed) they are
-// taken for the controller; anyone else on the list makes it unknowable.
+// identify decides whether the requester is the parent's controller, as
+// kausality's detector does. updaters are the child's updaters with the
+// requester counted in (it is changing the spec, so it is one of them;
+// Decide adds it, as kausality's handler does). The parent's recorded
+// controllers (status updaters) decide first: a person who happens to be a
+// child's only updater is not its controller. Only without them does the
+// child's history count: a lone updater is the controller if it is the
+// requester, else not; nobody recorded (a CREATE) is taken for the
+// controller; several updaters make it unknowable.
 func identify(userHash string, updaters []string, parent *Parent) role {
 	if parent == nil {
 		return roleOther
@@ -37,12 +39,16 @@ func identify(userHash string, updaters []string, parent *Parent) role {
 		}
 		return roleOther
 	}
-	for _, h := range updaters {
-		if h != userHash {
-			return roleUnknown
+	switch len(updaters) {
+	case 0:
+		return roleController
+	case 1:
+		if updaters[0] == userHash {
+			return roleController
 		}
+		return roleOther
 	}
-	return roleController
+	return roleUnknown
 }
 
 // extends reports whether the child's new trace extends the parent's, in

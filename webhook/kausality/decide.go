@@ -54,7 +54,8 @@ func Decide(req Request) Result {
 		old: kausalityAnnotations(req.OldObject), cur: kausalityAnnotations(req.Object),
 		spec: req.Operation != Update || specChanged(req.OldObject, req.Object),
 	}
-	d.role = identify(d.userHash, kv1.ParseUserHashes(d.old[kv1.AnnotationUpdaters]), req.Parent)
+	updaters, _ := kv1.AddUserHash(kv1.ParseUserHashes(d.old[kv1.AnnotationUpdaters]), d.userHash)
+	d.role = identify(d.userHash, updaters, req.Parent)
 
 	res, extend, label := d.decide()
 	if res.Allowed {

@@ -65,15 +65,13 @@ func FormatFreeze(f *Freeze) string {
 	return marshal(w)
 }
 
-// String describes the freeze for denial messages.
+// String describes the freeze for denial messages. It leaves out User, as
+// kausality does: the denial reaches whoever was refused and, through
+// controllers, their events and conditions, which is a wider audience than
+// may read the parent's annotations; and User is whatever the writer typed,
+// which a denial from the API server must not present as established.
 func (f Freeze) String() string {
-	if f == (Freeze{}) {
-		return "frozen"
-	}
 	s := "frozen"
-	if f.User != "" {
-		s += " by " + f.User
-	}
 	if !f.At.IsZero() {
 		s += " at " + formatTime(f.At)
 	}

@@ -217,3 +217,31 @@ func TestGenerationNamedByMetadata(t *testing.T) {
 	}
 	assert.False(t, Generations{Spec: 3}.Current(4), "metadata.generation unknown: the spec generation only")
 }
+
+// TestKausalityTraceLabelCases: which annotations become hop labels
+// (kausality's pkg/trace ExtractTraceLabels cases).
+func TestKausalityTraceLabelCases(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        map[string]string
+	}{
+		{"nil annotations", nil, nil},
+		{"no trace labels", map[string]string{"foo": "bar"}, nil},
+		{"one label", map[string]string{"kausality.io/trace-ticket": "JIRA-123"}, map[string]string{"ticket": "JIRA-123"}},
+		{"several labels", map[string]string{"kausality.io/trace-ticket": "JIRA-123", "kausality.io/trace-env": "prod"},
+			map[string]string{"ticket": "JIRA-123", "env": "prod"}},
+		{"the trace itself is no label", map[string]string{"kausality.io/trace-ticket": "JIRA-123", "kausality.io/trace": "[]", "other/annotation": "value"},
+			map[string]string{"ticket": "JIRA-123"}},
+		// The prefix alone has no key: ignored, the rest extracted.
+		{"exact prefix only, empty key skipped", map[string]string{"kausality.io/trace-foo": "bar", "kausality.io/tracefoo": "no",
+			"kausality.io/trace-": "empty key skipped", "other.io/trace-ticket": "wrong prefix"}, map[string]string{"foo": "bar"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := TraceLabels(tt.annotations)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}

@@ -135,7 +135,7 @@ func TestParseFreeze(t *testing.T) {
 			assert.Equal(t, got, back)
 		})
 	}
-	assert.Equal(t, "frozen by alice at 2026-03-01T12:00:00Z: incident 42", Freeze{"alice", "incident 42", at}.String())
+	assert.Equal(t, "frozen at 2026-03-01T12:00:00Z: incident 42", Freeze{"alice", "incident 42", at}.String(), "the user stays out")
 	assert.Equal(t, "frozen", Freeze{}.String())
 }
 
@@ -231,11 +231,13 @@ func TestTraceLabels(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"ticket": "T-1"}, got)
 
-	for k, v := range map[string]string{"kausality.io/trace-": "x", "kausality.io/trace-a": "line\nbreak", "kausality.io/trace-b": string(make([]byte, 2000))} {
+	for k, v := range map[string]string{"kausality.io/trace-a": "line\nbreak", "kausality.io/trace-b": string(make([]byte, 2000))} {
 		_, err := TraceLabels(map[string]string{k: v})
 		require.Error(t, err, k)
 		assert.Contains(t, err.Error(), k)
 	}
+	_, err = ParseTraceLabel("kausality.io/trace", "[]")
+	assert.Error(t, err, "not a trace label")
 }
 
 func TestUserHash(t *testing.T) {

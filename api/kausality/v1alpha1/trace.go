@@ -139,6 +139,9 @@ func TraceLabels(annotations map[string]string) (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if key == "" {
+			continue
+		}
 		if labels == nil {
 			labels = map[string]string{}
 		}
@@ -147,12 +150,18 @@ func TraceLabels(annotations map[string]string) (map[string]string, error) {
 	return labels, nil
 }
 
-// ParseTraceLabel checks one kausality.io/trace-<key> annotation and returns <key>.
+// ParseTraceLabel checks one kausality.io/trace-<key> annotation and returns
+// <key>. An annotation that is exactly the prefix has no key: like
+// kausality, it is no label and is ignored ("" and no error). The API
+// server refuses that key anyway (an annotation name cannot end in "-"),
+// with its own field error.
 func ParseTraceLabel(annotation, value string) (string, error) {
-	key := strings.TrimPrefix(annotation, TraceLabelPrefix)
+	key, ok := strings.CutPrefix(annotation, TraceLabelPrefix)
 	switch {
-	case key == "" || key == annotation:
-		return "", fmt.Errorf("%s: a trace label annotation needs a key after %q", annotation, TraceLabelPrefix)
+	case !ok:
+		return "", fmt.Errorf("%s: not a trace label annotation (%s<key>)", annotation, TraceLabelPrefix)
+	case key == "":
+		return "", nil
 	case len(value) > maxTraceLabelValue:
 		return "", fmt.Errorf("%s: value is %d bytes, at most %d are copied into traces", annotation, len(value), maxTraceLabelValue)
 	case !utf8.ValidString(value):
