@@ -6,12 +6,8 @@ import (
 	"net/http"
 	"slices"
 
-	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -31,9 +27,7 @@ func (h *Requester) remediationRule(ctx context.Context, req admission.Request) 
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if errs := alertrule.Check(req.Namespace, &cur.Spec); len(errs) > 0 {
-		log.FromContext(ctx).Info("RemediationRule refused", "user", req.UserInfo.Username, "object", req.Namespace+"/"+req.Name, "reason", errs.ToAggregate().Error())
-		st := apierrors.NewInvalid(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, errs).ErrStatus
-		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
+		return refuseInvalid(ctx, req, errs)
 	}
 	var oldSpec *v1alpha1.RemediationRuleSpec
 	var oldAuthor *v1alpha1.Requester

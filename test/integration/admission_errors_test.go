@@ -1,0 +1,51 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/test/harness"
+)
+
+// The newcomer's policy: a selector operator "Equals" and two bad durations
+// took three attempts. One create now gets one 422 naming every field.
+func TestAdmissionReportsEveryPolicyErrorAtOnce(t *testing.T) {
+	ns := harness.Namespace(t)
+	p := authoredPolicy(ns, "three-mistakes", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "app", Operator: "Equals", Values: []string{"web"}}}})
+	bad := v1alpha1.Duration("5 s")
+	p.Spec.Debounce = &bad
+	p.Spec.MaxWait = v1alpha1.DurationOf(2 * time.Hour)
+	err := harness.Kube().Create(context.Background(), p)
+	t.Logf("refusal: %v", err)
+	requireInvalid(t, err,
+		`spec.workloadSelector.matchExpressions[0].operator: Invalid value: "Equals"`,
+		`spec.debounce: Invalid value: "5 s"`,
+		`spec.maxWait: Invalid value: "2h0m0s": must be at most 1h`)
+	requireAbsent(t, p)
+}
+
+// The newcomer's rule: a template that does not parse and a cooldown that
+// is not a duration took two attempts. One create now gets one 422.
+func TestAdmissionReportsEveryRuleErrorAtOnce(t *testing.T) {
+	ns := harness.Namespace(t)
+	bad := v1alpha1.Duration("ten minutes")
+	r := &v1alpha1.RemediationRule{ObjectMeta: metav1.ObjectMeta{Name: "two-mistakes", Namespace: ns}, Spec: v1alpha1.RemediationRuleSpec{
+		Matchers: []string{`alertname="Down"`},
+		Cooldown: &bad,
+		Template: v1alpha1.RemediationTemplate{Steps: []v1alpha1.RemediationStep{{Name: "restart", Execution: v1alpha1.KubernetesExecutionSpec{
+			Action: "restart", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "{{ .Labels.deployment "}}}}},
+	}}
+	err := harness.Kube().Create(context.Background(), r)
+	t.Logf("refusal: %v", err)
+	requireInvalid(t, err,
+		`spec.template.steps[0].execution.target.name: Invalid value: "{{ .Labels.deployment ": template:`,
+		`spec.cooldown: Invalid value: "ten minutes"`)
+	assert.NotContains(t, err.Error(), "\n\n")
+	requireAbsent(t, r)
+}

@@ -1,0 +1,141 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"sync"
+
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
+
+	"github.com/remedy-dev/remedy/deploy/crd"
+)
+
+// crdSchema is one kind's schema as the API server validates it: OpenAPI
+// (types, enums, bounds, patterns) and the CEL rules.
+type crdSchema struct {
+	openapi    apiextensionsvalidation.SchemaValidator
+	structural *structuralschema.Structural
+	cel        *cel.Validator
+}
+
+// schemas are the served versions' schemas by "Kind/version", built once
+// from the CRDs embedded at build time (the same files `kubectl apply -k
+// deploy/` installs).
+var schemas = sync.OnceValues(func() (map[string]*crdSchema, error) {
+	files, err := fs.Glob(crd.FS, "*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("list CRDs: %w", err)
+	}
+	out := map[string]*crdSchema{}
+	for _, f := range files {
+		raw, err := crd.FS.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read CRD %s: %w", f, err)
+		}
+		var def apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(raw, &def); err != nil {
+			return nil, fmt.Errorf("decode CRD %s: %w", f, err)
+		}
+		for _, v := range def.Spec.Versions {
+			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+				continue
+			}
+			var props apiextensions.JSONSchemaProps
+			if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, &props, nil); err != nil {
+				return nil, fmt.Errorf("convert CRD %s schema: %w", f, err)
+			}
+			openapi, _, err := apiextensionsvalidation.NewSchemaValidator(&props)
+			if err != nil {
+				return nil, fmt.Errorf("CRD %s schema: %w", f, err)
+			}
+			structural, err := structuralschema.NewStructural(&props)
+			if err != nil {
+				return nil, fmt.Errorf("CRD %s structural schema: %w", f, err)
+			}
+			out[def.Spec.Names.Kind+"/"+v.Name] = &crdSchema{openapi: openapi, structural: structural,
+				cel: cel.NewValidator(structural, true, celconfig.PerCallLimit)}
+		}
+	}
+	return out, nil
+})
+
+// schemaErrors are the errors the API server's schema and CEL rules would
+// report for the object, in its order: a webhook runs before them (it is
+// mutating), so a refusal that named only the webhook's own problems would
+// leave these for the next attempt. Nil when the kind is not Remedy's or
+// the object does not decode: the API server still checks it.
+func schemaErrors(ctx context.Context, kind, version string, raw, oldRaw []byte) field.ErrorList {
+	all, err := schemas()
+	s := all[kind+"/"+version]
+	if err != nil || s == nil {
+		return nil
+	}
+	var obj, old map[string]any
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil
+	}
+	if len(oldRaw) > 0 && json.Unmarshal(oldRaw, &old) != nil {
+		old = nil
+	}
+	var errs field.ErrorList
+	if old == nil {
+		errs = apiextensionsvalidation.ValidateCustomResource(nil, obj, s.openapi)
+	} else {
+		errs = apiextensionsvalidation.ValidateCustomResourceUpdate(nil, obj, old, s.openapi)
+	}
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			// As the API server: CEL rules assume the schema holds.
+			return errs
+		}
+	}
+	var oldObj any
+	if old != nil {
+		oldObj = old
+	}
+	celErrs, _ := s.cel.Validate(ctx, nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
+	return append(errs, celErrs...)
+}
+
+// withSchemaErrors puts the schema's errors first (the earliest layer's,
+// as the API server would list them) before the webhook's own, leaving out
+// a schema error for a field the webhook already names.
+func withSchemaErrors(schemaErrs, own field.ErrorList) field.ErrorList {
+	named := map[string]bool{}
+	for _, e := range own {
+		named[e.Field] = true
+	}
+	var out field.ErrorList
+	for _, e := range schemaErrs {
+		if !named[e.Field] {
+			out = append(out, e)
+		}
+	}
+	return append(out, own...)
+}
+
+// refuseInvalid answers 422 with every problem of the object: the schema's
+// and CEL's first, then the webhook's own, each naming its field, in one
+// Status whose causes kubectl prints.
+func refuseInvalid(ctx context.Context, req admission.Request, own field.ErrorList) admission.Response {
+	errs := withSchemaErrors(schemaErrors(ctx, req.Kind.Kind, req.Kind.Version, req.Object.Raw, req.OldObject.Raw), own)
+	log.FromContext(ctx).Info(req.Kind.Kind+" refused", "user", req.UserInfo.Username,
+		"object", req.Namespace+"/"+req.Name, "reason", errs.ToAggregate().Error())
+	st := apierrors.NewInvalid(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, errs).ErrStatus
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
+}
