@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"sync"
@@ -11,12 +10,16 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
@@ -78,38 +81,68 @@ var schemas = sync.OnceValues(func() (map[string]*crdSchema, error) {
 // mutating), so a refusal that named only the webhook's own problems would
 // leave these for the next attempt. Nil when the kind is not Remedy's or
 // the object does not decode: the API server still checks it.
-func schemaErrors(ctx context.Context, kind, version string, raw, oldRaw []byte) field.ErrorList {
+func schemaErrors(ctx context.Context, kind, version, namespace string, raw, oldRaw []byte) field.ErrorList {
 	all, err := schemas()
 	s := all[kind+"/"+version]
 	if err != nil || s == nil {
 		return nil
 	}
 	var obj, old map[string]any
-	if json.Unmarshal(raw, &obj) != nil {
+	// util/json decodes whole numbers as int64, as the API server does, so
+	// a type error names "integer" where it would.
+	if utiljson.Unmarshal(raw, &obj) != nil || asStamped(kind, namespace, obj) != nil {
 		return nil
 	}
-	if len(oldRaw) > 0 && json.Unmarshal(oldRaw, &old) != nil {
+	if len(oldRaw) > 0 && utiljson.Unmarshal(oldRaw, &old) != nil {
 		old = nil
 	}
 	var errs field.ErrorList
+	var celOpts []cel.Option
+	var oldObj any
 	if old == nil {
 		errs = apiextensionsvalidation.ValidateCustomResource(nil, obj, s.openapi)
 	} else {
-		errs = apiextensionsvalidation.ValidateCustomResourceUpdate(nil, obj, old, s.openapi)
+		// Ratcheting, as the API server (on by default): a value an update
+		// leaves as it was is not refused for rules added since it was stored.
+		_ = asStamped(kind, namespace, old)
+		correlated := common.NewCorrelatedObject(obj, old, &model.Structural{Structural: s.structural})
+		errs = apiextensionsvalidation.ValidateCustomResourceUpdate(nil, obj, old, s.openapi, apiextensionsvalidation.WithRatcheting(correlated))
+		celOpts, oldObj = append(celOpts, cel.WithRatcheting(correlated)), old
 	}
 	for _, e := range errs {
 		switch e.Type {
 		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
 			// As the API server: CEL rules assume the schema holds.
-			return errs
+			return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
 		}
 	}
-	var oldObj any
-	if old != nil {
-		oldObj = old
-	}
-	celErrs, _ := s.cel.Validate(ctx, nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
+	celErrs, _ := s.cel.Validate(ctx, nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, celOpts...)
 	return append(errs, celErrs...)
+}
+
+// asStamped makes obj what the API server validates once this webhook's
+// patch is applied: the requester and author are the webhook's to write
+// (whatever the body says of them), and a rule's template targets get the
+// rule's namespace. Otherwise the refusal would name problems the API
+// server never sees.
+func asStamped(kind, namespace string, obj map[string]any) error {
+	unstructured.RemoveNestedField(obj, "spec", "requester")
+	unstructured.RemoveNestedField(obj, "spec", "author")
+	switch kind {
+	case "RemediationRequest":
+		steps, _, _ := unstructured.NestedSlice(obj, "spec", "steps")
+		for _, s := range steps {
+			if m, ok := s.(map[string]any); ok {
+				unstructured.RemoveNestedField(m, "execution", "requester")
+			}
+		}
+		if len(steps) > 0 {
+			return unstructured.SetNestedSlice(obj, steps, "spec", "steps")
+		}
+	case "RemediationRule":
+		return fillTargetNamespaces(obj, namespace)
+	}
+	return nil
 }
 
 // withSchemaErrors puts the schema's errors first (the earliest layer's,
@@ -133,7 +166,7 @@ func withSchemaErrors(schemaErrs, own field.ErrorList) field.ErrorList {
 // and CEL's first, then the webhook's own, each naming its field, in one
 // Status whose causes kubectl prints.
 func refuseInvalid(ctx context.Context, req admission.Request, own field.ErrorList) admission.Response {
-	errs := withSchemaErrors(schemaErrors(ctx, req.Kind.Kind, req.Kind.Version, req.Object.Raw, req.OldObject.Raw), own)
+	errs := withSchemaErrors(schemaErrors(ctx, req.Kind.Kind, req.Kind.Version, req.Namespace, req.Object.Raw, req.OldObject.Raw), own)
 	log.FromContext(ctx).Info(req.Kind.Kind+" refused", "user", req.UserInfo.Username,
 		"object", req.Namespace+"/"+req.Name, "reason", errs.ToAggregate().Error())
 	st := apierrors.NewInvalid(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, errs).ErrStatus

@@ -2,10 +2,13 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -27,6 +30,7 @@ func TestAdmissionReportsEveryPolicyErrorAtOnce(t *testing.T) {
 		`spec.workloadSelector.matchExpressions[0].operator: Invalid value: "Equals"`,
 		`spec.debounce: Invalid value: "5 s"`,
 		`spec.maxWait: Invalid value: "2h0m0s": must be at most 1h`)
+	assert.Len(t, causes(t, err), 3, "one cause per mistake")
 	requireAbsent(t, p)
 }
 
@@ -46,6 +50,16 @@ func TestAdmissionReportsEveryRuleErrorAtOnce(t *testing.T) {
 	requireInvalid(t, err,
 		`spec.template.steps[0].execution.target.name: Invalid value: "{{ .Labels.deployment ": template:`,
 		`spec.cooldown: Invalid value: "ten minutes"`)
-	assert.NotContains(t, err.Error(), "\n\n")
+	assert.NotContains(t, err.Error(), "target.namespace is required", "the webhook fills a template's target namespace before the schema checks it")
+	assert.Len(t, causes(t, err), 2, "one cause per mistake")
 	requireAbsent(t, r)
+}
+
+// causes are the refusal's causes, one per field problem, as kubectl prints them.
+func causes(t *testing.T, err error) []metav1.StatusCause {
+	t.Helper()
+	var status apierrors.APIStatus
+	require.True(t, errors.As(err, &status))
+	require.NotNil(t, status.Status().Details)
+	return status.Status().Details.Causes
 }
