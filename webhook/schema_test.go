@@ -50,7 +50,7 @@ func TestSchemaErrorsListEveryProblem(t *testing.T) {
 			"spec.cooldown: must be a duration such as 30s, 5m or 1h30m: a number and a unit (h, m, s, ms, us, ns) with no spaces",
 			"spec.circuitBreaker.window: must be a duration such as 30s, 5m or 1h30m: a number and a unit (h, m, s, ms, us, ns) with no spaces"}},
 		{"a body's requester is the webhook's to write", "KubernetesExecution", map[string]any{"action": "restart",
-			"target": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "team", "name": "web"},
+			"target":    map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "team", "name": "web"},
 			"requester": map[string]any{"groups": "not a list"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +99,7 @@ func TestSchemaErrorsOfAnUpdateRatchet(t *testing.T) {
 		selector := map[string]any{"matchLabels": map[string]any{"reload": "true"}}
 		raw, err := json.Marshal(map[string]any{"apiVersion": "remedy.dev/v1alpha1", "kind": "ConfigReloadPolicy",
 			"metadata": map[string]any{"name": "x", "namespace": "team"},
-			"spec": map[string]any{"configMapSelector": selector, "workloadSelector": selector, "scopeLabel": "env", "debounce": debounce, "maxWait": maxWait}})
+			"spec":     map[string]any{"configMapSelector": selector, "workloadSelector": selector, "scopeLabel": "env", "debounce": debounce, "maxWait": maxWait}})
 		require.NoError(t, err)
 		return raw
 	}
