@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"sort"
 	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -159,6 +160,12 @@ func withSchemaErrors(schemaErrs, own field.ErrorList) field.ErrorList {
 			out = append(out, e)
 		}
 	}
+	// The validators walk maps: sorted by field, the same object gets the
+	// same answer every time. The note that CEL was not run stays last.
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Field, out[j].Field
+		return a != "<nil>" && (b == "<nil>" || a < b)
+	})
 	return append(out, own...)
 }
 

@@ -82,6 +82,8 @@ func TestWithSchemaErrors(t *testing.T) {
 		{"only the webhook's", nil, field.ErrorList{field.Invalid(p.Child("a"), 1, "own")}, field.ErrorList{field.Invalid(p.Child("a"), 1, "own")}},
 		{"schema first", field.ErrorList{field.Invalid(p.Child("b"), 2, "schema")}, field.ErrorList{field.Invalid(p.Child("a"), 1, "own")},
 			field.ErrorList{field.Invalid(p.Child("b"), 2, "schema"), field.Invalid(p.Child("a"), 1, "own")}},
+		{"sorted by field, the unchecked-rules note last", field.ErrorList{field.Invalid(nil, nil, "not checked"), field.Invalid(p.Child("b"), 2, "schema"), field.Invalid(p.Child("a"), 1, "schema")}, nil,
+			field.ErrorList{field.Invalid(p.Child("a"), 1, "schema"), field.Invalid(p.Child("b"), 2, "schema"), field.Invalid(nil, nil, "not checked")}},
 		{"a field named once", field.ErrorList{field.Invalid(p.Child("a"), 1, "schema"), field.Required(p.Child("c"), "")},
 			field.ErrorList{field.TypeInvalid(p.Child("a"), 1, "own")},
 			field.ErrorList{field.Required(p.Child("c"), ""), field.TypeInvalid(p.Child("a"), 1, "own")}},

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +63,26 @@ func causes(t *testing.T, err error) []metav1.StatusCause {
 	require.True(t, errors.As(err, &status))
 	require.NotNil(t, status.Status().Details)
 	return status.Status().Details.Causes
+}
+
+// An execution with a target the API server does not serve (the webhook's
+// check) and two bad durations (the schema's) is refused once, naming all
+// three: the schema's first, as the API server lists them.
+func TestAdmissionReportsEveryExecutionErrorAtOnce(t *testing.T) {
+	ns := namespaceWith(t, "web", 1)
+	spec := scaleSpec(ns, "web", 3)
+	spec.Target.APIVersion = "apps/v2"
+	timeout, window := v1alpha1.Duration("5 s"), v1alpha1.Duration("-1m")
+	spec.Timeout, spec.RollbackWindow = &timeout, &window
+	k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: "three-mistakes", Namespace: ns}, Spec: spec}
+	err := harness.Kube().Create(context.Background(), k)
+	t.Logf("refusal: %v", err)
+	requireInvalid(t, err,
+		`spec.timeout: Invalid value: "5 s": must be a duration`,
+		`spec.rollbackWindow: Invalid value: "-1m": must be a duration`,
+		`spec.target.apiVersion: Invalid value: "apps/v2": the API server does not serve kind Deployment in apps/v2; it serves it in apps/v1`)
+	assert.Len(t, causes(t, err), 3, "one cause per mistake")
+	assert.Less(t, strings.Index(err.Error(), "spec.timeout"), strings.Index(err.Error(), "spec.target.apiVersion"), "the schema's errors come first")
+	requireAbsent(t, k)
+	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 }
