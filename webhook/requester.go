@@ -84,7 +84,7 @@ func (h *Requester) Handle(ctx context.Context, req admission.Request) admission
 	var inv *invalidError
 	var malformed *authz.Malformed
 	if errors.As(err, &malformed) {
-		inv = &invalidError{errs: field.ErrorList{malformed.Under(field.NewPath("spec"))}}
+		inv = &invalidError{errs: malformed.Under(field.NewPath("spec"))}
 	}
 	if inv != nil || errors.As(err, &inv) {
 		return refuseInvalid(ctx, req, inv.errs)
