@@ -148,15 +148,16 @@ func asStamped(kind, namespace string, obj map[string]any) error {
 
 // withSchemaErrors puts the schema's errors first (the earliest layer's,
 // as the API server would list them) before the webhook's own, leaving out
-// a schema error for a field the webhook already names.
+// a schema error of the kind the webhook already names for the same field
+// (a wrong type, which the webhook's decoder finds too).
 func withSchemaErrors(schemaErrs, own field.ErrorList) field.ErrorList {
 	named := map[string]bool{}
 	for _, e := range own {
-		named[e.Field] = true
+		named[string(e.Type)+" "+e.Field] = true
 	}
 	var out field.ErrorList
 	for _, e := range schemaErrs {
-		if !named[e.Field] {
+		if !named[string(e.Type)+" "+e.Field] {
 			out = append(out, e)
 		}
 	}

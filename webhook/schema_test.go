@@ -71,8 +71,8 @@ func TestSchemaErrorsOfAnUnknownKindAreLeftToTheAPIServer(t *testing.T) {
 	assert.Empty(t, schemaErrors(context.Background(), "RemediationRule", "v1alpha1", "team", []byte(`not json`), nil))
 }
 
-// The schema's errors come first; one for a field the webhook already
-// names is left out, so no field is named twice.
+// The schema's errors come first; a wrong type the webhook already names
+// for the same field is left out, so it is not named twice.
 func TestWithSchemaErrors(t *testing.T) {
 	p := field.NewPath("spec")
 	for _, tc := range []struct {
@@ -84,9 +84,12 @@ func TestWithSchemaErrors(t *testing.T) {
 			field.ErrorList{field.Invalid(p.Child("b"), 2, "schema"), field.Invalid(p.Child("a"), 1, "own")}},
 		{"sorted by field, the unchecked-rules note last", field.ErrorList{field.Invalid(nil, nil, "not checked"), field.Invalid(p.Child("b"), 2, "schema"), field.Invalid(p.Child("a"), 1, "schema")}, nil,
 			field.ErrorList{field.Invalid(p.Child("a"), 1, "schema"), field.Invalid(p.Child("b"), 2, "schema"), field.Invalid(nil, nil, "not checked")}},
-		{"a field named once", field.ErrorList{field.Invalid(p.Child("a"), 1, "schema"), field.Required(p.Child("c"), "")},
+		{"a wrong type named once", field.ErrorList{field.TypeInvalid(p.Child("a"), 1, "schema"), field.Required(p.Child("c"), "")},
 			field.ErrorList{field.TypeInvalid(p.Child("a"), 1, "own")},
 			field.ErrorList{field.Required(p.Child("c"), ""), field.TypeInvalid(p.Child("a"), 1, "own")}},
+		{"another problem of the same field kept", field.ErrorList{field.Invalid(p.Child("a"), 1, "schema")},
+			field.ErrorList{field.Forbidden(p.Child("a"), "own")},
+			field.ErrorList{field.Invalid(p.Child("a"), 1, "schema"), field.Forbidden(p.Child("a"), "own")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, withSchemaErrors(tc.schema, tc.own))

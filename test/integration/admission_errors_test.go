@@ -86,3 +86,37 @@ func TestAdmissionReportsEveryExecutionErrorAtOnce(t *testing.T) {
 	requireAbsent(t, k)
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 }
+
+// A request whose first step has an unserved target (the webhook's check)
+// and whose second step has a bad timeout and rollback window (the
+// schema's) is refused once, naming every field under its step. An action
+// outside the schema's enum is named with the target; as in the API server,
+// the durations' CEL rules then wait for the next attempt.
+func TestAdmissionReportsEveryRequestErrorAtOnce(t *testing.T) {
+	ns := namespaceWith(t, "web", 1)
+	first := scaleSpec(ns, "web", 2)
+	first.Target.APIVersion = "apps/v2"
+	second := scaleSpec(ns, "web", 3)
+	timeout, window := v1alpha1.Duration("1 m"), v1alpha1.Duration("-1m")
+	second.Timeout, second.RollbackWindow = &timeout, &window
+	rr := &v1alpha1.RemediationRequest{ObjectMeta: metav1.ObjectMeta{Name: "three-mistakes", Namespace: ns}, Spec: v1alpha1.RemediationRequestSpec{
+		Steps: []v1alpha1.RemediationStep{{Name: "first", Execution: first}, {Name: "second", Execution: second}}}}
+	err := harness.Kube().Create(context.Background(), rr)
+	t.Logf("refusal: %v", err)
+	requireInvalid(t, err,
+		`spec.steps[1].execution.rollbackWindow: Invalid value: "-1m": must be a duration`,
+		`spec.steps[1].execution.timeout: Invalid value: "1 m": must be a duration`,
+		`spec.steps[0].execution.target.apiVersion: Invalid value: "apps/v2"`)
+	assert.Len(t, causes(t, err), 3, "one cause per mistake")
+	requireAbsent(t, rr)
+
+	rr.Spec.Steps[0].Execution.Action = "reboot"
+	err = harness.Kube().Create(context.Background(), rr)
+	requireInvalid(t, err,
+		`spec.steps[0].execution.action: Unsupported value: "reboot"`,
+		`spec.steps[0].execution.target.apiVersion: Invalid value: "apps/v2"`,
+		"some validation rules were not checked because the object was invalid")
+	assert.NotContains(t, err.Error(), "spec.steps[1].execution.timeout", "the API server runs no CEL rule on an object with an enum error")
+	requireAbsent(t, rr)
+	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
+}
