@@ -78,10 +78,13 @@ var schemas = sync.OnceValues(func() (map[string]*crdSchema, error) {
 })
 
 // schemaErrors are the errors the API server's schema and CEL rules would
-// report for the object, in its order: a webhook runs before them (it is
+// report for the object, in its words: a webhook runs before them (it is
 // mutating), so a refusal that named only the webhook's own problems would
-// leave these for the next attempt. Nil when the kind is not Remedy's or
-// the object does not decode: the API server still checks it.
+// leave these for the next attempt. (The API server's checks of embedded
+// object metadata and of list-map keys are not repeated: Remedy's kinds
+// embed no objects, and their few keyed lists are the schema's to refuse.)
+// Nil when the kind is not Remedy's or the object does not decode: the API
+// server still checks it.
 func schemaErrors(ctx context.Context, kind, version, namespace string, raw, oldRaw []byte) field.ErrorList {
 	all, err := schemas()
 	s := all[kind+"/"+version]
