@@ -13,6 +13,8 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,10 +82,7 @@ var schemas = sync.OnceValues(func() (map[string]*crdSchema, error) {
 // schemaErrors are the errors the API server's schema and CEL rules would
 // report for the object, in its words: a webhook runs before them (it is
 // mutating), so a refusal that named only the webhook's own problems would
-// leave these for the next attempt. (The API server's checks of embedded
-// object metadata and of list-map keys are not repeated: Remedy's kinds
-// embed no objects, and their few keyed lists are the schema's to refuse.)
-// Nil when the kind is not Remedy's or the object does not decode: the API
+// leave these for the next attempt. Nil when the kind is not Remedy's or the object does not decode: the API
 // server still checks it.
 func schemaErrors(ctx context.Context, kind, version, namespace string, raw, oldRaw []byte) field.ErrorList {
 	all, err := schemas()
@@ -105,14 +104,19 @@ func schemaErrors(ctx context.Context, kind, version, namespace string, raw, old
 	var oldObj any
 	if old == nil {
 		errs = apiextensionsvalidation.ValidateCustomResource(nil, obj, s.openapi)
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
 	} else {
 		// Ratcheting, as the API server (on by default): a value an update
 		// leaves as it was is not refused for rules added since it was stored.
 		_ = asStamped(kind, namespace, old)
 		correlated := common.NewCorrelatedObject(obj, old, &model.Structural{Structural: s.structural})
 		errs = apiextensionsvalidation.ValidateCustomResourceUpdate(nil, obj, old, s.openapi, apiextensionsvalidation.WithRatcheting(correlated))
+		if len(structurallisttype.ValidateListSetsAndMaps(nil, s.structural, old)) == 0 {
+			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
+		}
 		celOpts, oldObj = append(celOpts, cel.WithRatcheting(correlated)), old
 	}
+	errs = append(errs, schemaobjectmeta.Validate(nil, obj, s.structural, false)...)
 	for _, e := range errs {
 		switch e.Type {
 		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:

@@ -49,6 +49,10 @@ func TestSchemaErrorsListEveryProblem(t *testing.T) {
 			"template": map[string]any{"steps": []any{step(deployment)}}}, []string{
 			"spec.cooldown: must be a duration such as 30s, 5m or 1h30m: a number and a unit (h, m, s, ms, us, ns) with no spaces",
 			"spec.circuitBreaker.window: must be a duration such as 30s, 5m or 1h30m: a number and a unit (h, m, s, ms, us, ns) with no spaces"}},
+		{"two template steps of one name, and a bad cooldown", "RemediationRule", map[string]any{"matchers": []any{`alertname="Down"`}, "cooldown": "5 s",
+			"template": map[string]any{"steps": []any{step(deployment), step(deployment)}}}, []string{
+			"spec.template.steps[1]: Duplicate value",
+			"spec.cooldown: must be a duration such as 30s, 5m or 1h30m: a number and a unit (h, m, s, ms, us, ns) with no spaces"}},
 		{"a body's requester is the webhook's to write", "KubernetesExecution", map[string]any{"action": "restart",
 			"target":    map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "team", "name": "web"},
 			"requester": map[string]any{"groups": "not a list"}}, nil},
@@ -59,6 +63,9 @@ func TestSchemaErrorsListEveryProblem(t *testing.T) {
 			require.NoError(t, err)
 			var got []string
 			for _, e := range schemaErrors(context.Background(), tc.kind, "v1alpha1", "team", raw, nil) {
+				if e.Detail == "" {
+					e.Detail = e.Type.String() // a duplicate says only that
+				}
 				got = append(got, e.Field+": "+e.Detail)
 			}
 			assert.ElementsMatch(t, tc.want, got)
