@@ -48,15 +48,25 @@ type Validation struct {
 }
 
 // CheckSpec validates the action's parameters and compiles every condition
-// module.
+// module, and names every problem it finds, not only the first, as
+// admission does. An error that is not a problem of the spec (discovery
+// down) is returned alone, as it was, to be retried.
 func (v *Validation) CheckSpec(ctx context.Context, spec v1alpha1.KubernetesExecutionSpec, req actions.Request) error {
+	var problems []error
 	if _, err := actions.Validate(req); err != nil {
-		return classify(ReasonInvalidParameters, err)
+		var inv *actions.InvalidError
+		if !errors.As(err, &inv) {
+			return classify(ReasonInvalidParameters, err)
+		}
+		problems = append(problems, err)
 	}
 	for _, c := range append(append([]v1alpha1.Condition{}, spec.PreConditions...), spec.PostConditions...) {
 		if err := v.Policy.CheckCondition(ctx, c.Name, c.Rego); err != nil {
-			return permanent(ReasonInvalidParameters, err)
+			problems = append(problems, err)
 		}
+	}
+	if len(problems) > 0 {
+		return permanent(ReasonInvalidParameters, errors.Join(problems...))
 	}
 	activity.GetLogger(ctx).Info("spec valid", "action", req.Action, "target", req.Target.String())
 	return nil

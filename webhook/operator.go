@@ -63,6 +63,11 @@ func RegisterOperatorWebhooks(mgr manager.Manager, cfg *rest.Config, o OperatorO
 	engine := policy.NewEngine()
 	review, mapper := authz.SARReview(cs.AuthorizationV1().SubjectAccessReviews()), mgr.GetRESTMapper()
 	authorize := func(ctx context.Context, r authz.Request) error { return authz.Authorize(ctx, review, mapper, r) }
+	// The schemas a refusal checks are built now: a bad embedded CRD stops
+	// the operator here, and no refusal waits for the build.
+	if _, err := schemas(); err != nil {
+		return fmt.Errorf("build the CRD schemas admission checks: %w", err)
+	}
 	mgr.GetWebhookServer().Register(RequesterPath, &ctrlwebhook.Admission{Handler: &Requester{
 		Authorize: authorize, Client: mgr.GetAPIReader(), Namespaces: mgr.GetClient(),
 		CheckCondition: engine.CheckCondition, Worker: o.WorkerUser,

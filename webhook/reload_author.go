@@ -6,7 +6,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -30,9 +29,7 @@ func (h *Requester) reloadPolicy(ctx context.Context, req admission.Request) adm
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if errs := validateReloadSelectors(&cur.Spec); len(errs) > 0 {
-		resp := admission.Denied(errs.ToAggregate().Error())
-		resp.Result.Code, resp.Result.Reason = http.StatusUnprocessableEntity, metav1.StatusReasonInvalid
-		return resp
+		return refuseInvalid(ctx, req, errs)
 	}
 	author, authorize := ReloadAuthor(req.UserInfo, old, cur)
 	if authorize {

@@ -13,11 +13,9 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -86,13 +84,10 @@ func (h *Requester) Handle(ctx context.Context, req admission.Request) admission
 	var inv *invalidError
 	var malformed *authz.Malformed
 	if errors.As(err, &malformed) {
-		inv = &invalidError{errs: field.ErrorList{malformed.Under(field.NewPath("spec"))}}
+		inv = &invalidError{errs: malformed.Under(field.NewPath("spec"))}
 	}
 	if inv != nil || errors.As(err, &inv) {
-		log.FromContext(ctx).Info("request refused", "user", req.UserInfo.Username, "kind", req.Kind.Kind,
-			"object", req.Namespace+"/"+req.Name, "reason", inv.Error())
-		st := apierrors.NewInvalid(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, inv.errs).ErrStatus
-		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
+		return refuseInvalid(ctx, req, inv.errs)
 	}
 	if errors.As(err, &denied) {
 		log.FromContext(ctx).Info("request refused", "user", req.UserInfo.Username, "kind", req.Kind.Kind,

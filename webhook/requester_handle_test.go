@@ -35,6 +35,9 @@ type requesterFixture struct {
 
 func newRequesterFixture(t *testing.T, grants ...string) *requesterFixture {
 	t.Helper()
+	// As RegisterOperatorWebhooks: the schemas are built before the first review.
+	_, err := schemas()
+	require.NoError(t, err)
 	f := &requesterFixture{grants: grants}
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)

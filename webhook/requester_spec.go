@@ -58,7 +58,7 @@ func (h *Requester) checkSpec(ctx context.Context, ns string, spec v1alpha1.Kube
 	var malformed *authz.Malformed
 	switch {
 	case errors.As(err, &malformed):
-		return append(errs, malformed.Under(path)), nil
+		return append(errs, malformed.Under(path)...), nil
 	case protected:
 		return errs, &authz.Denied{Msg: workflows.ProtectedNamespaceMessage(spec.Target.Namespace) + ": Remedy changes nothing there"}
 	case err != nil:

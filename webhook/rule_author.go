@@ -6,12 +6,8 @@ import (
 	"net/http"
 	"slices"
 
-	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -31,9 +27,7 @@ func (h *Requester) remediationRule(ctx context.Context, req admission.Request) 
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if errs := alertrule.Check(req.Namespace, &cur.Spec); len(errs) > 0 {
-		log.FromContext(ctx).Info("RemediationRule refused", "user", req.UserInfo.Username, "object", req.Namespace+"/"+req.Name, "reason", errs.ToAggregate().Error())
-		st := apierrors.NewInvalid(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, errs).ErrStatus
-		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
+		return refuseInvalid(ctx, req, errs)
 	}
 	var oldSpec *v1alpha1.RemediationRuleSpec
 	var oldAuthor *v1alpha1.Requester
@@ -53,25 +47,28 @@ func (h *Requester) remediationRule(ctx context.Context, req admission.Request) 
 	if authorUnchanged(cur.Spec.Author, author) && !slices.ContainsFunc(cur.Spec.Template.Steps, func(s v1alpha1.RemediationStep) bool { return s.Execution.Target.Namespace == "" }) {
 		return admission.Allowed("")
 	}
-	return patchAuthor(req, author, func(obj map[string]any) error {
-		// A template's target is in the rule's namespace: written out, so the
-		// schema's rules for executions hold and kubectl shows it.
-		steps, _, _ := unstructured.NestedSlice(obj, "spec", "template", "steps")
-		for _, st := range steps {
-			if m, ok := st.(map[string]any); ok {
-				if ns, _, _ := unstructured.NestedString(m, "execution", "target", "namespace"); ns == "" {
-					_ = unstructured.SetNestedField(m, req.Namespace, "execution", "target", "namespace")
-				}
+	return patchAuthor(req, author, func(obj map[string]any) error { return fillTargetNamespaces(obj, req.Namespace) })
+}
+
+// fillTargetNamespaces writes the rule's namespace into each template
+// target that leaves it empty: written out, so the schema's rules for
+// executions hold and kubectl shows it.
+func fillTargetNamespaces(obj map[string]any, namespace string) error {
+	steps, _, _ := unstructured.NestedSlice(obj, "spec", "template", "steps")
+	for _, st := range steps {
+		if m, ok := st.(map[string]any); ok {
+			if ns, _, _ := unstructured.NestedString(m, "execution", "target", "namespace"); ns == "" {
+				_ = unstructured.SetNestedField(m, namespace, "execution", "target", "namespace")
 			}
 		}
-		if len(steps) == 0 {
-			return nil
-		}
-		if err := unstructured.SetNestedSlice(obj, steps, "spec", "template", "steps"); err != nil {
-			return fmt.Errorf("set spec.template.steps: %w", err)
-		}
+	}
+	if len(steps) == 0 {
 		return nil
-	})
+	}
+	if err := unstructured.SetNestedSlice(obj, steps, "spec", "template", "steps"); err != nil {
+		return fmt.Errorf("set spec.template.steps: %w", err)
+	}
+	return nil
 }
 
 // alertRequester is the requester of a RemediationRequest that names the

@@ -2,6 +2,7 @@ package alertrule
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,18 +19,23 @@ const maxFreezeScan = 366 * 24 * time.Hour
 
 // FreezeIntervals parses a freeze calendar with Alertmanager's own
 // time_intervals parser, so a rule's window means what it means in
-// Alertmanager's configuration.
+// Alertmanager's configuration. The error names every interval that does
+// not parse.
 func FreezeIntervals(f *v1alpha1.FreezeSpec) ([]timeinterval.TimeInterval, error) {
 	if f == nil {
 		return nil, nil
 	}
 	out := make([]timeinterval.TimeInterval, 0, len(f.TimeIntervals))
+	var errs []error
 	for i, ti := range f.TimeIntervals {
 		parsed, err := parseInterval(ti)
 		if err != nil {
-			return nil, fmt.Errorf("freeze.timeIntervals[%d]: %w", i, err)
+			errs = append(errs, fmt.Errorf("freeze.timeIntervals[%d]: %w", i, err))
 		}
 		out = append(out, parsed)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }
@@ -71,18 +77,23 @@ func FrozenUntil(ivs []timeinterval.TimeInterval, now time.Time) (time.Time, boo
 	return end, true
 }
 
-// GateMatchers parses the rule's blockWhileFiring matchers, one set per entry.
+// GateMatchers parses the rule's blockWhileFiring matchers, one set per
+// entry; the error names every entry that does not parse.
 func GateMatchers(spec *v1alpha1.RemediationRuleSpec) ([]amlabels.Matchers, error) {
 	var out []amlabels.Matchers
+	var errs []error
 	for i, s := range spec.BlockWhileFiring {
 		ms, err := amlabels.ParseMatchers(s)
-		if err != nil {
-			return nil, fmt.Errorf("blockWhileFiring[%d] %q: %w", i, s, err)
-		}
-		if len(ms) == 0 {
-			return nil, fmt.Errorf("blockWhileFiring[%d] %q: no matcher", i, s)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("blockWhileFiring[%d] %q: %w", i, s, err))
+		case len(ms) == 0:
+			errs = append(errs, fmt.Errorf("blockWhileFiring[%d] %q: no matcher", i, s))
 		}
 		out = append(out, ms)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ package alertrule
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/template"
@@ -33,18 +34,23 @@ type Alert struct {
 	GeneratorURL string            `json:"generatorURL,omitempty"`
 }
 
-// Matchers parses the rule's matchers with Alertmanager's parser.
+// Matchers parses the rule's matchers with Alertmanager's parser; the
+// error names every matcher that does not parse.
 func Matchers(spec *v1alpha1.RemediationRuleSpec) (amlabels.Matchers, error) {
 	var out amlabels.Matchers
+	var errs []error
 	for i, s := range spec.Matchers {
 		ms, err := amlabels.ParseMatchers(s)
-		if err != nil {
-			return nil, fmt.Errorf("matchers[%d] %q: %w", i, s, err)
-		}
-		if len(ms) == 0 {
-			return nil, fmt.Errorf("matchers[%d] %q: no matcher", i, s)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("matchers[%d] %q: %w", i, s, err))
+		case len(ms) == 0:
+			errs = append(errs, fmt.Errorf("matchers[%d] %q: no matcher", i, s))
 		}
 		out = append(out, ms...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }

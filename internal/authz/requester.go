@@ -6,6 +6,7 @@ package authz
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,21 +49,46 @@ func (d *Denied) Error() string { return d.Msg }
 
 // Malformed says the request cannot be authorized because it is bad input
 // (an unknown action, an unserved kind, a namespaced target without a
-// namespace). Field names the bad field relative to the execution spec
+// namespace). Fields name each bad field relative to the execution spec
 // (target.kind, action); the admission webhook refuses it with a 422 naming
-// the field under the object's own path, and validation fails it InvalidParameters.
-type Malformed struct{ Field *field.Error }
+// the fields under the object's own path, and validation fails it InvalidParameters.
+type Malformed struct{ Fields field.ErrorList }
 
-func (m *Malformed) Error() string { return m.Field.Error() }
+func (m *Malformed) Error() string { return m.Fields.ToAggregate().Error() }
 
-// Under is the field error with its path under spec, the path of the execution spec in the object.
-func (m *Malformed) Under(spec *field.Path) *field.Error {
-	e := *m.Field
-	e.Field = spec.String() + "." + e.Field
-	return &e
+// Under is the field errors with their paths under spec, the path of the execution spec in the object.
+func (m *Malformed) Under(spec *field.Path) field.ErrorList {
+	out := make(field.ErrorList, 0, len(m.Fields))
+	for _, f := range m.Fields {
+		e := *f
+		e.Field = spec.String() + "." + e.Field
+		out = append(out, &e)
+	}
+	return out
 }
 
-func malformed(e *field.Error) error { return &Malformed{Field: e} }
+func malformed(e *field.Error) error { return &Malformed{Fields: field.ErrorList{e}} }
+
+// malformedTogether is every bad field of errs in one Malformed, so an
+// unknown action and an unusable target are named in one answer; with none,
+// the first other error (discovery down).
+func malformedTogether(errs ...error) error {
+	var fields field.ErrorList
+	var other error
+	for _, err := range errs {
+		var m *Malformed
+		switch {
+		case errors.As(err, &m):
+			fields = append(fields, m.Fields...)
+		case err != nil && other == nil:
+			other = err
+		}
+	}
+	if len(fields) > 0 {
+		return &Malformed{Fields: fields}
+	}
+	return other
+}
 
 // Authorize returns nil when the requester may run the action, a *Denied
 // naming what is missing when not, and other errors when it could not ask.
@@ -72,12 +98,9 @@ func malformed(e *field.Error) error { return &Malformed{Field: e} }
 // namespace (cluster scope for cluster-scoped targets), or could make every
 // write the action makes on the target themselves.
 func Authorize(ctx context.Context, review Review, mapper meta.RESTMapper, r Request) error {
-	a, err := lookup(r.Action)
-	if err != nil {
-		return err
-	}
-	gvr, namespaced, err := resourceOf(mapper, r.Target)
-	if err != nil {
+	a, actionErr := lookup(r.Action)
+	gvr, namespaced, targetErr := resourceOf(mapper, r.Target)
+	if err := malformedTogether(actionErr, targetErr); err != nil {
 		return err
 	}
 	verbs, err := targetVerbs(a, r.Target, gvr)

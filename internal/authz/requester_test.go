@@ -10,6 +10,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
@@ -52,6 +53,9 @@ func TestAuthorize(t *testing.T) {
 			grants: []string{"execute actions  cordon"}},
 		{name: "unknown action", req: Request{Requester: alice, Namespace: "payments", Action: "reboot", Target: deploy},
 			wantErr: `action: Unsupported value: "reboot": supported values: "cordon", `, malformed: true},
+		{name: "an unknown action and an unserved target, named together", req: Request{Requester: alice, Namespace: "payments", Action: "reboot",
+			Target: v1alpha1.ObjectRef{APIVersion: "apps/v2", Kind: "Deployment", Namespace: "payments", Name: "api"}},
+			wantErr: `[action: Unsupported value: "reboot": supported values: "cordon", `, malformed: true},
 		{name: "no namespace", req: Request{Requester: alice, Namespace: "payments", Action: "scale", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}},
 			wantErr: "target.namespace: Required value: kind Deployment is namespaced", malformed: true},
 		{name: "no target", req: Request{Requester: alice, Namespace: "payments", Action: "scale"}, wantErr: "target: Required value", malformed: true},
@@ -101,4 +105,24 @@ func TestAuthorize(t *testing.T) {
 			assert.Equal(t, tc.malformed, errors.As(err, &malformed), err.Error())
 		})
 	}
+}
+
+// An unknown action and an unserved target are named in one Malformed, each
+// with its field, so one refusal names both.
+func TestAuthorizeNamesEveryMalformedField(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+	never := func(context.Context, authorizationv1.SubjectAccessReviewSpec) (bool, error) {
+		t.Fatal("bad input is refused before any SubjectAccessReview")
+		return false, nil
+	}
+	err := Authorize(context.Background(), never, mapper, Request{Requester: v1alpha1.Requester{Username: "alice"}, Namespace: "payments", Action: "reboot",
+		Target: v1alpha1.ObjectRef{APIVersion: "apps/v2", Kind: "Deployment", Namespace: "payments", Name: "api"}})
+	var m *Malformed
+	require.ErrorAs(t, err, &m)
+	var fields []string
+	for _, f := range m.Under(field.NewPath("spec")) {
+		fields = append(fields, f.Field)
+	}
+	assert.Equal(t, []string{"spec.action", "spec.target.apiVersion"}, fields)
 }
