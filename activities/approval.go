@@ -186,6 +186,12 @@ func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decis
 		got = d
 		return a.Client.Status().Update(ctx, &rar)
 	})
+	if apierrors.IsForbidden(err) {
+		// The worker's own grant on Remedy's own object: a refusal is the API
+		// server's authorizer not ready yet (just restarted), or RBAC being
+		// repaired, not a requester's mistake. Retried until requiredBy.
+		return Decision{}, fmt.Errorf("record decision on %s (retrying): %w", in.Name, err)
+	}
 	if err != nil {
 		return Decision{}, classify(ReasonInvalidParameters, fmt.Errorf("record decision on %s: %w", in.Name, err))
 	}

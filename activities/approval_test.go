@@ -1,6 +1,8 @@
 package activities
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -13,10 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/seal"
@@ -198,4 +202,28 @@ func TestApprovalOfAWorkloadOnlyFromItsOpenRun(t *testing.T) {
 			assert.True(t, apierrors.IsNotFound(c.Get(t.Context(), ctrlclient.ObjectKey{Namespace: "shop", Name: "asked"}, &got)), "no request created")
 		})
 	}
+}
+
+// TestRecordDecisionRetriesARefusedRead: the worker reading its own approval
+// request is refused only while the API server's authorizer is not ready
+// (just restarted): the decision is retried, never failed for good.
+func TestRecordDecisionRetriesARefusedRead(t *testing.T) {
+	s := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "remedy.dev", Resource: "remediationapprovalrequests"}, "web-approval", errors.New("RBAC: not ready"))
+	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(context.Context, ctrlclient.WithWatch, ctrlclient.ObjectKey, ctrlclient.Object, ...ctrlclient.GetOption) error {
+			return forbidden
+		},
+	}).Build()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&Approvals{Client: c})
+	_, err := env.ExecuteActivity((&Approvals{}).RecordDecision, DecisionInput{Namespace: "shop", Name: "web-approval", WorkflowID: testWorkflowID,
+		Decision: Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "carol", Via: v1alpha1.DecidedViaKubectl, At: time.Now()}})
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.False(t, app.NonRetryable(), "retried: %v", err)
+	assert.Contains(t, err.Error(), "retrying")
 }
