@@ -4,8 +4,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ConfigMap reload metrics (DESIGN §7). The scope label is the value of the
-// policy's scopeLabel (env by default) shared by the ConfigMap and the workload.
+// ConfigMap reload metrics (docs/reload.md, "Metrics"). The scope label is
+// the value of the policy's scopeLabel (env by default) shared by the
+// ConfigMap and the workload.
 var (
 	// ReloadRestarts counts pod-template changes made by the reload workflow.
 	ReloadRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{

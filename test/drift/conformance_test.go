@@ -16,7 +16,7 @@ import (
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
-// The behaviours where kausality and Remedy were compared (issue 32);
+// The behaviours where Remedy was checked against kausality's semantics;
 // docs/drift.md, "Departures from kausality", has the reasons.
 
 // TestEmptyTraceLabelKeyIsLeftToTheAPIServer: as kausality, the webhook

@@ -20,10 +20,10 @@ const (
 	roleOther
 )
 
-// identify decides whether the requester is the parent's controller, as
-// kausality's detector does. updaters are the child's updaters with the
-// requester counted in (it is changing the spec, so it is one of them;
-// Decide adds it, as kausality's handler does). The parent's recorded
+// identify decides whether the requester is the parent's controller, with
+// kausality's semantics (docs/drift.md, "How a request is judged"). updaters
+// are the child's updaters with the requester counted in (it is changing the
+// spec, so it is one of them; Decide adds it). The parent's recorded
 // controllers (status updaters) decide first: a person who happens to be a
 // child's only updater is not its controller. Only without them does the
 // child's history count: a lone updater is the controller if it is the

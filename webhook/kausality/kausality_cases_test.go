@@ -13,10 +13,9 @@ import (
 // step. A row whose answer differs from kausality's names the departure;
 // docs/drift.md lists each one with its reason.
 
-// TestKausalityControllerCases: who is the parent's controller, row for row
-// as kausality's detector test (IsControllerByHash). updaters are what
-// identify receives: the child's, with the requester counted in where
-// kausality's handler adds it.
+// TestKausalityControllerCases: who is the parent's controller, one row per
+// case kausality's semantics distinguish. updaters are what identify
+// receives: the child's, with the requester counted in where Decide adds it.
 func TestKausalityControllerCases(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -56,8 +55,8 @@ func TestKausalityControllerCases(t *testing.T) {
 }
 
 // TestKausalityHandlerControllerCases: what an admission answers for the
-// same questions. Like kausality's handler, Decide counts the requester
-// among the stored updaters first, so someone else than the lone updater
+// same questions. Decide counts the requester among the stored updaters
+// first, so someone else than the lone updater
 // makes two: the controller cannot be determined and nothing is drift.
 func TestKausalityHandlerControllerCases(t *testing.T) {
 	stored := func(user string, hs ...string) Request {
