@@ -14,16 +14,6 @@ import (
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
-// Reasons a run is held before it acts (AlertRecord.Reason, phase Queued).
-const (
-	// ReasonFrozen: the time is inside the rule's freeze calendar.
-	ReasonFrozen = "Frozen"
-	// ReasonGatedByAlert: an alert the rule's blockWhileFiring matches fires.
-	ReasonGatedByAlert = "GatedByAlert"
-	// ReasonGateUnknown: Alertmanager could not be read, so the gate holds (fail closed).
-	ReasonGateUnknown = "GateUnknown"
-)
-
 // AlertGateInput asks which of the rule's gates hold the run now.
 type AlertGateInput struct {
 	Subject AlertSubject `json:"subject"`
@@ -50,14 +40,14 @@ type AlertGates struct {
 func (a *Alerts) CheckGates(ctx context.Context, in AlertGateInput) (AlertGates, error) {
 	s := in.Subject
 	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != AlertWorkflowID(s.Namespace, s.Rule, s.Alert.Fingerprint) {
-		return AlertGates{}, permanent(ReasonSubjectMismatch, fmt.Errorf("workflow %s is not the workflow of alert %s for rule %s/%s", id, s.Alert.Fingerprint, s.Namespace, s.Rule))
+		return AlertGates{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("workflow %s is not the workflow of alert %s for rule %s/%s", id, s.Alert.Fingerprint, s.Namespace, s.Rule))
 	}
 	var rule v1alpha1.RemediationRule
 	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: s.Namespace, Name: s.Rule}, &rule); err != nil {
-		return AlertGates{}, classify(ReasonSubjectMismatch, fmt.Errorf("read RemediationRule %s/%s: %w", s.Namespace, s.Rule, err))
+		return AlertGates{}, classify(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("read RemediationRule %s/%s: %w", s.Namespace, s.Rule, err))
 	}
 	if string(rule.UID) != in.RuleUID {
-		return AlertGates{}, permanent(ReasonSubjectMismatch, fmt.Errorf("RemediationRule %s/%s was replaced", s.Namespace, s.Rule))
+		return AlertGates{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("RemediationRule %s/%s was replaced", s.Namespace, s.Rule))
 	}
 	if in.Freeze {
 		if g, err := frozen(rule.Spec.Freeze, time.Now()); err != nil || g.Reason != "" {
@@ -74,14 +64,14 @@ func (a *Alerts) CheckGates(ctx context.Context, in AlertGateInput) (AlertGates,
 func frozen(f *v1alpha1.FreezeSpec, now time.Time) (AlertGates, error) {
 	ivs, err := alertrule.FreezeIntervals(f)
 	if err != nil {
-		return AlertGates{}, permanent(ReasonInvalidParameters, err)
+		return AlertGates{}, permanent(v1alpha1.ReasonInvalidParameters, err)
 	}
 	until, ok := alertrule.FrozenUntil(ivs, now)
 	if !ok {
 		return AlertGates{}, nil
 	}
 	until = until.UTC()
-	return AlertGates{Reason: ReasonFrozen, Until: &until,
+	return AlertGates{Reason: v1alpha1.ReasonFrozen, Until: &until,
 		Message: "inside the rule's change freeze (spec.freeze): waiting until " + until.Format(time.RFC3339)}, nil
 }
 
@@ -94,10 +84,10 @@ func frozen(f *v1alpha1.FreezeSpec, now time.Time) (AlertGates, error) {
 func (a *Alerts) gated(ctx context.Context, namespace string, spec *v1alpha1.RemediationRuleSpec) AlertGates {
 	sets, err := alertrule.GateMatchers(spec)
 	if err != nil {
-		return AlertGates{Reason: ReasonGateUnknown, Message: "spec.blockWhileFiring: " + err.Error()}
+		return AlertGates{Reason: v1alpha1.ReasonGateUnknown, Message: "spec.blockWhileFiring: " + err.Error()}
 	}
 	if a.Alertmanager == nil {
-		return AlertGates{Reason: ReasonGateUnknown, Message: "the worker has no Alertmanager (--alertmanager-url) to read spec.blockWhileFiring from: held until it has"}
+		return AlertGates{Reason: v1alpha1.ReasonGateUnknown, Message: "the worker has no Alertmanager (--alertmanager-url) to read spec.blockWhileFiring from: held until it has"}
 	}
 	var foreign string
 	for _, ms := range sets {
@@ -107,7 +97,7 @@ func (a *Alerts) gated(ctx context.Context, namespace string, spec *v1alpha1.Rem
 		}
 		firing, err := a.Alertmanager.Matching(ctx, filter)
 		if err != nil {
-			return AlertGates{Reason: ReasonGateUnknown, Message: "Alertmanager cannot be read, so spec.blockWhileFiring holds the run: " + err.Error()}
+			return AlertGates{Reason: v1alpha1.ReasonGateUnknown, Message: "Alertmanager cannot be read, so spec.blockWhileFiring holds the run: " + err.Error()}
 		}
 		for _, al := range firing {
 			if al.Status.State == "resolved" {
@@ -119,12 +109,12 @@ func (a *Alerts) gated(ctx context.Context, namespace string, spec *v1alpha1.Rem
 				}
 				continue
 			}
-			return AlertGates{Reason: ReasonGatedByAlert, Message: fmt.Sprintf("alert %s (%s) fires and matches spec.blockWhileFiring %s: waiting until it resolves",
+			return AlertGates{Reason: v1alpha1.ReasonGatedByAlert, Message: fmt.Sprintf("alert %s (%s) fires and matches spec.blockWhileFiring %s: waiting until it resolves",
 				al.Labels["alertname"], al.Fingerprint, strings.Join(filter, ","))}
 		}
 	}
 	if foreign != "" {
-		return AlertGates{Reason: ReasonGatedByAlert, Message: fmt.Sprintf("an alert of another namespace fires and matches spec.blockWhileFiring %s: waiting until it resolves", foreign)}
+		return AlertGates{Reason: v1alpha1.ReasonGatedByAlert, Message: fmt.Sprintf("an alert of another namespace fires and matches spec.blockWhileFiring %s: waiting until it resolves", foreign)}
 	}
 	return AlertGates{}
 }
@@ -145,7 +135,7 @@ type SilenceInput struct {
 // A silence that a person expired is not recreated: the answer is then "".
 func (a *Alerts) HoldSilence(ctx context.Context, in SilenceInput) (string, error) {
 	if a.Gate == nil || a.Alertmanager == nil {
-		return "", permanent(ReasonInvalidParameters, fmt.Errorf("the worker has no Alertmanager (--alertmanager-url) to silence the alert in"))
+		return "", permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("the worker has no Alertmanager (--alertmanager-url) to silence the alert in"))
 	}
 	if err := a.holdsPermit(ctx, in.Subject.Namespace); err != nil {
 		return "", err

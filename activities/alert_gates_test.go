@@ -32,7 +32,7 @@ func TestGateHoldsWhileAMatchingAlertFiresAndWhenAlertmanagerIsUnreadable(t *tes
 	a := &Alerts{Alertmanager: &Alertmanager{URL: am.URL}}
 
 	g := a.gated(context.Background(), "demo", spec)
-	assert.Equal(t, ReasonGatedByAlert, g.Reason)
+	assert.Equal(t, v1alpha1.ReasonGatedByAlert, g.Reason)
 	assert.Contains(t, g.Message, "ClusterDegraded (abc)")
 	assert.Equal(t, []string{`alertname="ClusterDegraded"`, `severity=~"crit|page"`}, filters, "Alertmanager filters")
 
@@ -41,11 +41,11 @@ func TestGateHoldsWhileAMatchingAlertFiresAndWhenAlertmanagerIsUnreadable(t *tes
 
 	am.Close()
 	g = a.gated(context.Background(), "demo", spec)
-	assert.Equal(t, ReasonGateUnknown, g.Reason)
+	assert.Equal(t, v1alpha1.ReasonGateUnknown, g.Reason)
 	assert.Contains(t, g.Message, "Alertmanager cannot be read")
 
 	g = (&Alerts{}).gated(context.Background(), "demo", spec)
-	assert.Equal(t, ReasonGateUnknown, g.Reason)
+	assert.Equal(t, v1alpha1.ReasonGateUnknown, g.Reason)
 	assert.Contains(t, g.Message, "--alertmanager-url")
 }
 
@@ -78,7 +78,7 @@ func TestGateNamesOnlyAlertsOfItsOwnNamespace(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			firing = tc.firing
 			g := a.gated(context.Background(), "demo", spec)
-			assert.Equal(t, ReasonGatedByAlert, g.Reason, "held all the same")
+			assert.Equal(t, v1alpha1.ReasonGatedByAlert, g.Reason, "held all the same")
 			assert.Contains(t, g.Message, tc.want)
 			assert.NotContains(t, g.Message, "TheirSecretOutage")
 			assert.NotContains(t, g.Message, "f0e1")
@@ -91,7 +91,7 @@ func TestFrozenSaysUntilWhen(t *testing.T) {
 	f := &v1alpha1.FreezeSpec{TimeIntervals: []v1alpha1.TimeInterval{{Times: []v1alpha1.TimeRange{{StartTime: "10:00", EndTime: "10:30"}}}}}
 	g, err := frozen(f, time.Date(2026, 11, 26, 10, 12, 7, 0, time.UTC))
 	require.NoError(t, err)
-	assert.Equal(t, ReasonFrozen, g.Reason)
+	assert.Equal(t, v1alpha1.ReasonFrozen, g.Reason)
 	require.NotNil(t, g.Until)
 	assert.Equal(t, time.Date(2026, 11, 26, 10, 30, 0, 0, time.UTC), *g.Until)
 	g, err = frozen(f, time.Date(2026, 11, 26, 10, 30, 0, 0, time.UTC))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // alertmanagerHTTPConfig is the part of amtool's --http.config.file (and
@@ -115,7 +117,7 @@ func (a *Alertmanager) RequiresAuth(ctx context.Context) error {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("alertmanager %s answers without credentials, so anyone may have posted this alert: Remedy acts only on an Alertmanager with web authentication (--web.config.file)", a.URL))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("alertmanager %s answers without credentials, so anyone may have posted this alert: Remedy acts only on an Alertmanager with web authentication (--web.config.file)", a.URL))
 	default:
 		return fmt.Errorf("probe alertmanager authentication: %s", resp.Status)
 	}

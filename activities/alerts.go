@@ -83,32 +83,32 @@ type AlertPlan struct {
 // whether a GitOps controller manages it.
 func (a *Alerts) VerifyAlert(ctx context.Context, in AlertSubject) (AlertPlan, error) {
 	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != AlertWorkflowID(in.Namespace, in.Rule, in.Alert.Fingerprint) {
-		return AlertPlan{}, permanent(ReasonSubjectMismatch, fmt.Errorf("workflow %s is not the workflow of alert %s for rule %s/%s", id, in.Alert.Fingerprint, in.Namespace, in.Rule))
+		return AlertPlan{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("workflow %s is not the workflow of alert %s for rule %s/%s", id, in.Alert.Fingerprint, in.Namespace, in.Rule))
 	}
 	if fp := Fingerprint(in.Alert.Labels); fp != in.Alert.Fingerprint {
-		return AlertPlan{}, permanent(ReasonSubjectMismatch, fmt.Errorf("fingerprint %s is not the fingerprint %s of the alert's labels", in.Alert.Fingerprint, fp))
+		return AlertPlan{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("fingerprint %s is not the fingerprint %s of the alert's labels", in.Alert.Fingerprint, fp))
 	}
 	var rule v1alpha1.RemediationRule
 	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Rule}, &rule); err != nil {
 		err = fmt.Errorf("read RemediationRule %s/%s: %w", in.Namespace, in.Rule, err)
 		if apierrors.IsNotFound(err) {
 			// A start for a rule that does not exist is no alert's: forged, or stale.
-			return AlertPlan{}, permanent(ReasonSubjectMismatch, err)
+			return AlertPlan{}, permanent(v1alpha1.ReasonSubjectMismatch, err)
 		}
-		return AlertPlan{}, classify(ReasonSubjectMismatch, err)
+		return AlertPlan{}, classify(v1alpha1.ReasonSubjectMismatch, err)
 	}
 	if rule.Spec.Suspend {
-		return AlertPlan{}, permanent(ReasonAlertSuspended, fmt.Errorf("RemediationRule %s is suspended", rule.Name))
+		return AlertPlan{}, permanent(v1alpha1.ReasonAlertSuspended, fmt.Errorf("RemediationRule %s is suspended", rule.Name))
 	}
 	if rule.Spec.Author == nil {
-		return AlertPlan{}, permanent(ReasonForbidden, fmt.Errorf("RemediationRule %s has no author: apply its spec again", rule.Name))
+		return AlertPlan{}, permanent(v1alpha1.ReasonForbidden, fmt.Errorf("RemediationRule %s has no author: apply its spec again", rule.Name))
 	}
 	ms, err := alertrule.Matchers(&rule.Spec)
 	if err != nil {
-		return AlertPlan{}, permanent(ReasonInvalidParameters, err)
+		return AlertPlan{}, permanent(v1alpha1.ReasonInvalidParameters, err)
 	}
 	if !alertrule.Matches(in.Namespace, ms, in.Alert.Labels) {
-		return AlertPlan{}, permanent(ReasonSubjectMismatch, fmt.Errorf("RemediationRule %s does not match the alert's labels", rule.Name))
+		return AlertPlan{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("RemediationRule %s does not match the alert's labels", rule.Name))
 	}
 	if a.Alertmanager != nil {
 		if err := a.firing(ctx, in); err != nil {
@@ -117,7 +117,7 @@ func (a *Alerts) VerifyAlert(ctx context.Context, in AlertSubject) (AlertPlan, e
 	}
 	steps, err := alertrule.Render(in.Namespace, rule.Spec.Template, in.Alert)
 	if err != nil {
-		return AlertPlan{}, permanent(ReasonInvalidParameters, fmt.Errorf("render RemediationRule %s: %w", rule.Name, err))
+		return AlertPlan{}, permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("render RemediationRule %s: %w", rule.Name, err))
 	}
 	plan := AlertPlan{RuleUID: string(rule.UID), Author: *rule.Spec.Author, Steps: steps, Rollback: rule.Spec.Template.RollbackPolicy, Spec: rule.Spec}
 	plan.Spec.Author = nil
@@ -134,9 +134,6 @@ func (a *Alerts) VerifyAlert(ctx context.Context, in AlertSubject) (AlertPlan, e
 	}
 	return plan, nil
 }
-
-// ReasonAlertSuspended ends an alert's run because its rule is suspended.
-const ReasonAlertSuspended = "Suspended"
 
 // firing asks Alertmanager whether the alert fires with these labels. An
 // unreachable Alertmanager is retried: a run never acts on an alert it
@@ -155,7 +152,7 @@ func (a *Alerts) firing(ctx context.Context, in AlertSubject) error {
 			return nil
 		}
 	}
-	return permanent(ReasonSubjectMismatch, fmt.Errorf("alert %s is not firing in Alertmanager", in.Alert.Fingerprint))
+	return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("alert %s is not firing in Alertmanager", in.Alert.Fingerprint))
 }
 
 // gitOpsMarks are the labels and annotations Argo CD and Flux put on what they manage.
@@ -174,7 +171,7 @@ func (a *Alerts) owner(ctx context.Context, t v1alpha1.ObjectRef) (key, gitops s
 	var meta metav1.Object
 	get := func(obj ctrlclient.Object, n string) error {
 		if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: t.Namespace, Name: n}, obj); err != nil {
-			return classify(ReasonNotFound, fmt.Errorf("read %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, t.Namespace, n, err))
+			return classify(v1alpha1.ReasonNotFound, fmt.Errorf("read %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, t.Namespace, n, err))
 		}
 		meta = obj
 		return nil
@@ -271,11 +268,11 @@ func (a *Alerts) CreateAlertRequest(ctx context.Context, in AlertRequestInput) (
 	if apierrors.IsAlreadyExists(err) {
 		err = a.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(rr), rr)
 		if err == nil && (rr.Spec.Alert == nil || rr.Spec.Alert.Fingerprint != in.Subject.Alert.Fingerprint) {
-			return RequestRef{}, permanent(ReasonInvalidParameters, fmt.Errorf("RemediationRequest %s exists and is not this alert's", name))
+			return RequestRef{}, permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("RemediationRequest %s exists and is not this alert's", name))
 		}
 	}
 	if err != nil {
-		return RequestRef{}, classify(ReasonInvalidParameters, fmt.Errorf("create RemediationRequest %s: %w", name, err))
+		return RequestRef{}, classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("create RemediationRequest %s: %w", name, err))
 	}
 	return RequestRef{Name: rr.Name, UID: string(rr.UID), WorkflowID: fmt.Sprintf("rr/%s/%s/%s", rr.Namespace, rr.Name, rr.UID)}, nil
 }
@@ -293,10 +290,10 @@ func (a *Alerts) AwaitRequest(ctx context.Context, ns string, ref RequestRef) (v
 	for {
 		var rr v1alpha1.RemediationRequest
 		if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: ref.Name}, &rr); err != nil {
-			return v1alpha1.RemediationRequestStatus{}, classify(ReasonNotFound, fmt.Errorf("read RemediationRequest %s: %w", ref.Name, err))
+			return v1alpha1.RemediationRequestStatus{}, classify(v1alpha1.ReasonNotFound, fmt.Errorf("read RemediationRequest %s: %w", ref.Name, err))
 		}
 		if string(rr.UID) != ref.UID {
-			return v1alpha1.RemediationRequestStatus{}, permanent(ReasonSubjectMismatch, fmt.Errorf("RemediationRequest %s was replaced", ref.Name))
+			return v1alpha1.RemediationRequestStatus{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("RemediationRequest %s was replaced", ref.Name))
 		}
 		if rr.Status.Phase.Terminal() {
 			return rr.Status, nil

@@ -11,6 +11,8 @@ import (
 	workflowservice "go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // GuardReader describes and queries a namespace's guard workflow;
@@ -40,13 +42,13 @@ const guardQuery = "status"
 func (a *Alerts) holdsPermit(ctx context.Context, namespace string) error {
 	caller := activity.GetInfo(ctx).WorkflowExecution
 	if a.Guard == nil {
-		return permanent(ReasonSubjectMismatch, errors.New("the worker cannot read the alert guard, so no alert run's permit can be verified"))
+		return permanent(v1alpha1.ReasonSubjectMismatch, errors.New("the worker cannot read the alert guard, so no alert run's permit can be verified"))
 	}
 	id := AlertGuardWorkflowID(namespace)
 	d, err := a.Guard.DescribeWorkflowExecution(ctx, id, "")
 	var gone *serviceerror.NotFound
 	if errors.As(err, &gone) {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("run %s of %s holds no permit: namespace %s has no guard", caller.RunID, caller.ID, namespace))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("run %s of %s holds no permit: namespace %s has no guard", caller.RunID, caller.ID, namespace))
 	}
 	if err != nil {
 		return fmt.Errorf("describe guard %s: %w", id, err)
@@ -54,7 +56,7 @@ func (a *Alerts) holdsPermit(ctx context.Context, namespace string) error {
 	info := d.GetWorkflowExecutionInfo()
 	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || info.GetType().GetName() != guardWorkflowType ||
 		d.GetExecutionConfig().GetTaskQueue().GetName() != a.TaskQueue {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("run %s of %s holds no permit: guard %s is not Remedy's running guard", caller.RunID, caller.ID, id))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("run %s of %s holds no permit: guard %s is not Remedy's running guard", caller.RunID, caller.ID, id))
 	}
 	v, err := a.Guard.QueryWorkflow(ctx, id, info.GetExecution().GetRunId(), guardQuery)
 	if err != nil {
@@ -67,7 +69,7 @@ func (a *Alerts) holdsPermit(ctx context.Context, namespace string) error {
 		return fmt.Errorf("decode guard %s: %w", id, err)
 	}
 	if !slices.ContainsFunc(state.Running, func(h GuardAcquire) bool { return h.AlertID == caller.ID && h.RunID == caller.RunID }) {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("run %s of %s holds no permit of guard %s: only a run the guard let through acts for its alert", caller.RunID, caller.ID, id))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("run %s of %s holds no permit of guard %s: only a run the guard let through acts for its alert", caller.RunID, caller.ID, id))
 	}
 	return nil
 }

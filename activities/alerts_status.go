@@ -52,7 +52,7 @@ func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 		return err
 	}
 	if w := in.Record.WorkflowID; w != "" && w != activity.GetInfo(ctx).WorkflowExecution.ID {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("a record of workflow %s is written by that workflow only", w))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a record of workflow %s is written by that workflow only", w))
 	}
 	now := metav1.Now()
 	runID := activity.GetInfo(ctx).WorkflowExecution.RunID
@@ -126,7 +126,7 @@ func mergeAlertRecord(st *v1alpha1.RemediationRuleStatus, generation int64, in A
 	}
 	entered := prev == nil || prev.Phase != rec.Phase || prev.Reason != rec.Reason
 	switch rec.Reason {
-	case ReasonFrozen, ReasonGatedByAlert, ReasonGateUnknown:
+	case v1alpha1.ReasonFrozen, v1alpha1.ReasonGatedByAlert, v1alpha1.ReasonGateUnknown:
 		c.gateWait = entered
 	}
 	if rec.Phase == v1alpha1.AlertRefused {

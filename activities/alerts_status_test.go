@@ -88,7 +88,7 @@ func TestRecordAlertOnlyByTheAlertsOpenRun(t *testing.T) {
 			}
 			var app *temporal.ApplicationError
 			require.True(t, errors.As(err, &app), "got %v", err)
-			assert.Equal(t, ReasonSubjectMismatch, app.Type())
+			assert.Equal(t, v1alpha1.ReasonSubjectMismatch, app.Type())
 			assert.Zero(t, rule.Status.Matches)
 			assert.Empty(t, rule.Status.Alerts)
 			assert.Nil(t, rule.Status.LastRefusal)

@@ -104,7 +104,7 @@ func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalReques
 	if in.RemediationRequest != "" {
 		var rr v1alpha1.RemediationRequest
 		if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.RemediationRequest}, &rr); err != nil {
-			return classify(ReasonInvalidParameters, fmt.Errorf("read RemediationRequest %s: %w", in.RemediationRequest, err))
+			return classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("read RemediationRequest %s: %w", in.RemediationRequest, err))
 		}
 		owner = metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RemediationRequest", Name: rr.Name, UID: rr.UID,
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
@@ -123,12 +123,12 @@ func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalReques
 		// A retry finds its own request; anything else, even from an earlier
 		// run of the same workflow ID, is a different question.
 		if err == nil && (rar.Spec.WorkflowID != in.WorkflowID || !rar.Spec.RequiredBy.Time.Equal(in.RequiredBy) || rar.Spec.SubjectRef != in.Subject) {
-			return permanent(ReasonInvalidParameters, fmt.Errorf("RemediationApprovalRequest %s already exists for workflow %s, required by %s",
+			return permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("RemediationApprovalRequest %s already exists for workflow %s, required by %s",
 				in.Name, rar.Spec.WorkflowID, rar.Spec.RequiredBy.UTC().Format(time.RFC3339)))
 		}
 	}
 	if err != nil {
-		return classify(ReasonInvalidParameters, fmt.Errorf("create approval request %s: %w", in.Name, err))
+		return classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("create approval request %s: %w", in.Name, err))
 	}
 	activity.GetLogger(ctx).Info("approval requested", "approvalRequest", in.Name, "workflowID", in.WorkflowID, "requiredBy", in.RequiredBy)
 	return nil
@@ -193,7 +193,7 @@ func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decis
 		return Decision{}, fmt.Errorf("record decision on %s (retrying): %w", in.Name, err)
 	}
 	if err != nil {
-		return Decision{}, classify(ReasonInvalidParameters, fmt.Errorf("record decision on %s: %w", in.Name, err))
+		return Decision{}, classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("record decision on %s: %w", in.Name, err))
 	}
 	if refused != nil {
 		return Decision{}, refused
@@ -209,27 +209,27 @@ func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decis
 // be started by anyone who reaches Temporal.
 func (a *Approvals) verifyDriftAsk(ctx context.Context, in ApprovalRequestInput) error {
 	if in.Subject.Namespace == "" || in.Namespace != in.Subject.Namespace {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("a drift's approval request goes into its parent's namespace %q, not %q", in.Subject.Namespace, in.Namespace))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a drift's approval request goes into its parent's namespace %q, not %q", in.Subject.Namespace, in.Namespace))
 	}
 	if err := a.Runs.drift(ctx, in.SubjectUID); err != nil {
 		return err
 	}
 	if in.WorkflowID != DriftWorkflowID(in.SubjectUID) {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("a drift's approval request names workflow %s, not %s", DriftWorkflowID(in.SubjectUID), in.WorkflowID))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a drift's approval request names workflow %s, not %s", DriftWorkflowID(in.SubjectUID), in.WorkflowID))
 	}
 	var ns corev1.Namespace
 	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Name: in.Namespace}, &ns); err != nil {
-		return classify(ReasonSubjectMismatch, fmt.Errorf("read namespace %s: %w", in.Namespace, err))
+		return classify(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("read namespace %s: %w", in.Namespace, err))
 	}
 	if IsProtectedNamespace(&ns) {
-		return permanent(ReasonProtectedNamespace, fmt.Errorf("no drift approval request: %s", ProtectedNamespaceMessage(in.Namespace)))
+		return permanent(v1alpha1.ReasonProtectedNamespace, fmt.Errorf("no drift approval request: %s", ProtectedNamespaceMessage(in.Namespace)))
 	}
 	uid, err := a.subjectUID(ctx, in.Subject)
 	if err != nil {
 		return err
 	}
 	if string(uid) != in.SubjectUID {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("drift parent %s has UID %s, not %s", in.Subject.String(), uid, in.SubjectUID))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("drift parent %s has UID %s, not %s", in.Subject.String(), uid, in.SubjectUID))
 	}
 	return nil
 }
@@ -241,7 +241,7 @@ func (a *Approvals) subjectUID(ctx context.Context, ref v1alpha1.ObjectRef) (typ
 	obj.SetAPIVersion(ref.APIVersion)
 	obj.SetKind(ref.Kind)
 	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
-		return "", classify(ReasonInvalidParameters, fmt.Errorf("read approval subject %s: %w", ref.String(), err))
+		return "", classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("read approval subject %s: %w", ref.String(), err))
 	}
 	return obj.GetUID(), nil
 }

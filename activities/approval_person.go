@@ -39,7 +39,7 @@ type ApproverInput struct {
 func (a *Approvals) AuthorizeApprover(ctx context.Context, in ApproverInput) (string, error) {
 	var rar v1alpha1.RemediationApprovalRequest
 	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, &rar); err != nil {
-		return "", classify(ReasonInvalidParameters, fmt.Errorf("read approval request %s/%s: %w", in.Namespace, in.Name, err))
+		return "", classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("read approval request %s/%s: %w", in.Namespace, in.Name, err))
 	}
 	if err := (&Subjects{Client: a.Client}).approvalRun(ctx, a.Runs, rar.Namespace, rar.Spec.SubjectRef, rar.Spec.WorkflowID); err != nil {
 		return "", err
@@ -55,7 +55,7 @@ func (a *Approvals) AuthorizeApprover(ctx context.Context, in ApproverInput) (st
 		},
 	}}
 	if err := a.Client.Create(ctx, sar); err != nil {
-		return "", classify(ReasonInvalidParameters, fmt.Errorf("create SubjectAccessReview for %s: %w", p.Username, err))
+		return "", classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("create SubjectAccessReview for %s: %w", p.Username, err))
 	}
 	if !sar.Status.Allowed {
 		why := fmt.Sprintf("user %q may not decide RemediationApprovalRequest %s/%s: it needs the verb %q on remediationapprovalrequests.remedy.dev in namespace %s (see deploy/rbac/approver-example.yaml)",

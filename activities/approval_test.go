@@ -140,7 +140,7 @@ func requireMismatch(t *testing.T, err error) {
 	t.Helper()
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
-	assert.Equal(t, ReasonSubjectMismatch, app.Type())
+	assert.Equal(t, v1alpha1.ReasonSubjectMismatch, app.Type())
 	assert.True(t, app.NonRetryable())
 }
 
@@ -175,7 +175,7 @@ func TestApprovalRequestOwnedByAnySubject(t *testing.T) {
 	require.Error(t, err)
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
-	assert.Equal(t, ReasonNotFound, app.Type())
+	assert.Equal(t, v1alpha1.ReasonNotFound, app.Type())
 }
 
 // A request about anything but an execution is asked only by the open

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/authz"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets;replicasets,verbs=get
@@ -65,7 +65,7 @@ func (v *Validation) EvaluateCondition(ctx context.Context, in ConditionRequest)
 			out, err := v.Policy.EvalCondition(ctx, in.Condition.Name, in.Condition.Rego, input)
 			switch {
 			case policy.IsInvalid(err):
-				return res, permanent(ReasonInvalidParameters, err)
+				return res, permanent(v1alpha1.ReasonInvalidParameters, err)
 			case policy.IsTimeout(err):
 				// The sandbox stopped it; the same Rego would only burn the
 				// same time again, so this attempt is the last.
@@ -104,7 +104,7 @@ type conditionReads struct {
 // conditionReads checks that the requester may get the target, before anything is read.
 func (v *Validation) conditionReads(ctx context.Context, in ConditionRequest) (*conditionReads, error) {
 	if in.Requester == nil || in.Requester.Username == "" {
-		return nil, permanent(ReasonForbidden, fmt.Errorf(
+		return nil, permanent(v1alpha1.ReasonForbidden, fmt.Errorf(
 			"condition %s: the execution has no spec.requester, and a condition reads only what its requester may read", in.Condition.Name))
 	}
 	gvr, err := v.resourceOf(in.Target)
@@ -123,7 +123,7 @@ func (r *conditionReads) allow(ctx context.Context, v *Validation, attrs authori
 	err := authz.MayRead(ctx, authz.SARReview(v.Kube.AuthorizationV1().SubjectAccessReviews()), r.requester, attrs)
 	var denied *authz.Denied
 	if errors.As(err, &denied) {
-		return permanent(ReasonForbidden, fmt.Errorf(
+		return permanent(v1alpha1.ReasonForbidden, fmt.Errorf(
 			"condition %s reads %s for %s, and its message goes into .status: %w, or remove the condition", r.name, what, r.requester.Username, err))
 	}
 	if err != nil {

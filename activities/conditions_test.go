@@ -22,8 +22,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 // echo publishes the condition's whole input in its message, as an attacker's condition would.
@@ -113,7 +113,7 @@ func TestConditionReadsOnlyWhatTheRequesterMayRead(t *testing.T) {
 				assert.Contains(t, res.Message, "hunter2", "a requester who may read the target sees it")
 				return
 			}
-			app := requirePermanent(t, err, ReasonForbidden)
+			app := requirePermanent(t, err, v1alpha1.ReasonForbidden)
 			assert.Contains(t, app.Error(), tt.want)
 			assert.NotContains(t, app.Error(), "hunter2")
 			assert.NotContains(t, app.Error(), "tok-123")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities/actions"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // Parents of drifts: the worker reads them to verify a drift and to tell
@@ -32,10 +33,6 @@ const (
 	DriftApproved      = "Approved"
 	DriftChildDeleted  = "ChildDeleted"
 )
-
-// ReasonCallbackRejected is the failure type of a callback URL that refused a
-// report for good (a 4xx other than 408 and 429).
-const ReasonCallbackRejected = "CallbackRejected"
 
 // Drift holds the activities of the drift workflow.
 type Drift struct {
@@ -107,7 +104,7 @@ func (d *Drift) CheckDrifts(ctx context.Context, in CheckDriftsInput) (CheckDrif
 		return res, nil
 	}
 	if err != nil {
-		return res, classify(ReasonInvalidParameters, fmt.Errorf("read parent %s: %w", in.Parent, err))
+		return res, classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("read parent %s: %w", in.Parent, err))
 	}
 	hash := kv1.SpecHash(parent.Object)
 	approvals, err := kv1.ParseApprovals(parent.GetAnnotations()[kv1.AnnotationApprovals])
@@ -149,7 +146,7 @@ func (d *Drift) resolution(ctx context.Context, c DriftCheck, parentHash string,
 		}
 		return DriftChildDeleted, nil
 	case err != nil:
-		return "", classify(ReasonInvalidParameters, fmt.Errorf("read child %s: %w", c.Child, err))
+		return "", classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("read child %s: %w", c.Child, err))
 	case c.Child.UID != "" && string(child.GetUID()) != c.Child.UID:
 		// Same name, new object: the drifted one is gone.
 		return DriftChildDeleted, nil

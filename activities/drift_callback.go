@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // PostReportInput is one report for one callback URL.
@@ -19,14 +20,6 @@ type PostReportInput struct {
 	URL    string          `json:"url"`
 	Report kv1.DriftReport `json:"report"`
 }
-
-// ReasonCallbackNotAcknowledged is the (retried) failure type of a receiver
-// that answered 2xx with a DriftReportResponse whose acknowledged is false.
-const ReasonCallbackNotAcknowledged = "CallbackNotAcknowledged"
-
-// ReasonCallbackNotConfigured is the failure type of a report for a URL
-// that no configuration names for the parent's namespace (any more).
-const ReasonCallbackNotConfigured = "CallbackNotConfigured"
 
 // maxResponseBody bounds what is read of a receiver's answer.
 const maxResponseBody = 4096
@@ -53,7 +46,7 @@ func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
 	}
 	body, err := json.Marshal(in.Report)
 	if err != nil {
-		return permanent(ReasonInvalidParameters, fmt.Errorf("encode drift report %s: %w", in.Report.Spec.ID, err))
+		return permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("encode drift report %s: %w", in.Report.Spec.ID, err))
 	}
 	resp, err := callback.Post(ctx, body)
 	if err != nil {
@@ -68,12 +61,12 @@ func (d *Drift) PostReport(ctx context.Context, in PostReportInput) error {
 		var ack kv1.DriftReportResponse
 		if json.Unmarshal(msg, &ack) == nil && !ack.Acknowledged {
 			return temporal.NewApplicationError(fmt.Sprintf("drift report %s not acknowledged by %s: %s", in.Report.Spec.ID, in.URL, orNone(sanitize(ack.Error))),
-				ReasonCallbackNotAcknowledged)
+				v1alpha1.ReasonCallbackNotAcknowledged)
 		}
 		activity.GetLogger(ctx).Info("drift report sent", "url", in.URL, "id", in.Report.Spec.ID, "phase", in.Report.Spec.Phase)
 		return nil
 	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests:
-		return permanent(ReasonCallbackRejected, fmt.Errorf("post drift report to %s: %s", in.URL, sanitize(resp.Status)))
+		return permanent(v1alpha1.ReasonCallbackRejected, fmt.Errorf("post drift report to %s: %s", in.URL, sanitize(resp.Status)))
 	default:
 		return fmt.Errorf("post drift report to %s: %s", in.URL, sanitize(resp.Status))
 	}

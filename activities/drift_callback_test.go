@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 func TestPostReport(t *testing.T) {
@@ -40,16 +41,16 @@ func TestPostReport(t *testing.T) {
 		{status: http.StatusOK, body: `{"acknowledged":true}`},
 		{status: http.StatusAccepted, body: `{"apiVersion":"kausality.io/v1alpha1","kind":"DriftReportResponse","acknowledged":true}`},
 		{status: http.StatusOK, body: " "},
-		{status: http.StatusOK, body: `{"acknowledged":false,"error":"slack is down"}`, wantErr: "slack is down", wantType: ReasonCallbackNotAcknowledged},
-		{status: http.StatusOK, body: `{}`, wantErr: "not acknowledged", wantType: ReasonCallbackNotAcknowledged},
-		{status: http.StatusOK, body: "{\"acknowledged\":false,\"error\":\"multi\\nline " + strings.Repeat("x", 300) + "\"}", wantErr: "multi line xxx", wantType: ReasonCallbackNotAcknowledged},
+		{status: http.StatusOK, body: `{"acknowledged":false,"error":"slack is down"}`, wantErr: "slack is down", wantType: v1alpha1.ReasonCallbackNotAcknowledged},
+		{status: http.StatusOK, body: `{}`, wantErr: "not acknowledged", wantType: v1alpha1.ReasonCallbackNotAcknowledged},
+		{status: http.StatusOK, body: "{\"acknowledged\":false,\"error\":\"multi\\nline " + strings.Repeat("x", 300) + "\"}", wantErr: "multi line xxx", wantType: v1alpha1.ReasonCallbackNotAcknowledged},
 		{status: http.StatusInternalServerError, wantErr: "500 Internal Server Error"},
 		{status: http.StatusServiceUnavailable, wantErr: "503 Service Unavailable"},
 		{status: http.StatusRequestTimeout, wantErr: "408 Request Timeout"},
 		{status: http.StatusTooManyRequests, wantErr: "429 Too Many Requests"},
-		{status: http.StatusNotFound, wantErr: "404 Not Found", wantType: ReasonCallbackRejected, wantPermanent: true},
-		{status: http.StatusBadRequest, wantErr: "400 Bad Request", wantType: ReasonCallbackRejected, wantPermanent: true},
-		{status: http.StatusUnauthorized, wantErr: "401 Unauthorized", wantType: ReasonCallbackRejected, wantPermanent: true},
+		{status: http.StatusNotFound, wantErr: "404 Not Found", wantType: v1alpha1.ReasonCallbackRejected, wantPermanent: true},
+		{status: http.StatusBadRequest, wantErr: "400 Bad Request", wantType: v1alpha1.ReasonCallbackRejected, wantPermanent: true},
+		{status: http.StatusUnauthorized, wantErr: "401 Unauthorized", wantType: v1alpha1.ReasonCallbackRejected, wantPermanent: true},
 	}
 	for _, tt := range tests {
 		if tt.body == "" {
@@ -106,7 +107,7 @@ func TestPostReportBadURLIsPermanent(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app))
 	assert.True(t, app.NonRetryable())
-	assert.Equal(t, ReasonInvalidParameters, app.Type())
+	assert.Equal(t, v1alpha1.ReasonInvalidParameters, app.Type())
 }
 
 // A report goes only to a URL configured now, and only from the parent's
@@ -123,8 +124,8 @@ func TestPostReportOnlyToConfiguredURLs(t *testing.T) {
 		report     kv1.DriftReport
 		wantType   string
 	}{
-		{name: "not configured", configured: "https://elsewhere.example/drift", report: ofWeb(), wantType: ReasonCallbackNotConfigured},
-		{name: "another parent's workflow", configured: srv.URL, report: other, wantType: ReasonSubjectMismatch},
+		{name: "not configured", configured: "https://elsewhere.example/drift", report: ofWeb(), wantType: v1alpha1.ReasonCallbackNotConfigured},
+		{name: "another parent's workflow", configured: srv.URL, report: other, wantType: v1alpha1.ReasonSubjectMismatch},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := runPost(t, srv.Client(), PostReportInput{URL: srv.URL, Report: tt.report}, tt.configured)

@@ -36,7 +36,7 @@ type DriftDecisionInput struct {
 func (d *Drift) WriteApproval(ctx context.Context, in DriftDecisionInput) error {
 	if in.Generation <= 0 {
 		// kausality refuses a once approval without its generation; writing one would break the annotation.
-		return permanent(ReasonInvalidParameters, fmt.Errorf("approve drift of %s: parent generation %d is not positive", in.Child, in.Generation))
+		return permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("approve drift of %s: parent generation %d is not positive", in.Child, in.Generation))
 	}
 	want := kv1.Approval{APIVersion: in.Child.APIVersion, Kind: in.Child.Kind, Name: in.Child.Name, Generation: in.Generation, Mode: kv1.ApprovalOnce}
 	return d.editAnnotation(ctx, in, v1alpha1.DecisionApproved, kv1.AnnotationApprovals, func(value string) (string, bool, error) {
@@ -120,11 +120,11 @@ func (d *Drift) editAnnotation(ctx context.Context, in DriftDecisionInput, decis
 	var gone *notSameObject
 	switch {
 	case errors.As(err, &inv):
-		return permanent(ReasonInvalidParameters, fmt.Errorf("edit %s on %s: %w", key, parent, inv.err))
+		return permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("edit %s on %s: %w", key, parent, inv.err))
 	case errors.As(err, &gone):
-		return permanent(ReasonNotFound, fmt.Errorf("edit %s on %s: %w", key, parent, gone))
+		return permanent(v1alpha1.ReasonNotFound, fmt.Errorf("edit %s on %s: %w", key, parent, gone))
 	case err != nil:
-		return classify(ReasonInvalidParameters, fmt.Errorf("edit %s on %s: %w", key, parent, err))
+		return classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("edit %s on %s: %w", key, parent, err))
 	}
 	return nil
 }

@@ -156,7 +156,7 @@ func TestCheckDriftsUnknownKindIsPermanent(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app), "got %v", err)
 	assert.True(t, app.NonRetryable())
-	assert.Equal(t, ReasonInvalidParameters, app.Type())
+	assert.Equal(t, v1alpha1.ReasonInvalidParameters, app.Type())
 }
 
 func TestWriteApproval(t *testing.T) {
@@ -206,11 +206,11 @@ func TestWriteDecisionFailsForGood(t *testing.T) {
 		request  string
 		wantType string
 	}{
-		{name: "unparseable approvals", parent: driftObject(webParent, 1, map[string]string{kv1.AnnotationApprovals: "[{"}), generation: 3, wantType: ReasonInvalidParameters},
-		{name: "parent recreated", parent: recreated, generation: 3, wantType: ReasonSubjectMismatch},
-		{name: "no generation", parent: driftObject(webParent, 1, nil), generation: 0, wantType: ReasonInvalidParameters},
-		{name: "request rejected, not approved", parent: driftObject(webParent, 1, nil), generation: 3, request: "drift-Rejected", wantType: ReasonSubjectMismatch},
-		{name: "no such request", parent: driftObject(webParent, 1, nil), generation: 3, request: "drift-forged", wantType: ReasonNotFound},
+		{name: "unparseable approvals", parent: driftObject(webParent, 1, map[string]string{kv1.AnnotationApprovals: "[{"}), generation: 3, wantType: v1alpha1.ReasonInvalidParameters},
+		{name: "parent recreated", parent: recreated, generation: 3, wantType: v1alpha1.ReasonSubjectMismatch},
+		{name: "no generation", parent: driftObject(webParent, 1, nil), generation: 0, wantType: v1alpha1.ReasonInvalidParameters},
+		{name: "request rejected, not approved", parent: driftObject(webParent, 1, nil), generation: 3, request: "drift-Rejected", wantType: v1alpha1.ReasonSubjectMismatch},
+		{name: "no such request", parent: driftObject(webParent, 1, nil), generation: 3, request: "drift-forged", wantType: v1alpha1.ReasonNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -249,7 +249,7 @@ func TestWriteDecisionInAProtectedNamespaceIsRefused(t *testing.T) {
 	err := asDriftWorkflow(t, d, d.WriteApproval, DriftDecisionInput{Parent: webParent, Child: webChild, Generation: 3, ApprovalRequest: "drift-Approved"})
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app), "got %v", err)
-	assert.Equal(t, ReasonProtectedNamespace, app.Type())
+	assert.Equal(t, v1alpha1.ReasonProtectedNamespace, app.Type())
 	for _, a := range dyn.Actions() {
 		assert.NotEqual(t, "patch", a.GetVerb(), "nothing written")
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // VerifyDriftInput is what a drift signal claims, to be checked against
@@ -41,18 +42,18 @@ func (d *Drift) VerifyDrift(ctx context.Context, in VerifyDriftInput) (DriftSett
 	parent, err := d.get(ctx, in.Parent)
 	switch {
 	case apierrors.IsNotFound(err):
-		return DriftSettings{}, permanent(ReasonSubjectMismatch, fmt.Errorf("parent %s does not exist", in.Parent))
+		return DriftSettings{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("parent %s does not exist", in.Parent))
 	case err != nil:
-		return DriftSettings{}, classify(ReasonSubjectMismatch, fmt.Errorf("read parent %s: %w", in.Parent, err))
+		return DriftSettings{}, classify(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("read parent %s: %w", in.Parent, err))
 	case string(parent.GetUID()) != in.Parent.UID:
-		return DriftSettings{}, permanent(ReasonSubjectMismatch, fmt.Errorf("parent %s has UID %s, not %s", in.Parent, parent.GetUID(), in.Parent.UID))
+		return DriftSettings{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("parent %s has UID %s, not %s", in.Parent, parent.GetUID(), in.Parent.UID))
 	}
 	if !in.Carried {
 		if err := d.verifyChild(ctx, in); err != nil {
 			return DriftSettings{}, err
 		}
 		if h := kv1.SpecHash(parent.Object); h != in.ParentSpecHash {
-			return DriftSettings{}, permanent(ReasonSubjectMismatch, fmt.Errorf("parent %s's spec is not the one the drift was detected against", in.Parent))
+			return DriftSettings{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("parent %s's spec is not the one the drift was detected against", in.Parent))
 		}
 	}
 	s, err := d.Config.Settings(ctx, in.Parent.Namespace)
@@ -71,22 +72,22 @@ func (d *Drift) VerifyDrift(ctx context.Context, in VerifyDriftInput) (DriftSett
 func (d *Drift) verifyChild(ctx context.Context, in VerifyDriftInput) error {
 	c := in.Child
 	if c.APIVersion == "v1" && c.Kind == "Secret" {
-		return permanent(ReasonSubjectMismatch, errors.New("drifts of Secrets are never reported"))
+		return permanent(v1alpha1.ReasonSubjectMismatch, errors.New("drifts of Secrets are never reported"))
 	}
 	if in.Parent.Namespace != "" && c.Namespace != in.Parent.Namespace {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("child %s is not in its parent's namespace %s", c, in.Parent.Namespace))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("child %s is not in its parent's namespace %s", c, in.Parent.Namespace))
 	}
 	child, err := d.get(ctx, c)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return classify(ReasonSubjectMismatch, fmt.Errorf("read child %s: %w", c, err))
+		return classify(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("read child %s: %w", c, err))
 	case c.UID != "" && string(child.GetUID()) != c.UID:
 		return nil
 	}
 	if ref := metav1.GetControllerOf(child); ref == nil || string(ref.UID) != in.Parent.UID {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("child %s is not controlled by parent %s", c, in.Parent))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("child %s is not controlled by parent %s", c, in.Parent))
 	}
 	return nil
 }

@@ -10,28 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/remedy-dev/remedy/activities/actions"
-)
-
-// Failure reasons. They are the ApplicationError types of permanent failures
-// and the values of .status.reason.
-const (
-	ReasonInvalidParameters = "InvalidParameters"
-	ReasonForbidden         = "Forbidden"
-	ReasonNotFound          = "NotFound"
-	ReasonPolicyDenied      = "PolicyDenied"
-	ReasonDryRunFailed      = "DryRunFailed"
-	ReasonExecutionFailed   = "ExecutionFailed"
-	ReasonExecutionTimeout  = "ExecutionTimeout"
-	// ReasonPolicyMissing: no safety policy is loaded, so nothing may run.
-	ReasonPolicyMissing = "PolicyMissing"
-	// ReasonSubjectMismatch: the workflow's object is gone, or is not the one it was started for.
-	ReasonSubjectMismatch = "SubjectMismatch"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // NonRetryable lists the types a RetryPolicy must not retry.
 var NonRetryable = []string{
-	ReasonInvalidParameters, ReasonForbidden, ReasonNotFound,
-	ReasonPolicyDenied, ReasonDryRunFailed, ReasonExecutionFailed, ReasonPolicyMissing, ReasonSubjectMismatch,
+	v1alpha1.ReasonInvalidParameters, v1alpha1.ReasonForbidden, v1alpha1.ReasonNotFound,
+	v1alpha1.ReasonPolicyDenied, v1alpha1.ReasonDryRunFailed, v1alpha1.ReasonExecutionFailed, v1alpha1.ReasonPolicyMissing, v1alpha1.ReasonSubjectMismatch,
 }
 
 func permanent(reason string, err error) error {
@@ -46,11 +31,11 @@ func classify(failReason string, err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &inv):
-		return permanent(ReasonInvalidParameters, err)
+		return permanent(v1alpha1.ReasonInvalidParameters, err)
 	case apierrors.IsForbidden(err):
-		return permanent(ReasonForbidden, err)
+		return permanent(v1alpha1.ReasonForbidden, err)
 	case apierrors.IsNotFound(err):
-		return permanent(ReasonNotFound, err)
+		return permanent(v1alpha1.ReasonNotFound, err)
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
 		return permanent(failReason, err)
 	default:

@@ -38,7 +38,7 @@ func (a *Execution) InspectTarget(ctx context.Context, req actions.Request) (act
 	if err := bindRead(ctx, a.Runs, readFor{what: "inspect", action: req.Action, target: req.Target, requester: req.Requester}); err != nil {
 		return actions.Plan{}, err
 	}
-	return a.run(ctx, req, actions.Inspect, ReasonInvalidParameters)
+	return a.run(ctx, req, actions.Inspect, v1alpha1.ReasonInvalidParameters)
 }
 
 // DryRun sends the exact write as a server-side dry-run. Only the subject's
@@ -47,7 +47,7 @@ func (a *Execution) DryRun(ctx context.Context, req actions.Request) (v1alpha1.D
 	err := bindRead(ctx, a.Runs, readFor{what: "dry-run", action: req.Action, target: req.Target, requester: req.Requester})
 	var plan actions.Plan
 	if err == nil {
-		plan, err = a.run(ctx, req, actions.DryRun, ReasonDryRunFailed)
+		plan, err = a.run(ctx, req, actions.DryRun, v1alpha1.ReasonDryRunFailed)
 	}
 	if err != nil {
 		return v1alpha1.DryRunResults{Performed: true, Success: false, Warnings: []string{err.Error()}}, err
@@ -99,7 +99,7 @@ func (a *Execution) ExecuteInline(ctx context.Context, w Write) (ExecuteResult, 
 	}
 	plan, err := actions.ApplyOnce(ctx, writer.Resource(), req, guard)
 	if err != nil {
-		return ExecuteResult{}, fromAPIServer(ReasonExecutionFailed, err)
+		return ExecuteResult{}, fromAPIServer(v1alpha1.ReasonExecutionFailed, err)
 	}
 	log.Info("action applied", "action", req.Action, "target", req.Target.String(), "noOp", plan.NoOp, "after", plan.Change.After)
 	return ExecuteResult{Plan: plan, Retries: activity.GetInfo(ctx).Attempt - 1}, nil

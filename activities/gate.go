@@ -166,7 +166,7 @@ func (g *Gate) Pass(ctx context.Context, w Write) (Writer, error) {
 	}
 	ri, err := actions.Resource(dyn, g.Checks.Mapper, w.Request.Target)
 	if err != nil {
-		return Writer{}, classify(ReasonInvalidParameters, fmt.Errorf("resolve %s: %w", w.Request.Target.String(), err))
+		return Writer{}, classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("resolve %s: %w", w.Request.Target.String(), err))
 	}
 	return Writer{target: w.Request.Target, as: w.As, ri: ri}, nil
 }
@@ -197,7 +197,7 @@ func (g *Gate) check(ctx context.Context, w Write) error {
 	case SubjectDrift:
 		auth, err = g.verifyDrift(ctx, w)
 	default:
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("the write gate knows no subject of kind %q", w.Subject.Kind))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("the write gate knows no subject of kind %q", w.Subject.Kind))
 	}
 	if err != nil {
 		return err
@@ -215,9 +215,9 @@ func (g *Gate) check(ctx context.Context, w Write) error {
 		return err
 	}
 	if !pol.Validation.Allowed {
-		reason := ReasonPolicyDenied
+		reason := v1alpha1.ReasonPolicyDenied
 		if pol.Validation.PolicyName == builtinProtected {
-			reason = ReasonProtectedNamespace
+			reason = v1alpha1.ReasonProtectedNamespace
 		}
 		return permanent(reason, fmt.Errorf("%s %s refused at the write: %s", auth.action, req.Target.String(), strings.Join(pol.Validation.Messages, "; ")))
 	}
@@ -248,7 +248,7 @@ func (g *Gate) checkGrants(ctx context.Context, namespace string, auth authority
 func (g *Gate) verifyExecution(ctx context.Context, w Write) (authority, error) {
 	s := w.Subject
 	if s.Execution == nil {
-		return authority{}, permanent(ReasonSubjectMismatch, errors.New("a write for a KubernetesExecution must carry the spec its run was started with"))
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, errors.New("a write for a KubernetesExecution must carry the spec its run was started with"))
 	}
 	// Live, always: what it keeps in Seen only spares the next status push a read.
 	k, err := (&Subjects{Client: g.Subjects, Seen: g.Seen}).execution(ctx, SubjectRef{Namespace: s.Namespace, Name: s.Name, UID: s.UID}, s.Execution)
@@ -256,15 +256,15 @@ func (g *Gate) verifyExecution(ctx context.Context, w Write) (authority, error) 
 		return authority{}, err
 	}
 	if !isActionOf(s.Execution, w.Request) && !isRollbackOf(k, w.Request, w.RollbackKey) {
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s runs %s with its parameters, or its captured rollback, only: not this %s",
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s runs %s with its parameters, or its captured rollback, only: not this %s",
 			s.Namespace, s.Name, s.Execution.Action, w.Request.Action))
 	}
 	if w.Request.Target != s.Execution.Target {
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s targets %s, not %s",
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s targets %s, not %s",
 			s.Namespace, s.Name, s.Execution.Target.String(), w.Request.Target.String()))
 	}
 	if w.As != actions.ServiceAccountName(w.Request.Action) {
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("the %s action writes as %s, not %s", w.Request.Action, actions.ServiceAccountName(w.Request.Action), w.As))
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("the %s action writes as %s, not %s", w.Request.Action, actions.ServiceAccountName(w.Request.Action), w.As))
 	}
 	return authority{actor: k.Spec.Requester, action: w.Request.Action}, nil
 }

@@ -42,13 +42,13 @@ type DriftSubject struct {
 func (g *Gate) verifyDrift(ctx context.Context, w Write) (authority, error) {
 	s, t := w.Subject, w.Request.Target
 	if s.Drift == nil || s.Namespace == "" {
-		return authority{}, permanent(ReasonSubjectMismatch, errors.New("a drift write must name its namespaced parent and the decision it records"))
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, errors.New("a drift write must name its namespaced parent and the decision it records"))
 	}
 	if w.As != DriftServiceAccount || w.Request.Action != DriftApprovalAction {
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("a drift decision is written as %s, not %s", DriftServiceAccount, w.As))
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a drift decision is written as %s, not %s", DriftServiceAccount, w.As))
 	}
 	if t.Namespace != s.Namespace || t.Name != s.Name {
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("a drift decision on %s/%s is written onto that parent, not %s", s.Namespace, s.Name, t.String()))
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a drift decision on %s/%s is written onto that parent, not %s", s.Namespace, s.Name, t.String()))
 	}
 	wfID := DriftWorkflowID(s.UID)
 	if err := g.Runs.drift(ctx, s.UID); err != nil {
@@ -58,25 +58,25 @@ func (g *Gate) verifyDrift(ctx context.Context, w Write) (authority, error) {
 	parent.SetAPIVersion(t.APIVersion)
 	parent.SetKind(t.Kind)
 	if err := g.Subjects.Get(ctx, ctrlclient.ObjectKey{Namespace: s.Namespace, Name: s.Name}, parent); err != nil {
-		return authority{}, classify(ReasonSubjectMismatch, fmt.Errorf("read drift parent %s: %w", t.String(), err))
+		return authority{}, classify(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("read drift parent %s: %w", t.String(), err))
 	}
 	if string(parent.GetUID()) != s.UID {
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("drift parent %s has UID %s, not %s", t.String(), parent.GetUID(), s.UID))
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("drift parent %s has UID %s, not %s", t.String(), parent.GetUID(), s.UID))
 	}
 	var rar v1alpha1.RemediationApprovalRequest
 	if err := g.Subjects.Get(ctx, ctrlclient.ObjectKey{Namespace: s.Namespace, Name: s.Drift.ApprovalRequest}, &rar); err != nil {
-		return authority{}, classify(ReasonSubjectMismatch, fmt.Errorf("read the drift's approval request %s/%s: %w", s.Namespace, s.Drift.ApprovalRequest, err))
+		return authority{}, classify(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("read the drift's approval request %s/%s: %w", s.Namespace, s.Drift.ApprovalRequest, err))
 	}
 	want := v1alpha1.ObjectRef{APIVersion: t.APIVersion, Kind: t.Kind, Namespace: s.Namespace, Name: s.Name}
 	switch {
 	case rar.Spec.WorkflowID != wfID || rar.Spec.SubjectRef != want || rar.Spec.ApprovalContext.Action != DriftApprovalAction:
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("approval request %s/%s was not asked by %s about %s", s.Namespace, rar.Name, wfID, want.String()))
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("approval request %s/%s was not asked by %s about %s", s.Namespace, rar.Name, wfID, want.String()))
 	case rar.Spec.ApprovalContext.Target != s.Drift.Child:
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("approval request %s/%s is about %s, not %s", s.Namespace, rar.Name,
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("approval request %s/%s is about %s, not %s", s.Namespace, rar.Name,
 			rar.Spec.ApprovalContext.Target.String(), s.Drift.Child.String()))
 	case s.Drift.Decision != v1alpha1.DecisionApproved && s.Drift.Decision != v1alpha1.DecisionRejected,
 		rar.Status.Decision != s.Drift.Decision:
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("approval request %s/%s is decided %q, so %q is not written",
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("approval request %s/%s is decided %q, so %q is not written",
 			s.Namespace, rar.Name, rar.Status.Decision, s.Drift.Decision))
 	}
 	return authority{action: DriftApprovalAction, protectedOnly: true}, nil
@@ -115,7 +115,7 @@ func (c Callback) Post(ctx context.Context, body []byte) (*http.Response, error)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return nil, permanent(ReasonInvalidParameters, fmt.Errorf("build request to %s: %w", c.url, err))
+		return nil, permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("build request to %s: %w", c.url, err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.client.Do(req)
@@ -134,7 +134,7 @@ func (g *Gate) checkCallback(ctx context.Context, parent kv1.DriftObjectReferenc
 		return err
 	}
 	if !slices.Contains(s.CallbackURLs, url) {
-		return permanent(ReasonCallbackNotConfigured, fmt.Errorf("no --drift-callback-url or Kausality policy names %s for namespace %q", url, parent.Namespace))
+		return permanent(v1alpha1.ReasonCallbackNotConfigured, fmt.Errorf("no --drift-callback-url or Kausality policy names %s for namespace %q", url, parent.Namespace))
 	}
 	return nil
 }
@@ -147,7 +147,7 @@ func (g *Gate) refuseProtected(ctx context.Context, w Write, req actions.Request
 		return err
 	}
 	if IsProtectedNamespace(ns) {
-		return permanent(ReasonProtectedNamespace, fmt.Errorf("%s onto %s refused at the write: %s", w.Subject.Kind, req.Target.String(), ProtectedNamespaceMessage(req.Target.Namespace)))
+		return permanent(v1alpha1.ReasonProtectedNamespace, fmt.Errorf("%s onto %s refused at the write: %s", w.Subject.Kind, req.Target.String(), ProtectedNamespaceMessage(req.Target.Namespace)))
 	}
 	activity.GetLogger(ctx).Info("write passed the gate", "subject", w.Subject.Kind, "object", w.Subject.Namespace+"/"+w.Subject.Name,
 		"action", req.Action, "target", req.Target.String(), "as", w.As)

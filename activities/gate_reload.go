@@ -111,11 +111,11 @@ var workloadObjects = map[string]func() ctrlclient.Object{
 func (g *Gate) selectReload(ctx context.Context, namespace, kind, name string) (reloadSelection, error) {
 	newObj, ok := workloadObjects[kind]
 	if !ok {
-		return reloadSelection{}, permanent(ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", kind))
+		return reloadSelection{}, permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", kind))
 	}
 	obj := newObj()
 	if err := g.Subjects.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, obj); apierrors.IsNotFound(err) {
-		return reloadSelection{}, permanent(ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err))
+		return reloadSelection{}, permanent(v1alpha1.ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err))
 	} else if err != nil {
 		return reloadSelection{}, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err)
 	}
@@ -126,7 +126,7 @@ func (g *Gate) selectReload(ctx context.Context, namespace, kind, name string) (
 	s := reloadSelection{namespace: namespace, kind: kind, name: name, labels: obj.GetLabels()}
 	s.policies = selecting(list.Items, s.labels)
 	if len(s.policies) == 0 {
-		return reloadSelection{}, permanent(ReasonSubjectMismatch, fmt.Errorf(
+		return reloadSelection{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf(
 			"no ConfigReloadPolicy in %s selects %s %s: a reload restart is made only for a policy that selects the workload", namespace, kind, name))
 	}
 	return s, nil
@@ -177,18 +177,18 @@ func CombineReloadApproval(policies []v1alpha1.ConfigReloadPolicy) ReloadApprova
 // restart can only record what the ConfigMaps really hold.
 func (s reloadSelection) checkChanges(ctx context.Context, c ctrlclient.Reader, changes []ConfigChange, decline bool) error {
 	if len(changes) == 0 {
-		return permanent(ReasonSubjectMismatch, errors.New("a reload restart must name the ConfigMap changes it applies"))
+		return permanent(v1alpha1.ReasonSubjectMismatch, errors.New("a reload restart must name the ConfigMap changes it applies"))
 	}
 	for _, ch := range changes {
 		var cm corev1.ConfigMap
 		err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: s.namespace, Name: ch.ConfigMap}, &cm)
 		if apierrors.IsNotFound(err) {
-			return permanent(ReasonSubjectMismatch, fmt.Errorf("ConfigMap %s/%s does not exist: a restart records only ConfigMaps a policy watches", s.namespace, ch.ConfigMap))
+			return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("ConfigMap %s/%s does not exist: a restart records only ConfigMaps a policy watches", s.namespace, ch.ConfigMap))
 		} else if err != nil {
 			return fmt.Errorf("get ConfigMap %s/%s: %w", s.namespace, ch.ConfigMap, err)
 		}
 		if !s.watches(&cm) {
-			return permanent(ReasonSubjectMismatch, fmt.Errorf("no ConfigReloadPolicy selecting %s %s/%s selects ConfigMap %s in its scope",
+			return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("no ConfigReloadPolicy selecting %s %s/%s selects ConfigMap %s in its scope",
 				s.kind, s.namespace, s.name, ch.ConfigMap))
 		}
 		if have := ConfigMapDataHash(&cm); !decline && have != ch.Hash {
@@ -225,7 +225,7 @@ func (s reloadSelection) authority() (authority, error) {
 	for i := range s.policies {
 		p := &s.policies[i]
 		if p.Spec.Author == nil || p.Spec.Author.Username == "" {
-			return authority{}, permanent(ReasonForbidden, fmt.Errorf(
+			return authority{}, permanent(v1alpha1.ReasonForbidden, fmt.Errorf(
 				"ConfigReloadPolicy %s/%s has no spec.author: Remedy's admission webhook (deploy/webhook/requester.yaml) stamps it on create and update; re-apply the policy",
 				p.Namespace, p.Name))
 		}
@@ -243,11 +243,11 @@ func (g *Gate) verifyReload(ctx context.Context, w Write) (authority, error) {
 	s, ev, t := w.Subject, w.Subject.Reload, w.Request.Target
 	switch {
 	case ev == nil:
-		return authority{}, permanent(ReasonSubjectMismatch, errors.New("a reload write must carry its evidence"))
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, errors.New("a reload write must carry its evidence"))
 	case w.Request.Action != "restart" || t.APIVersion != "apps/v1" || t.Namespace != s.Namespace:
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("a reload write restarts an apps/v1 workload in %s, not %s %s", s.Namespace, w.Request.Action, t.String()))
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a reload write restarts an apps/v1 workload in %s, not %s %s", s.Namespace, w.Request.Action, t.String()))
 	case w.As != ReloadServiceAccount:
-		return authority{}, permanent(ReasonSubjectMismatch, fmt.Errorf("reload restarts write as %s, not %s", ReloadServiceAccount, w.As))
+		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("reload restarts write as %s, not %s", ReloadServiceAccount, w.As))
 	}
 	if err := g.Runs.reload(ctx, t.Namespace, t.Kind, t.Name); err != nil {
 		return authority{}, err
@@ -276,12 +276,12 @@ func (g *Gate) checkDecided(ctx context.Context, sel reloadSelection, rule Reloa
 		need = "a declined restart is recorded only for its decided request"
 	}
 	if ev.ApprovalRequest == "" {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s not restarted: %s, and none was approved", sel.kind, sel.namespace, sel.name, need))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s %s/%s not restarted: %s, and none was approved", sel.kind, sel.namespace, sel.name, need))
 	}
 	var rar v1alpha1.RemediationApprovalRequest
 	err := g.Subjects.Get(ctx, ctrlclient.ObjectKey{Namespace: sel.namespace, Name: ev.ApprovalRequest}, &rar)
 	if apierrors.IsNotFound(err) {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s/%s does not exist", need, sel.namespace, ev.ApprovalRequest))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s/%s does not exist", need, sel.namespace, ev.ApprovalRequest))
 	} else if err != nil {
 		return fmt.Errorf("get RemediationApprovalRequest %s/%s: %w", sel.namespace, ev.ApprovalRequest, err)
 	}
@@ -293,17 +293,17 @@ func approvalCovers(rar *v1alpha1.RemediationApprovalRequest, sel reloadSelectio
 	subject := rar.Spec.SubjectRef
 	if subject.APIVersion != "apps/v1" || subject.Kind != sel.kind || subject.Name != sel.name ||
 		rar.Spec.WorkflowID != ReloadWorkflowID(sel.namespace, sel.kind, sel.name) || rar.Spec.ApprovalContext.Action != "restart" {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s is not this workload's restart request", need, rar.Name))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s is not this workload's restart request", need, rar.Name))
 	}
 	asked := askedChanges(rar.Spec.ApprovalContext.Reason)
 	for _, c := range ev.Changes {
 		if !asked[c.ConfigMap+"="+c.Hash] {
-			return permanent(ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s did not ask about ConfigMap %s data %s", need, rar.Name, c.ConfigMap, c.Hash))
+			return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s did not ask about ConfigMap %s data %s", need, rar.Name, c.ConfigMap, c.Hash))
 		}
 	}
 	decided := rar.Status.Decision
 	if ok := decided == v1alpha1.DecisionApproved; ok == ev.Decline || decided == "" {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s is decided %q", need, rar.Name, decided))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s is decided %q", need, rar.Name, decided))
 	}
 	return nil
 }

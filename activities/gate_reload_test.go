@@ -54,30 +54,30 @@ func TestGateReloadRestart(t *testing.T) {
 					p.Spec.WorkloadSelector.MatchLabels = map[string]string{"app": "other"}
 				})
 			},
-			wantType: ReasonSubjectMismatch, wantMsg: "no ConfigReloadPolicy in shop selects Deployment web"},
+			wantType: v1alpha1.ReasonSubjectMismatch, wantMsg: "no ConfigReloadPolicy in shop selects Deployment web"},
 		{name: "a ConfigMap no selecting policy scopes to the workload",
 			setup: func(t *testing.T, c ctrlclient.Client, _ *kubefake.Clientset) {
 				policy(t, c, func(p *v1alpha1.ConfigReloadPolicy) { p.Spec.ScopeLabel = "tier" })
 			},
-			wantType: ReasonSubjectMismatch, wantMsg: "selects ConfigMap app in its scope"},
+			wantType: v1alpha1.ReasonSubjectMismatch, wantMsg: "selects ConfigMap app in its scope"},
 		{name: "a hash of the caller's choosing", hash: "forged", wantType: "retry", wantMsg: "not forged"},
 		{name: "a policy without an author",
 			setup: func(t *testing.T, c ctrlclient.Client, _ *kubefake.Clientset) {
 				policy(t, c, func(p *v1alpha1.ConfigReloadPolicy) { p.Spec.Author = nil })
 			},
-			wantType: ReasonForbidden, wantMsg: "has no spec.author"},
+			wantType: v1alpha1.ReasonForbidden, wantMsg: "has no spec.author"},
 		{name: "an author who lost the grant",
 			setup: func(t *testing.T, _ ctrlclient.Client, kube *kubefake.Clientset) {
 				kube.PrependReactor("create", "subjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, &authorizationv1.SubjectAccessReview{}, nil
 				})
 			},
-			wantType: ReasonForbidden, wantMsg: "the author of ConfigReloadPolicy shop/reload: user \"alice\" cannot execute"},
+			wantType: v1alpha1.ReasonForbidden, wantMsg: "the author of ConfigReloadPolicy shop/reload: user \"alice\" cannot execute"},
 		{name: "approval required and none given", setup: requireApproval,
-			wantType: ReasonSubjectMismatch, wantMsg: "ConfigReloadPolicy reload requires approval, and none was approved"},
+			wantType: v1alpha1.ReasonSubjectMismatch, wantMsg: "ConfigReloadPolicy reload requires approval, and none was approved"},
 		{name: "approval required and a rejected request named", setup: requireApproval,
 			approval: func(*testing.T, ctrlclient.Client) string { return "reload-deployment-web-1" },
-			wantType: ReasonSubjectMismatch, wantMsg: `is decided "Rejected"`},
+			wantType: v1alpha1.ReasonSubjectMismatch, wantMsg: `is decided "Rejected"`},
 		{name: "approval required and approved", setup: requireApproval, approval: approved},
 		{name: "an approval of myapp=H does not cover app=H", setup: requireApproval,
 			approval: func(t *testing.T, c ctrlclient.Client) string {
@@ -88,7 +88,7 @@ func TestGateReloadRestart(t *testing.T) {
 				require.NoError(t, c.Update(t.Context(), &rar))
 				return rar.Name
 			},
-			wantType: ReasonSubjectMismatch, wantMsg: "did not ask about ConfigMap app data " + appHash},
+			wantType: v1alpha1.ReasonSubjectMismatch, wantMsg: "did not ask about ConfigMap app data " + appHash},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -68,32 +68,32 @@ func (g *Gate) PassSilence(ctx context.Context, s AlertSubject) (Silencer, error
 func (g *Gate) checkSilence(ctx context.Context, s AlertSubject) (Silencer, error) {
 	info := activity.GetInfo(ctx).WorkflowExecution
 	if info.ID != AlertWorkflowID(s.Namespace, s.Rule, s.Alert.Fingerprint) || Fingerprint(s.Alert.Labels) != s.Alert.Fingerprint {
-		return Silencer{}, permanent(ReasonSubjectMismatch, fmt.Errorf("workflow %s may not silence alert %s", info.ID, s.Alert.Fingerprint))
+		return Silencer{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("workflow %s may not silence alert %s", info.ID, s.Alert.Fingerprint))
 	}
 	if g.Alertmanager == nil {
-		return Silencer{}, permanent(ReasonInvalidParameters, errors.New("the worker has no Alertmanager (--alertmanager-url) to silence the alert in"))
+		return Silencer{}, permanent(v1alpha1.ReasonInvalidParameters, errors.New("the worker has no Alertmanager (--alertmanager-url) to silence the alert in"))
 	}
 	var rule v1alpha1.RemediationRule
 	err := g.Subjects.Get(ctx, ctrlclient.ObjectKey{Namespace: s.Namespace, Name: s.Rule}, &rule)
 	if apierrors.IsNotFound(err) {
-		return Silencer{}, permanent(ReasonSubjectMismatch, fmt.Errorf("read RemediationRule %s/%s: %w", s.Namespace, s.Rule, err))
+		return Silencer{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("read RemediationRule %s/%s: %w", s.Namespace, s.Rule, err))
 	} else if err != nil {
 		return Silencer{}, fmt.Errorf("read RemediationRule %s/%s: %w", s.Namespace, s.Rule, err)
 	}
 	switch {
 	case rule.Spec.Suspend:
-		return Silencer{}, permanent(ReasonAlertSuspended, fmt.Errorf("RemediationRule %s/%s is suspended", s.Namespace, s.Rule))
+		return Silencer{}, permanent(v1alpha1.ReasonAlertSuspended, fmt.Errorf("RemediationRule %s/%s is suspended", s.Namespace, s.Rule))
 	case rule.Spec.Silence == nil || !rule.Spec.Silence.Enabled:
-		return Silencer{}, permanent(ReasonSubjectMismatch, fmt.Errorf("RemediationRule %s/%s does not ask for silences (spec.silence)", s.Namespace, s.Rule))
+		return Silencer{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("RemediationRule %s/%s does not ask for silences (spec.silence)", s.Namespace, s.Rule))
 	case rule.Spec.Author == nil:
-		return Silencer{}, permanent(ReasonForbidden, fmt.Errorf("RemediationRule %s/%s has no author: apply its spec again", s.Namespace, s.Rule))
+		return Silencer{}, permanent(v1alpha1.ReasonForbidden, fmt.Errorf("RemediationRule %s/%s has no author: apply its spec again", s.Namespace, s.Rule))
 	}
 	ms, err := alertrule.Matchers(&rule.Spec)
 	if err != nil {
-		return Silencer{}, permanent(ReasonInvalidParameters, err)
+		return Silencer{}, permanent(v1alpha1.ReasonInvalidParameters, err)
 	}
 	if !alertrule.Matches(s.Namespace, ms, s.Alert.Labels) {
-		return Silencer{}, permanent(ReasonSubjectMismatch, fmt.Errorf("RemediationRule %s/%s does not match the labels %v: a silence covers only an alert of the rule's own namespace that it matches",
+		return Silencer{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("RemediationRule %s/%s does not match the labels %v: a silence covers only an alert of the rule's own namespace that it matches",
 			s.Namespace, s.Rule, s.Alert.Labels))
 	}
 	matchers := EqualMatchers(s.Alert.Labels)
@@ -109,7 +109,7 @@ func (g *Gate) checkSilence(ctx context.Context, s AlertSubject) (Silencer, erro
 	}
 	steps, err := alertrule.Render(s.Namespace, rule.Spec.Template, s.Alert)
 	if err != nil {
-		return Silencer{}, permanent(ReasonInvalidParameters, fmt.Errorf("render RemediationRule %s/%s: %w", s.Namespace, s.Rule, err))
+		return Silencer{}, permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("render RemediationRule %s/%s: %w", s.Namespace, s.Rule, err))
 	}
 	author := []lender{{of: "the author of RemediationRule " + s.Namespace + "/" + s.Rule, who: rule.Spec.Author}}
 	for _, st := range steps {
@@ -134,17 +134,17 @@ func silenceInNamespace(namespace string, ms []SilenceMatcher) error {
 	scoped := false
 	for _, m := range ms {
 		if m.IsRegex || !m.IsEqual {
-			return permanent(ReasonSubjectMismatch, fmt.Errorf("silence matcher %s is not an equality: a silence names its alert's labels exactly", m.Name))
+			return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("silence matcher %s is not an equality: a silence names its alert's labels exactly", m.Name))
 		}
 		if m.Name == alertrule.NamespaceLabel {
 			if m.Value != namespace {
-				return permanent(ReasonSubjectMismatch, fmt.Errorf("silence matcher %s=%q reaches beyond the rule's namespace %q", m.Name, m.Value, namespace))
+				return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("silence matcher %s=%q reaches beyond the rule's namespace %q", m.Name, m.Value, namespace))
 			}
 			scoped = true
 		}
 	}
 	if !scoped {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("a silence must match %s=%q: without it, it reaches every namespace", alertrule.NamespaceLabel, namespace))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a silence must match %s=%q: without it, it reaches every namespace", alertrule.NamespaceLabel, namespace))
 	}
 	return nil
 }
@@ -161,7 +161,7 @@ func (g *Gate) alertFires(ctx context.Context, s AlertSubject) error {
 			return nil
 		}
 	}
-	return permanent(ReasonSubjectMismatch, fmt.Errorf("alert %s is not firing in Alertmanager: nothing to silence", s.Alert.Fingerprint))
+	return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("alert %s is not firing in Alertmanager: nothing to silence", s.Alert.Fingerprint))
 }
 
 // PassSilenceEnd is the gate of a silence's expiry: the silence id must be
@@ -175,9 +175,9 @@ func (g *Gate) PassSilenceEnd(ctx context.Context, id string) (Silencer, error) 
 	var s Silencer
 	switch {
 	case len(parts) != 4 || parts[0] != "alert":
-		err = permanent(ReasonSubjectMismatch, fmt.Errorf("workflow %s is no alert's workflow: it holds no silence", wf))
+		err = permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("workflow %s is no alert's workflow: it holds no silence", wf))
 	case g.Alertmanager == nil:
-		err = permanent(ReasonInvalidParameters, errors.New("the worker has no Alertmanager (--alertmanager-url)"))
+		err = permanent(v1alpha1.ReasonInvalidParameters, errors.New("the worker has no Alertmanager (--alertmanager-url)"))
 	default:
 		// Only the run that holds it: its comment names the run, as Temporal's server names the caller.
 		comment, prefix := silenceComment(parts[1], parts[2], wf, caller.RunID)
@@ -223,7 +223,7 @@ func (s Silencer) Put(ctx context.Context, id string, startsAt, endsAt time.Time
 		return "", errors.New("silence refused: this silencer was not handed out by the write gate")
 	}
 	if max := time.Now().Add(s.longest + time.Minute); endsAt.After(max) {
-		return "", permanent(ReasonSubjectMismatch, fmt.Errorf("a silence ending %s outlasts the rule's spec.silence.duration %s", endsAt.Format(time.RFC3339), s.longest))
+		return "", permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a silence ending %s outlasts the rule's spec.silence.duration %s", endsAt.Format(time.RFC3339), s.longest))
 	}
 	if id != "" {
 		if _, err := s.own(ctx, id, s.comment); err != nil {
@@ -275,7 +275,7 @@ func (s Silencer) own(ctx context.Context, id, comment string) (Silence, error) 
 		mine = mine && cur.Comment == comment
 	}
 	if !mine {
-		return cur, permanent(ReasonSubjectMismatch, fmt.Errorf("silence %s is not one this run holds (created by %q: %q)", id, cur.CreatedBy, cur.Comment))
+		return cur, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("silence %s is not one this run holds (created by %q: %q)", id, cur.CreatedBy, cur.Comment))
 	}
 	return cur, nil
 }

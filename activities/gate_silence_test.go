@@ -150,12 +150,12 @@ func TestSilenceGate(t *testing.T) {
 		reason   string
 	}{
 		{name: "the rule's own alert, within its duration", labels: shop, duration: 30 * time.Second},
-		{name: "another namespace's alert", labels: bank, duration: 30 * time.Second, reason: ReasonSubjectMismatch},
-		{name: "labels without a namespace", labels: noNamespace, duration: 30 * time.Second, reason: ReasonSubjectMismatch},
-		{name: "longer than the rule's duration", labels: shop, duration: 24 * time.Hour, reason: ReasonSubjectMismatch},
-		{name: "the author lost the grant", labels: shop, duration: 30 * time.Second, revoked: true, reason: ReasonForbidden},
-		{name: "an alert that does not fire", labels: shop, duration: 30 * time.Second, notFired: true, reason: ReasonSubjectMismatch},
-		{name: "another workflow", labels: shop, id: "alert/shop/r/other", duration: 30 * time.Second, reason: ReasonSubjectMismatch},
+		{name: "another namespace's alert", labels: bank, duration: 30 * time.Second, reason: v1alpha1.ReasonSubjectMismatch},
+		{name: "labels without a namespace", labels: noNamespace, duration: 30 * time.Second, reason: v1alpha1.ReasonSubjectMismatch},
+		{name: "longer than the rule's duration", labels: shop, duration: 24 * time.Hour, reason: v1alpha1.ReasonSubjectMismatch},
+		{name: "the author lost the grant", labels: shop, duration: 30 * time.Second, revoked: true, reason: v1alpha1.ReasonForbidden},
+		{name: "an alert that does not fire", labels: shop, duration: 30 * time.Second, notFired: true, reason: v1alpha1.ReasonSubjectMismatch},
+		{name: "another workflow", labels: shop, id: "alert/shop/r/other", duration: 30 * time.Second, reason: v1alpha1.ReasonSubjectMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			allowed := !tc.revoked
@@ -202,7 +202,7 @@ func TestSilenceGateExpiresOnlyTheRunsOwn(t *testing.T) {
 		_, err := asAlertWorkflow(t, a, id, a.EndSilence, sid)
 		var app *temporal.ApplicationError
 		require.ErrorAs(t, err, &app, sid)
-		assert.Equal(t, ReasonSubjectMismatch, app.Type())
+		assert.Equal(t, v1alpha1.ReasonSubjectMismatch, app.Type())
 	}
 	assert.Empty(t, am.writes)
 	_, err := asAlertWorkflow(t, a, id, a.EndSilence, "mine")

@@ -129,10 +129,10 @@ func JobName(in JobInput) string {
 // and returns the plan the pod wrote to its termination message.
 func (j *Jobs) RunJob(ctx context.Context, in JobInput) (ExecuteResult, error) {
 	if _, err := actions.Validate(in.Request); err != nil {
-		return ExecuteResult{}, classify(ReasonInvalidParameters, err)
+		return ExecuteResult{}, classify(v1alpha1.ReasonInvalidParameters, err)
 	}
 	if j.ExecGate == nil || j.ExecGate.URL == "" {
-		return ExecuteResult{}, permanent(ReasonExecutionFailed, errors.New("the job executor has no exec gate (worker --exec-gate-url): "+
+		return ExecuteResult{}, permanent(v1alpha1.ReasonExecutionFailed, errors.New("the job executor has no exec gate (worker --exec-gate-url): "+
 			"its Pod would have no one to ask immediately before its write, so no Job is created"))
 	}
 	b := newBeater(ctx, j.Heartbeats)
@@ -146,12 +146,12 @@ func (j *Jobs) RunJob(ctx context.Context, in JobInput) (ExecuteResult, error) {
 	}
 	job, err := j.ensure(ctx, in, prior, b)
 	if err != nil {
-		return ExecuteResult{}, classify(ReasonExecutionFailed, err)
+		return ExecuteResult{}, classify(v1alpha1.ReasonExecutionFailed, err)
 	}
 	att := j.attend(ctx, in, job)
 	defer att.release()
 	if job, err = j.wait(ctx, job, b, att); err != nil {
-		return ExecuteResult{}, classify(ReasonExecutionFailed, err)
+		return ExecuteResult{}, classify(v1alpha1.ReasonExecutionFailed, err)
 	}
 	if att.refused != nil && !succeeded(job) {
 		// The Pod exited on the gate's refusal: the run fails with the gate's reason.
@@ -176,7 +176,7 @@ func (j *Jobs) ensure(ctx context.Context, in JobInput, prior jobProgress, b *be
 	jobs := j.Client.BatchV1().Jobs(j.Namespace)
 	job, err := jobs.Get(ctx, want.Name, metav1.GetOptions{})
 	if prior.UID != "" && (apierrors.IsNotFound(err) || err == nil && job.UID != prior.UID) {
-		return nil, permanent(ReasonExecutionFailed, fmt.Errorf("job %s/%s (uid %s) was deleted before its result was read, "+
+		return nil, permanent(v1alpha1.ReasonExecutionFailed, fmt.Errorf("job %s/%s (uid %s) was deleted before its result was read, "+
 			"likely by its %ds TTL while no worker watched it; it is not run again: check the target", j.Namespace, prior.Name, prior.UID, j.ttl()))
 	}
 	if apierrors.IsNotFound(err) {
@@ -191,7 +191,7 @@ func (j *Jobs) ensure(ctx context.Context, in JobInput, prior jobProgress, b *be
 		return nil, fmt.Errorf("get or create job %s: %w", want.Name, err)
 	}
 	if uid := job.Labels[LabelExecutionUID]; uid != in.ExecutionUID {
-		return nil, permanent(ReasonExecutionFailed, fmt.Errorf("job %s/%s belongs to execution %s, not %s", j.Namespace, job.Name, uid, in.ExecutionUID))
+		return nil, permanent(v1alpha1.ReasonExecutionFailed, fmt.Errorf("job %s/%s belongs to execution %s, not %s", j.Namespace, job.Name, uid, in.ExecutionUID))
 	}
 	if prior.UID == "" {
 		if err := b.record(jobProgress{Name: job.Name, UID: job.UID}); err != nil {

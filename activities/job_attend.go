@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // attendance is a RunJob attempt answering its Job's Pod through the exec
@@ -52,12 +53,12 @@ func (a *attendance) handle(ctx context.Context, ask podAsk) {
 // that write: the Job's, taken from the run's input, never from the Pod.
 func (j *Jobs) answer(ctx context.Context, in JobInput, ask podAsk) error {
 	if want := actions.ServiceAccountName(in.Request.Action); ask.account != want {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("Pod %s asks as %s; its Job writes as %s", ask.pod, ask.account, want))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("Pod %s asks as %s; its Job writes as %s", ask.pod, ask.account, want))
 	}
 	asked, err1 := json.Marshal(ask.request)
 	want, err2 := json.Marshal(in.Request)
 	if err := errors.Join(err1, err2); err != nil || !bytes.Equal(asked, want) {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("Pod %s asks to write %s, not the write its Job was created for (%s)", ask.pod, asked, want))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("Pod %s asks to write %s, not the write its Job was created for (%s)", ask.pod, asked, want))
 	}
 	return j.Gate.Check(ctx, in.write())
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // wait watches the Job until it finishes, heartbeating on every event and on a
@@ -127,7 +128,7 @@ func (j *Jobs) result(ctx context.Context, job *batchv1.Job) (ExecuteResult, err
 		LabelSelector: "job-name=" + job.Name + ",controller-uid=" + string(job.UID),
 	})
 	if err != nil {
-		return ExecuteResult{}, classify(ReasonExecutionFailed, fmt.Errorf("list pods of job %s: %w", job.Name, err))
+		return ExecuteResult{}, classify(v1alpha1.ReasonExecutionFailed, fmt.Errorf("list pods of job %s: %w", job.Name, err))
 	}
 	c := condition(job)
 	done := succeeded(job)
@@ -145,18 +146,18 @@ func (j *Jobs) result(ctx context.Context, job *batchv1.Job) (ExecuteResult, err
 	case done:
 		var plan actions.Plan
 		if err := json.Unmarshal([]byte(msg), &plan); err != nil {
-			return ExecuteResult{}, permanent(ReasonExecutionFailed, fmt.Errorf("job %s succeeded but left no plan in its termination message (%q): %w", job.Name, msg, err))
+			return ExecuteResult{}, permanent(v1alpha1.ReasonExecutionFailed, fmt.Errorf("job %s succeeded but left no plan in its termination message (%q): %w", job.Name, msg, err))
 		}
 		log.Info("job completed", "job", job.Name, "noOp", plan.NoOp, "after", plan.Change.After, "failedPods", job.Status.Failed)
 		return ExecuteResult{Plan: plan, Retries: job.Status.Failed, JobName: job.Name, Logs: logs}, nil
 	case c.Reason == batchv1.JobReasonDeadlineExceeded:
-		return ExecuteResult{}, permanent(ReasonExecutionTimeout, fmt.Errorf("job %s ran longer than its %ds deadline", job.Name, ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0)))
+		return ExecuteResult{}, permanent(v1alpha1.ReasonExecutionTimeout, fmt.Errorf("job %s ran longer than its %ds deadline", job.Name, ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0)))
 	default:
 		if msg == "" {
 			msg = fmt.Sprintf("job %s failed: %s: %s", job.Name, c.Reason, c.Message)
 		}
 		// The message is the Pod's write's failure, as the API server wrote it.
-		return ExecuteResult{}, withAPIText(permanent(ReasonExecutionFailed, errors.New(msg)), APIText{Reason: c.Reason})
+		return ExecuteResult{}, withAPIText(permanent(v1alpha1.ReasonExecutionFailed, errors.New(msg)), APIText{Reason: c.Reason})
 	}
 }
 

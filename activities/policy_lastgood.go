@@ -11,13 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/remedy-dev/remedy/activities/policy"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
-
-// ReasonPolicyBroken is the Warning Event on a policy ConfigMap whose Rego
-// breaks the safety policy.
-const ReasonPolicyBroken = "PolicyBroken"
 
 // policySet is the safety policy: the *.rego keys of the labelled ConfigMaps.
 type policySet struct {
@@ -129,7 +126,7 @@ func (l *LastGoodPolicy) report(ctx context.Context, engine *policy.Engine, s po
 			Regarding: corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name,
 				UID: cm.UID, ResourceVersion: cm.ResourceVersion},
 			Key:    "policy-broken/" + string(cm.UID) + "/" + cm.ResourceVersion + "/" + s.Hash,
-			Action: "LoadPolicy", Reason: ReasonPolicyBroken,
+			Action: "LoadPolicy", Reason: v1alpha1.ReasonPolicyBroken,
 			Note: fmt.Sprintf("safety policy %s is broken: %v; %s", s.name(), err, fallback),
 		}
 		if evErr := recordWarning(ctx, l.Events, w); evErr != nil {

@@ -12,8 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/remedy-dev/remedy/activities/policy"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 func policyMap(name, uid, rego string) *corev1.ConfigMap {
@@ -27,7 +28,7 @@ func policyWarnings(t *testing.T, kube *fake.Clientset) map[string]string {
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, ev := range list.Items {
-		assert.Equal(t, ReasonPolicyBroken, ev.Reason)
+		assert.Equal(t, v1alpha1.ReasonPolicyBroken, ev.Reason)
 		assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 		out[ev.Regarding.Name] = ev.Note
 	}

@@ -9,10 +9,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// ReasonProtectedNamespace is the failure type, and the Event and condition
-// reason, of a write refused because its namespace is protected.
-const ReasonProtectedNamespace = "ProtectedNamespace"
-
 // IsProtectedNamespace is the protected-namespace rule every Remedy write
 // obeys: kube-system, and namespaces labelled remedy.dev/protected=true.
 func IsProtectedNamespace(ns *corev1.Namespace) bool {

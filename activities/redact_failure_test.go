@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // The API server's text of a refused dry-run or write is published only to
@@ -30,17 +32,17 @@ func TestFailureTextFollowsReadAccess(t *testing.T) {
 		want     []string
 		withheld bool
 	}{
-		{name: "invalid value, requester may get", err: fromAPIServer(ReasonDryRunFailed, invalid), reads: Readable{Allowed: true}, want: []string{secret}},
-		{name: "invalid value, requester may not get", err: fromAPIServer(ReasonDryRunFailed, invalid), reads: notReadable,
+		{name: "invalid value, requester may get", err: fromAPIServer(v1alpha1.ReasonDryRunFailed, invalid), reads: Readable{Allowed: true}, want: []string{secret}},
+		{name: "invalid value, requester may not get", err: fromAPIServer(v1alpha1.ReasonDryRunFailed, invalid), reads: notReadable,
 			want: []string{"422 Invalid", notReadable.Marker}, withheld: true},
-		{name: "webhook denial, requester may not get", err: fromAPIServer(ReasonExecutionFailed, fmt.Errorf("patch: %w", denied)), reads: notReadable,
+		{name: "webhook denial, requester may not get", err: fromAPIServer(v1alpha1.ReasonExecutionFailed, fmt.Errorf("patch: %w", denied)), reads: notReadable,
 			want: []string{"403 Forbidden", notReadable.Marker}, withheld: true},
-		{name: "read access unknown", err: fromAPIServer(ReasonDryRunFailed, invalid), reads: Readable{}, want: []string{unknownMarker}, withheld: true},
-		{name: "retryable server error, requester may not get", err: fromAPIServer(ReasonExecutionFailed, apierrors.NewInternalError(errors.New("webhook saw "+secret))),
+		{name: "read access unknown", err: fromAPIServer(v1alpha1.ReasonDryRunFailed, invalid), reads: Readable{}, want: []string{unknownMarker}, withheld: true},
+		{name: "retryable server error, requester may not get", err: fromAPIServer(v1alpha1.ReasonExecutionFailed, apierrors.NewInternalError(errors.New("webhook saw "+secret))),
 			reads: notReadable, want: []string{"500 InternalError"}, withheld: true},
-		{name: "a failed job's message", err: withAPIText(permanent(ReasonExecutionFailed, errors.New("patch refused: "+secret)), APIText{Reason: "BackoffLimitExceeded"}),
+		{name: "a failed job's message", err: withAPIText(permanent(v1alpha1.ReasonExecutionFailed, errors.New("patch refused: "+secret)), APIText{Reason: "BackoffLimitExceeded"}),
 			reads: notReadable, want: []string{"the write failed (BackoffLimitExceeded)"}, withheld: true},
-		{name: "Remedy's own refusal", err: permanent(ReasonPolicyDenied, errors.New("scale refused at the write: replicas above 10")), reads: notReadable,
+		{name: "Remedy's own refusal", err: permanent(v1alpha1.ReasonPolicyDenied, errors.New("scale refused at the write: replicas above 10")), reads: notReadable,
 			want: []string{"replicas above 10"}},
 	}
 	for _, tt := range tests {
@@ -60,22 +62,22 @@ func TestFailureTextFollowsReadAccess(t *testing.T) {
 // API server's status; an error the API server did not answer is left alone.
 func TestFromAPIServerKeepsTheRetryPolicy(t *testing.T) {
 	var app *temporal.ApplicationError
-	err := fromAPIServer(ReasonDryRunFailed, apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "settings", nil))
+	err := fromAPIServer(v1alpha1.ReasonDryRunFailed, apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "settings", nil))
 	require.True(t, errors.As(err, &app))
 	assert.True(t, app.NonRetryable())
-	assert.Equal(t, ReasonDryRunFailed, app.Type())
+	assert.Equal(t, v1alpha1.ReasonDryRunFailed, app.Type())
 	st, ok := APITextOf(err)
 	require.True(t, ok)
 	assert.Equal(t, APIText{Code: 422, Reason: "Invalid"}, st)
 
-	err = fromAPIServer(ReasonExecutionFailed, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "settings", errors.New("changed")))
+	err = fromAPIServer(v1alpha1.ReasonExecutionFailed, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "settings", errors.New("changed")))
 	require.True(t, errors.As(err, &app))
 	assert.False(t, app.NonRetryable(), "a conflict is retried")
 	_, ok = APITextOf(err)
 	assert.True(t, ok)
 
 	plain := errors.New("dial tcp: connection refused")
-	assert.Equal(t, plain, fromAPIServer(ReasonExecutionFailed, plain))
-	_, ok = APITextOf(permanent(ReasonPolicyDenied, plain))
+	assert.Equal(t, plain, fromAPIServer(v1alpha1.ReasonExecutionFailed, plain))
+	_, ok = APITextOf(permanent(v1alpha1.ReasonPolicyDenied, plain))
 	assert.False(t, ok)
 }

@@ -36,8 +36,6 @@ const (
 	ConfigHashAnnotationPrefix = "remedy.dev/config-hash-"
 	// LastReloadAnnotation on the workload's metadata is the restartedAt of the last reload.
 	LastReloadAnnotation = "remedy.dev/last-reload"
-	// ReasonWorkloadGone is the failure type of a reload whose workload was deleted.
-	ReasonWorkloadGone = "WorkloadGone"
 )
 
 // ConfigHashAnnotation is the annotation key for one ConfigMap. Names too
@@ -113,7 +111,7 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 		return RestartResult{}, err
 	}
 	if _, err := time.Parse(time.RFC3339, in.RestartedAt); err != nil {
-		return RestartResult{}, permanent(ReasonInvalidParameters, fmt.Errorf("restartedAt %q is not an RFC 3339 time", in.RestartedAt))
+		return RestartResult{}, permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("restartedAt %q is not an RFC 3339 time", in.RestartedAt))
 	}
 	template, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "annotations")
 	meta := obj.GetAnnotations()
@@ -187,7 +185,7 @@ func (r *Reload) guard(ctx context.Context, obj *unstructured.Unstructured, kind
 	if err != nil || !protected {
 		return err
 	}
-	return r.refuse(ctx, obj, kind, action, key, permanent(ReasonProtectedNamespace, fmt.Errorf("%s %s %s/%s: %s",
+	return r.refuse(ctx, obj, kind, action, key, permanent(v1alpha1.ReasonProtectedNamespace, fmt.Errorf("%s %s %s/%s: %s",
 		strings.ToLower(action), kind, obj.GetNamespace(), obj.GetName(), ProtectedNamespaceMessage(obj.GetNamespace()))))
 }
 
@@ -212,7 +210,7 @@ func (r *Reload) pass(ctx context.Context, obj *unstructured.Unstructured, kind,
 // and returns err; a retryable one is returned as it is.
 func (r *Reload) refuse(ctx context.Context, obj *unstructured.Unstructured, kind, action, key string, err error) error {
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() == ReasonWorkloadGone {
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() == v1alpha1.ReasonWorkloadGone {
 		return err
 	}
 	if evErr := r.workloadEvent(ctx, obj, kind, "refused", key, action, app.Type(), corev1.EventTypeWarning,
@@ -251,7 +249,7 @@ func (r *Reload) workloadEvent(ctx context.Context, obj *unstructured.Unstructur
 // (OpenRuns.reload); the write gate asks again at the write.
 func (r *Reload) workload(ctx context.Context, namespace, kind, name string) (*unstructured.Unstructured, error) {
 	if _, ok := workloadResources[kind]; !ok {
-		return nil, permanent(ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", kind))
+		return nil, permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("kind %q cannot be restarted", kind))
 	}
 	if err := r.Gate.Runs.reload(ctx, namespace, kind, name); err != nil {
 		return nil, err
@@ -262,7 +260,7 @@ func (r *Reload) workload(ctx context.Context, namespace, kind, name string) (*u
 	}
 	obj, err := inspector.Dynamic.Resource(workloadGVR(kind)).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, permanent(ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err))
+		return nil, permanent(v1alpha1.ReasonWorkloadGone, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s %s/%s: %w", kind, namespace, name, err)
@@ -282,7 +280,7 @@ func patchWorkload(ctx context.Context, client dynamic.ResourceInterface, kind, 
 	}
 	_, err = client.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: "remedy-reload"})
 	if apierrors.IsNotFound(err) {
-		return permanent(ReasonWorkloadGone, fmt.Errorf("patch %s %s/%s: %w", kind, namespace, name, err))
+		return permanent(v1alpha1.ReasonWorkloadGone, fmt.Errorf("patch %s %s/%s: %w", kind, namespace, name, err))
 	}
 	if err != nil {
 		return fmt.Errorf("patch %s %s/%s: %w", kind, namespace, name, err)
@@ -311,5 +309,5 @@ func truncate(s string, n int) string {
 // IsWorkloadGone reports whether err is the permanent failure of a deleted workload.
 func IsWorkloadGone(err error) bool {
 	var app interface{ Type() string }
-	return errors.As(err, &app) && app.Type() == ReasonWorkloadGone
+	return errors.As(err, &app) && app.Type() == v1alpha1.ReasonWorkloadGone
 }

@@ -19,9 +19,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 func reloadFixture(t *testing.T, meta, template map[string]string) (*Reload, *kubefake.Clientset, *dynamicfake.FakeDynamicClient, reloadRun) {

@@ -54,7 +54,7 @@ func TestReloadWritesRefusedInProtectedNamespaces(t *testing.T) {
 				require.Error(t, err)
 				var app *temporal.ApplicationError
 				require.ErrorAs(t, err, &app)
-				assert.Equal(t, ReasonProtectedNamespace, app.Type())
+				assert.Equal(t, v1alpha1.ReasonProtectedNamespace, app.Type())
 				assert.True(t, app.NonRetryable())
 				assert.Contains(t, app.Error(), "namespace shop is protected")
 				assert.Empty(t, obj.GetAnnotations(), "nothing is written to the workload")
@@ -62,7 +62,7 @@ func TestReloadWritesRefusedInProtectedNamespaces(t *testing.T) {
 				assert.Empty(t, tmpl, "nothing rolls")
 				require.Len(t, evs.Items, 1)
 				assert.Equal(t, corev1.EventTypeWarning, evs.Items[0].Type)
-				assert.Equal(t, ReasonProtectedNamespace, evs.Items[0].Reason)
+				assert.Equal(t, v1alpha1.ReasonProtectedNamespace, evs.Items[0].Reason)
 				assert.Equal(t, "web", evs.Items[0].Regarding.Name)
 			})
 		}

@@ -73,7 +73,7 @@ func (r *Remediation) CreateStepExecution(ctx context.Context, in StepInput) (St
 		}
 	}
 	if err != nil {
-		return StepRef{}, classify(ReasonInvalidParameters, fmt.Errorf("create step execution %s: %w", k.Name, err))
+		return StepRef{}, classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("create step execution %s: %w", k.Name, err))
 	}
 	activity.GetLogger(ctx).Info("step execution ready", "request", in.Request, "step", in.Step.Name, "execution", k.Name)
 	return StepRef{Name: k.Name, UID: string(k.UID)}, nil
@@ -87,7 +87,7 @@ func (r *Remediation) CreateStepExecution(ctx context.Context, in StepInput) (St
 // Anything else fails the request naming the object, and is never used.
 func (r *Remediation) isOwnStep(ctx context.Context, want, existing *v1alpha1.KubernetesExecution) error {
 	squatted := func(why string) error {
-		return permanent(ReasonInvalidParameters, fmt.Errorf(
+		return permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf(
 			"KubernetesExecution %s/%s already exists and is not this request's step (%s): delete it and create the request again", existing.Namespace, existing.Name, why))
 	}
 	owner := metav1.GetControllerOf(existing)
@@ -103,7 +103,7 @@ func (r *Remediation) isOwnStep(ctx context.Context, want, existing *v1alpha1.Ku
 	dry := want.DeepCopy()
 	dry.Name, dry.GenerateName = "", want.Name+"-"
 	if err := r.Client.Create(ctx, dry, ctrlclient.DryRunAll); err != nil {
-		return classify(ReasonInvalidParameters, fmt.Errorf("dry-run create step execution %s: %w", want.Name, err))
+		return classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("dry-run create step execution %s: %w", want.Name, err))
 	}
 	if !equality.Semantic.DeepEqual(dry.Spec, existing.Spec) {
 		return squatted("its spec is not the step's")

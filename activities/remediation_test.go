@@ -95,7 +95,7 @@ func TestCreateStepExecutionChecksWhatItFinds(t *testing.T) {
 			var app *temporal.ApplicationError
 			require.ErrorAs(t, err, &app)
 			assert.True(t, app.NonRetryable())
-			assert.Equal(t, ReasonInvalidParameters, app.Type())
+			assert.Equal(t, v1alpha1.ReasonInvalidParameters, app.Type())
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/runs"
 )
 
@@ -61,7 +62,7 @@ func (o *OpenRuns) reload(ctx context.Context, namespace, kind, name string) err
 // drift requires the caller to be the open drift run of the parent.
 func (o *OpenRuns) drift(ctx context.Context, parentUID string) error {
 	if parentUID == "" {
-		return permanent(ReasonSubjectMismatch, errors.New("a drift run acts only for a parent with a UID"))
+		return permanent(v1alpha1.ReasonSubjectMismatch, errors.New("a drift run acts only for a parent with a UID"))
 	}
 	return o.callerIs(ctx, DriftWorkflowID(parentUID), driftWorkflowType)
 }
@@ -77,10 +78,10 @@ func (o *OpenRuns) alert(ctx context.Context, namespace, rule, fingerprint strin
 func (o *OpenRuns) callerIs(ctx context.Context, id, workflowType string) error {
 	caller := activity.GetInfo(ctx).WorkflowExecution
 	if caller.ID != id {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("this subject is acted for by workflow %s only, not %s", id, caller.ID))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("this subject is acted for by workflow %s only, not %s", id, caller.ID))
 	}
 	if o == nil || o.Temporal == nil {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("the worker cannot describe runs, so run %s of %s cannot be verified", caller.RunID, id))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("the worker cannot describe runs, so run %s of %s cannot be verified", caller.RunID, id))
 	}
 	if o.known(id, caller.RunID) {
 		return nil
@@ -90,7 +91,7 @@ func (o *OpenRuns) callerIs(ctx context.Context, id, workflowType string) error 
 		return err
 	}
 	if open == "" || open != caller.RunID {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("run %s of %s is not its open %s on Remedy's task queue: a payload from another run, or a run of another kind or queue under its ID, acts for nobody",
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("run %s of %s is not its open %s on Remedy's task queue: a payload from another run, or a run of another kind or queue under its ID, acts for nobody",
 			caller.RunID, id, workflowType))
 	}
 	o.remember(id, open)

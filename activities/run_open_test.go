@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	workflowservice "go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // notFound is a Temporal that knows no workflow.
@@ -37,14 +39,14 @@ func TestOpenRunsBindTheCallerToItsSubjectsOpenRun(t *testing.T) {
 		retry   bool
 	}{
 		{name: "the open reload run", callerID: id, temporal: openRunIs(reloadWorkflowType, "", "")},
-		{name: "another workflow", callerID: "rogue/shop", temporal: openRunIs(reloadWorkflowType, "", ""), refused: ReasonSubjectMismatch},
-		{name: "a run of another type under the ID", callerID: id, temporal: openRunIs("Rogue", "", ""), refused: ReasonSubjectMismatch},
-		{name: "a run on another task queue under the ID", callerID: id, temporal: openRunIs(reloadWorkflowType, "rogue", ""), refused: ReasonSubjectMismatch},
-		{name: "not the open run of the ID", callerID: id, temporal: openRunIs(reloadWorkflowType, "", "a-later-run"), refused: ReasonSubjectMismatch},
+		{name: "another workflow", callerID: "rogue/shop", temporal: openRunIs(reloadWorkflowType, "", ""), refused: v1alpha1.ReasonSubjectMismatch},
+		{name: "a run of another type under the ID", callerID: id, temporal: openRunIs("Rogue", "", ""), refused: v1alpha1.ReasonSubjectMismatch},
+		{name: "a run on another task queue under the ID", callerID: id, temporal: openRunIs(reloadWorkflowType, "rogue", ""), refused: v1alpha1.ReasonSubjectMismatch},
+		{name: "not the open run of the ID", callerID: id, temporal: openRunIs(reloadWorkflowType, "", "a-later-run"), refused: v1alpha1.ReasonSubjectMismatch},
 		{name: "no run of the ID", callerID: id, temporal: func() (*OpenRuns, *openRunFake) {
 			return &OpenRuns{Temporal: notFound{}, TaskQueue: testTaskQueue}, nil
-		}, refused: ReasonSubjectMismatch},
-		{name: "no Temporal client", callerID: id, temporal: func() (*OpenRuns, *openRunFake) { return &OpenRuns{}, nil }, refused: ReasonSubjectMismatch},
+		}, refused: v1alpha1.ReasonSubjectMismatch},
+		{name: "no Temporal client", callerID: id, temporal: func() (*OpenRuns, *openRunFake) { return &OpenRuns{}, nil }, refused: v1alpha1.ReasonSubjectMismatch},
 		{name: "Temporal unavailable is retried", callerID: id, temporal: func() (*OpenRuns, *openRunFake) {
 			return &OpenRuns{Temporal: unreachable{}, TaskQueue: testTaskQueue}, nil
 		}, retry: true},

@@ -10,19 +10,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Reasons of the Warning Events on a workflow's object for a signal it cannot use.
-const (
-	// ReasonUnknownSignal: no handler of the workflow reads a signal of that name.
-	ReasonUnknownSignal = "UnknownSignal"
-	// ReasonMalformedSignal: the signal's payload does not decode strictly.
-	ReasonMalformedSignal = "MalformedSignal"
-	// ReasonApproverRefused: a person's decision, sent through Temporal,
-	// came from someone who may not decide the request.
-	ReasonApproverRefused = "ApproverRefused"
-	// ReasonRefusedSignal: a signal whose payload Remedy's parts did not seal, refused before delivery.
-	ReasonRefusedSignal = "RefusedSignal"
-)
-
 // SignalWarning is a signal a workflow received and cannot use as sent.
 // Temporal accepted it, so the sender saw success: the Event on the object
 // is where kubectl users see it was not.

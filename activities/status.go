@@ -76,7 +76,7 @@ const (
 func statusRun(callerID, callerRun, kind string, obj ctrlclient.Object, workflowID, runID string) error {
 	ref := SubjectRef{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID())}
 	if workflowID != "" && workflowID != callerID {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s takes its status from workflow %s only, not %s", kind, ref.Namespace, ref.Name, workflowID, callerID))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s %s/%s takes its status from workflow %s only, not %s", kind, ref.Namespace, ref.Name, workflowID, callerID))
 	}
 	return callerIsRun(callerRun, kind, ref, runID)
 }

@@ -109,8 +109,8 @@ func TestStatusPushOnlyFromTheOwnRun(t *testing.T) {
 		want string
 	}{
 		{"the recorded run", testWorkflowID, testRunID, ""},
-		{"another run of the same workflow ID", testWorkflowID, "the-closed-run", ReasonSubjectMismatch},
-		{"another workflow", "kexec/shop/x/u1", testRunID, ReasonSubjectMismatch},
+		{"another run of the same workflow ID", testWorkflowID, "the-closed-run", v1alpha1.ReasonSubjectMismatch},
+		{"another workflow", "kexec/shop/x/u1", testRunID, v1alpha1.ReasonSubjectMismatch},
 		{"a run not recorded yet", testWorkflowID, "", "retry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

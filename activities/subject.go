@@ -148,7 +148,7 @@ func (s *Subjects) remediation(ctx context.Context, ref SubjectRef) (*v1alpha1.R
 func (s *Subjects) approvalRun(ctx context.Context, runs *OpenRuns, namespace string, subject v1alpha1.ObjectRef, workflowID string) error {
 	caller := activity.GetInfo(ctx).WorkflowExecution
 	if caller.ID != workflowID {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("an approval request of workflow %s is asked and decided by that workflow only, not %s", workflowID, caller.ID))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("an approval request of workflow %s is asked and decided by that workflow only, not %s", workflowID, caller.ID))
 	}
 	if subject.Kind != "KubernetesExecution" || (subject.APIVersion != "" && subject.APIVersion != v1alpha1.GroupVersion.String()) {
 		for prefix, workflowType := range map[string]string{"reload/": reloadWorkflowType, "drift/": driftWorkflowType, "alert/": alertWorkflowType} {
@@ -157,7 +157,7 @@ func (s *Subjects) approvalRun(ctx context.Context, runs *OpenRuns, namespace st
 			}
 		}
 		// Only execution, reload, drift and alert runs ask a person.
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("workflow %s asks and decides no approval request about %s %s", workflowID, subject.Kind, subject.Name))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("workflow %s asks and decides no approval request about %s %s", workflowID, subject.Kind, subject.Name))
 	}
 	ref := SubjectRef{Namespace: namespace, Name: subject.Name}
 	var k v1alpha1.KubernetesExecution
@@ -166,7 +166,7 @@ func (s *Subjects) approvalRun(ctx context.Context, runs *OpenRuns, namespace st
 	}
 	ref.UID = string(k.UID)
 	if k.Status.WorkflowID != caller.ID {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s is run by workflow %s, not %s", namespace, subject.Name, k.Status.WorkflowID, caller.ID))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s is run by workflow %s, not %s", namespace, subject.Name, k.Status.WorkflowID, caller.ID))
 	}
 	return callerIsRun(caller.RunID, "KubernetesExecution", ref, k.Status.RunID)
 }
@@ -189,10 +189,10 @@ func (s *Subjects) approvalRun(ctx context.Context, runs *OpenRuns, namespace st
 func (s *Subjects) ownRun(ctx context.Context, ref SubjectRef, kind string, run ownRun, phase v1alpha1.Phase, reason string) error {
 	caller := activity.GetInfo(ctx).WorkflowExecution
 	if caller.ID != run.want || (run.workflowID != "" && run.workflowID != run.want) {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s is run by workflow %s only, not %s", kind, ref.Namespace, ref.Name, run.want, caller.ID))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s %s/%s is run by workflow %s only, not %s", kind, ref.Namespace, ref.Name, run.want, caller.ID))
 	}
 	if phase.Terminal() {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s already finished (%s, %s): a finished %s never runs again",
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s %s/%s already finished (%s, %s): a finished %s never runs again",
 			kind, ref.Namespace, ref.Name, phase, reason, kind))
 	}
 	return callerIsRun(caller.RunID, kind, ref, run.runID)
@@ -212,7 +212,7 @@ func callerIsRun(caller, kind string, ref SubjectRef, recorded string) error {
 		return fmt.Errorf("%s %s/%s: %w", kind, ref.Namespace, ref.Name, ErrRunNotRecorded)
 	}
 	if caller != recorded {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s is run by run %s of its workflow only, not run %s: a payload from another run, or a run started later under its workflow ID, acts for nobody",
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s %s/%s is run by run %s of its workflow only, not run %s: a payload from another run, or a run started later under its workflow ID, acts for nobody",
 			kind, ref.Namespace, ref.Name, recorded, caller))
 	}
 	return nil
@@ -251,7 +251,7 @@ func (s *Subjects) getRecorded(ctx context.Context, ref SubjectRef, kind string,
 func (s *Subjects) get(ctx context.Context, ref SubjectRef, kind string, obj ctrlclient.Object) error {
 	err := s.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj)
 	if apierrors.IsNotFound(err) {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s does not exist: this run was not started for a live object, so it does nothing", kind, ref.Namespace, ref.Name))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s %s/%s does not exist: this run was not started for a live object, so it does nothing", kind, ref.Namespace, ref.Name))
 	}
 	if err != nil {
 		return fmt.Errorf("read %s %s/%s: %w", kind, ref.Namespace, ref.Name, err)
@@ -262,9 +262,9 @@ func (s *Subjects) get(ctx context.Context, ref SubjectRef, kind string, obj ctr
 func (s *Subjects) compare(ctx context.Context, ref SubjectRef, kind, uid string, sameSpec bool) error {
 	switch {
 	case uid != ref.UID:
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s has UID %s, but this run was started for UID %s", kind, ref.Namespace, ref.Name, uid, ref.UID))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s %s/%s has UID %s, but this run was started for UID %s", kind, ref.Namespace, ref.Name, uid, ref.UID))
 	case !sameSpec:
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("the spec this run was started with is not the spec of %s %s/%s", kind, ref.Namespace, ref.Name))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("the spec this run was started with is not the spec of %s %s/%s", kind, ref.Namespace, ref.Name))
 	}
 	activity.GetLogger(ctx).Info("subject verified", "kind", kind, "object", ref.Namespace+"/"+ref.Name, "uid", uid)
 	return nil

@@ -55,7 +55,7 @@ func (b *RunReads) bindRead(ctx context.Context, r readFor) error {
 	caller := activity.GetInfo(ctx).WorkflowExecution
 	parts := strings.SplitN(caller.ID, "/", 4)
 	if len(parts) != 4 {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s reads for a person only in the run of a Remedy object, not in workflow %s", r.what, caller.ID))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s reads for a person only in the run of a Remedy object, not in workflow %s", r.what, caller.ID))
 	}
 	ref := SubjectRef{Namespace: parts[1], Name: parts[2], UID: parts[3]}
 	switch parts[0] {
@@ -68,7 +68,7 @@ func (b *RunReads) bindRead(ctx context.Context, r readFor) error {
 			}
 		}
 		if (r.action != "" && r.action != k.Spec.Action) || r.target != k.Spec.Target {
-			return permanent(ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s runs %s on %s only: its run does not %s %s of %s",
+			return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("KubernetesExecution %s/%s runs %s on %s only: its run does not %s %s of %s",
 				ref.Namespace, ref.Name, k.Spec.Action, k.Spec.Target.String(), r.what, r.action, r.target.String()))
 		}
 		return sameRequester(r, k.Spec.Requester, "KubernetesExecution", ref)
@@ -85,21 +85,21 @@ func (b *RunReads) bindRead(ctx context.Context, r readFor) error {
 				return sameRequester(r, rr.Spec.Requester, "RemediationRequest", ref)
 			}
 		}
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("no step of RemediationRequest %s/%s runs %s on %s: its run does not %s it",
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("no step of RemediationRequest %s/%s runs %s on %s: its run does not %s it",
 			ref.Namespace, ref.Name, r.action, r.target.String(), r.what))
 	case "alert":
 		if b.Alerts == nil {
-			return permanent(ReasonSubjectMismatch, errors.New("the worker cannot verify alert runs, so it reads nothing for one"))
+			return permanent(v1alpha1.ReasonSubjectMismatch, errors.New("the worker cannot verify alert runs, so it reads nothing for one"))
 		}
 		return b.Alerts.holdsPermit(ctx, ref.Namespace)
 	}
-	return permanent(ReasonSubjectMismatch, fmt.Errorf("%s reads for a person only in the run of a Remedy object, not in workflow %s", r.what, caller.ID))
+	return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s reads for a person only in the run of a Remedy object, not in workflow %s", r.what, caller.ID))
 }
 
 // sameRequester requires the read to be made for the subject's requester.
 func sameRequester(r readFor, requester *v1alpha1.Requester, kind string, ref SubjectRef) error {
 	if !equality.Semantic.DeepEqual(r.requester, requester) {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s %s/%s reads for its own requester only: its run does not %s for another", kind, ref.Namespace, ref.Name, r.what))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s %s/%s reads for its own requester only: its run does not %s for another", kind, ref.Namespace, ref.Name, r.what))
 	}
 	return nil
 }
@@ -107,7 +107,7 @@ func sameRequester(r readFor, requester *v1alpha1.Requester, kind string, ref Su
 // bindRead refuses every read when the worker was built without a binder.
 func bindRead(ctx context.Context, b ReadBinder, r readFor) error {
 	if b == nil {
-		return permanent(ReasonSubjectMismatch, fmt.Errorf("%s: the worker binds no reads to their runs, so it reads nothing for a person", r.what))
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s: the worker binds no reads to their runs, so it reads nothing for a person", r.what))
 	}
 	return b.bindRead(ctx, r)
 }

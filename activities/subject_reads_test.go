@@ -104,7 +104,7 @@ func TestReadsBoundToTheSubjectsRun(t *testing.T) {
 			}
 			var app *temporal.ApplicationError
 			require.ErrorAs(t, err, &app)
-			assert.Equal(t, ReasonSubjectMismatch, app.Type())
+			assert.Equal(t, v1alpha1.ReasonSubjectMismatch, app.Type())
 			assert.True(t, app.NonRetryable(), "a refused read is refused for good")
 		})
 	}

@@ -40,10 +40,10 @@ func TestOwnRunBindsTheRunID(t *testing.T) {
 		want string
 	}{
 		{"the recorded run", testWorkflowID, testRunID, v1alpha1.PhaseValidating, ""},
-		{"another run of the same workflow ID", testWorkflowID, "the-closed-run", v1alpha1.PhaseValidating, ReasonSubjectMismatch},
-		{"another workflow", "kexec/shop/x/other", testRunID, v1alpha1.PhaseValidating, ReasonSubjectMismatch},
+		{"another run of the same workflow ID", testWorkflowID, "the-closed-run", v1alpha1.PhaseValidating, v1alpha1.ReasonSubjectMismatch},
+		{"another workflow", "kexec/shop/x/other", testRunID, v1alpha1.PhaseValidating, v1alpha1.ReasonSubjectMismatch},
 		{"a run not recorded yet waits", testWorkflowID, "", v1alpha1.PhasePending, "retry"},
-		{"a finished execution, whoever asks", testWorkflowID, "", v1alpha1.PhaseCompleted, ReasonSubjectMismatch},
+		{"a finished execution, whoever asks", testWorkflowID, "", v1alpha1.PhaseCompleted, v1alpha1.ReasonSubjectMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "x", UID: "u1"}, Spec: spec,
@@ -112,7 +112,7 @@ func TestStepsOnlyFromTheRequestsRun(t *testing.T) {
 			}
 			var app *temporal.ApplicationError
 			require.ErrorAs(t, env.GetWorkflowError(), &app)
-			assert.Equal(t, ReasonSubjectMismatch, app.Type())
+			assert.Equal(t, v1alpha1.ReasonSubjectMismatch, app.Type())
 			assert.Empty(t, steps.Items)
 		})
 	}

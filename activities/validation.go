@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/remedy-dev/remedy/activities/actions"
-	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/authz"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 // PolicyLabel marks ConfigMaps whose *.rego keys make up the safety policy.
@@ -56,7 +56,7 @@ func (v *Validation) CheckSpec(ctx context.Context, spec v1alpha1.KubernetesExec
 	if _, err := actions.Validate(req); err != nil {
 		var inv *actions.InvalidError
 		if !errors.As(err, &inv) {
-			return classify(ReasonInvalidParameters, err)
+			return classify(v1alpha1.ReasonInvalidParameters, err)
 		}
 		problems = append(problems, err)
 	}
@@ -66,7 +66,7 @@ func (v *Validation) CheckSpec(ctx context.Context, spec v1alpha1.KubernetesExec
 		}
 	}
 	if len(problems) > 0 {
-		return permanent(ReasonInvalidParameters, errors.Join(problems...))
+		return permanent(v1alpha1.ReasonInvalidParameters, errors.Join(problems...))
 	}
 	activity.GetLogger(ctx).Info("spec valid", "action", req.Action, "target", req.Target.String())
 	return nil
@@ -78,7 +78,7 @@ func (v *Validation) CheckSpec(ctx context.Context, spec v1alpha1.KubernetesExec
 func (v *Validation) CheckRBAC(ctx context.Context, req actions.Request) error {
 	a, err := actions.Validate(req)
 	if err != nil {
-		return classify(ReasonInvalidParameters, err)
+		return classify(v1alpha1.ReasonInvalidParameters, err)
 	}
 	if err := v.checkServiceAccount(ctx, req.Action); err != nil {
 		return err
@@ -92,7 +92,7 @@ func (v *Validation) CheckRBAC(ctx context.Context, req actions.Request) error {
 	verbs := authz.Verbs(a, gvr)
 	if len(verbs) == 0 {
 		// No verb to ask about is no grant at all, never "may do every one".
-		return permanent(ReasonInvalidParameters, fmt.Errorf("action %s names no verb on %s: Remedy cannot authorize it, so it does not run it", req.Action, gvr.GroupResource()))
+		return permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("action %s names no verb on %s: Remedy cannot authorize it, so it does not run it", req.Action, gvr.GroupResource()))
 	}
 	var denied []string
 	for _, verb := range verbs {
@@ -115,7 +115,7 @@ func (v *Validation) CheckRBAC(ctx context.Context, req actions.Request) error {
 		if req.Target.Namespace != "" {
 			where = "in namespace " + req.Target.Namespace
 		}
-		return permanent(ReasonForbidden, fmt.Errorf("RBAC: %s may not %s %s %s; grant it in the ClusterRole %s",
+		return permanent(v1alpha1.ReasonForbidden, fmt.Errorf("RBAC: %s may not %s %s %s; grant it in the ClusterRole %s",
 			user, strings.Join(denied, ", "), gvr.GroupResource(), where, actions.ServiceAccountName(req.Action)))
 	}
 	return nil
@@ -130,7 +130,7 @@ func (v *Validation) checkServiceAccount(ctx context.Context, action string) err
 	name := actions.ServiceAccountName(action)
 	err := v.serviceAccountExists(ctx, name)
 	if apierrors.IsNotFound(err) {
-		return permanent(ReasonForbidden, fmt.Errorf("ServiceAccount %s/%s does not exist: the %s action runs as it; install deploy/actions/%s.yaml",
+		return permanent(v1alpha1.ReasonForbidden, fmt.Errorf("ServiceAccount %s/%s does not exist: the %s action runs as it; install deploy/actions/%s.yaml",
 			v.ActionNamespace, name, action, action))
 	}
 	if err != nil {
@@ -153,7 +153,7 @@ type RequesterCheck struct {
 // example while the run waited for approval.
 func (v *Validation) CheckRequester(ctx context.Context, in RequesterCheck) error {
 	if in.Requester == nil || in.Requester.Username == "" {
-		return permanent(ReasonForbidden, errors.New(
+		return permanent(v1alpha1.ReasonForbidden, errors.New(
 			"the execution has no spec.requester: Remedy's admission webhook (deploy/webhook/requester.yaml) stamps it on create, and nothing runs without one"))
 	}
 	err := authz.Authorize(ctx, authz.SARReview(v.Kube.AuthorizationV1().SubjectAccessReviews()), v.Mapper,
@@ -162,9 +162,9 @@ func (v *Validation) CheckRequester(ctx context.Context, in RequesterCheck) erro
 	var malformed *authz.Malformed
 	switch {
 	case errors.As(err, &malformed):
-		return permanent(ReasonInvalidParameters, err)
+		return permanent(v1alpha1.ReasonInvalidParameters, err)
 	case errors.As(err, &denied):
-		return permanent(ReasonForbidden, err)
+		return permanent(v1alpha1.ReasonForbidden, err)
 	}
 	if err != nil {
 		return fmt.Errorf("authorize requester %s: %w", in.Requester.Username, err)
@@ -202,7 +202,7 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 	if req.Target.Namespace != "" {
 		ns, err := v.namespace(ctx, req.Target.Namespace)
 		if err != nil {
-			return PolicyResult{}, classify(ReasonPolicyDenied, err)
+			return PolicyResult{}, classify(v1alpha1.ReasonPolicyDenied, err)
 		}
 		in.Namespace.Labels = ns.Labels
 		if IsProtectedNamespace(ns) {
@@ -220,7 +220,7 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 	set := policySetOf(cms)
 	if len(set.Modules) == 0 {
 		// Fail closed: a missing policy must not read as "everything is allowed".
-		return PolicyResult{}, permanent(ReasonPolicyMissing, fmt.Errorf(
+		return PolicyResult{}, permanent(v1alpha1.ReasonPolicyMissing, fmt.Errorf(
 			"no safety policy is loaded: no ConfigMap in %s labelled %s=true has a *.rego key (install deploy/policies/safety.yaml)", v.ActionNamespace, PolicyLabel))
 	}
 	name := set.name()
@@ -241,11 +241,11 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 	}
 	switch {
 	case policy.IsInvalid(err):
-		return PolicyResult{}, permanent(ReasonPolicyDenied, fmt.Errorf("safety policy %s is broken: %w", name, err))
+		return PolicyResult{}, permanent(v1alpha1.ReasonPolicyDenied, fmt.Errorf("safety policy %s is broken: %w", name, err))
 	case policy.IsTimeout(err):
 		// A policy that cannot decide in time denies; retrying would only
 		// burn the same time again.
-		return PolicyResult{}, permanent(ReasonPolicyDenied, fmt.Errorf("safety policy %s did not decide: %w", name, err))
+		return PolicyResult{}, permanent(v1alpha1.ReasonPolicyDenied, fmt.Errorf("safety policy %s did not decide: %w", name, err))
 	case err != nil:
 		return PolicyResult{}, err
 	}
@@ -266,12 +266,12 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 func (v *Validation) resourceOf(ref v1alpha1.ObjectRef) (schema.GroupVersionResource, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return schema.GroupVersionResource{}, permanent(ReasonInvalidParameters, fmt.Errorf("target.apiVersion %q: %w", ref.APIVersion, err))
+		return schema.GroupVersionResource{}, permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("target.apiVersion %q: %w", ref.APIVersion, err))
 	}
 	m, err := v.Mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return schema.GroupVersionResource{}, permanent(ReasonInvalidParameters, fmt.Errorf("the API server does not serve %s %s", ref.APIVersion, ref.Kind))
+			return schema.GroupVersionResource{}, permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("the API server does not serve %s %s", ref.APIVersion, ref.Kind))
 		}
 		return schema.GroupVersionResource{}, fmt.Errorf("map %s %s: %w", ref.APIVersion, ref.Kind, err)
 	}

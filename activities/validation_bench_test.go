@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/remedy-dev/remedy/activities/actions"
-	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 // BenchmarkEvaluatePolicy evaluates the shipped safety policy for one scale

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/remedy-dev/remedy/activities/actions"
-	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 // CheckSpec names every problem of a spec in one permanent failure, as
@@ -44,7 +44,7 @@ func TestCheckSpecNamesEveryProblem(t *testing.T) {
 			var app *temporal.ApplicationError
 			require.True(t, errors.As(err, &app), "a permanent failure: %v", err)
 			assert.True(t, app.NonRetryable())
-			assert.Equal(t, ReasonInvalidParameters, app.Type())
+			assert.Equal(t, v1alpha1.ReasonInvalidParameters, app.Type())
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
 			}

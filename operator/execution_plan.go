@@ -198,15 +198,15 @@ func planLostExecution(kexec *v1alpha1.KubernetesExecution, observed *v1alpha1.K
 // the status says so, there is nothing more to do.
 func refuseExecution(kexec *v1alpha1.KubernetesExecution, invalid error, now time.Time) executionPlan {
 	cur := kexec.Status
-	if cur.Phase == v1alpha1.PhaseFailed && cur.Reason == ReasonInvalidSpec {
+	if cur.Phase == v1alpha1.PhaseFailed && cur.Reason == v1alpha1.ReasonInvalidSpec {
 		return executionPlan{}
 	}
 	msg := invalidSpecMessage(invalid)
 	next := cur.DeepCopy()
-	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhaseFailed, ReasonInvalidSpec, msg, kexec.Generation
-	next.PhaseTransitions = append(next.PhaseTransitions, v1alpha1.PhaseTransition{Phase: v1alpha1.PhaseFailed, Reason: ReasonInvalidSpec, Message: msg, Time: metav1.NewMicroTime(now)})
+	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhaseFailed, v1alpha1.ReasonInvalidSpec, msg, kexec.Generation
+	next.PhaseTransitions = append(next.PhaseTransitions, v1alpha1.PhaseTransition{Phase: v1alpha1.PhaseFailed, Reason: v1alpha1.ReasonInvalidSpec, Message: msg, Time: metav1.NewMicroTime(now)})
 	setReady(next, kexec.Generation, now)
-	return executionPlan{status: next, events: []event{{corev1.EventTypeWarning, string(v1alpha1.PhaseFailed), joinReason(ReasonInvalidSpec, msg)}}}
+	return executionPlan{status: next, events: []event{{corev1.EventTypeWarning, string(v1alpha1.PhaseFailed), joinReason(v1alpha1.ReasonInvalidSpec, msg)}}}
 }
 
 // rollbackRequest relays the rollback annotation of an execution in RollbackReady.

@@ -129,7 +129,7 @@ func TestPlanRefusesInvalidDurations(t *testing.T) {
 	assert.False(t, p.start)
 	require.NotNil(t, p.status)
 	assert.Equal(t, v1alpha1.PhaseFailed, p.status.Phase)
-	assert.Equal(t, ReasonInvalidSpec, p.status.Reason)
+	assert.Equal(t, v1alpha1.ReasonInvalidSpec, p.status.Reason)
 	assert.Contains(t, p.status.Message, `spec.postConditions[0].timeout: "5 m" is not a duration`)
 	require.Len(t, p.events, 1)
 	assert.Equal(t, corev1.EventTypeWarning, p.events[0].eventType)

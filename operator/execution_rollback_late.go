@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // ConditionRollbackRequest reports a rollback annotation the run could not
@@ -47,7 +46,7 @@ func planLateRollback(kexec *v1alpha1.KubernetesExecution, now time.Time) *execu
 // rollbackStarted reports whether the run began rolling back, whatever came of it.
 func rollbackStarted(trs []v1alpha1.PhaseTransition) bool {
 	for _, tr := range trs {
-		if tr.Reason == workflows.ReasonRollingBack || tr.Reason == workflows.ReasonRolledBack {
+		if tr.Reason == v1alpha1.ReasonRollingBack || tr.Reason == v1alpha1.ReasonRolledBack {
 			return true
 		}
 	}

@@ -13,11 +13,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
-// ReasonOpenRunsLimited is the reason of a KubernetesExecution or
-// RemediationRequest held Pending, not started, because its namespace has
-// --max-open-runs-per-namespace runs open.
-const ReasonOpenRunsLimited = "OpenRunsLimited"
-
 // DefaultMaxOpenRunsPerNamespace is the default of --max-open-runs-per-namespace.
 const DefaultMaxOpenRunsPerNamespace = 50
 
@@ -132,11 +127,11 @@ func limitedMessage(ns string, limit int) string {
 // and looks again after openRunsRecheck.
 func planHeldExecution(kexec *v1alpha1.KubernetesExecution, limit int, now time.Time) executionPlan {
 	cur := kexec.Status
-	if cur.Phase == v1alpha1.PhasePending && cur.Reason == ReasonOpenRunsLimited {
+	if cur.Phase == v1alpha1.PhasePending && cur.Reason == v1alpha1.ReasonOpenRunsLimited {
 		return executionPlan{requeueAfter: openRunsRecheck}
 	}
 	next := cur.DeepCopy()
-	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhasePending, ReasonOpenRunsLimited, limitedMessage(kexec.Namespace, limit), kexec.Generation
+	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhasePending, v1alpha1.ReasonOpenRunsLimited, limitedMessage(kexec.Namespace, limit), kexec.Generation
 	setReady(next, kexec.Generation, now)
 	return executionPlan{status: next, limited: true, requeueAfter: openRunsRecheck, events: limitedEvents(next.Message)}
 }
@@ -144,15 +139,15 @@ func planHeldExecution(kexec *v1alpha1.KubernetesExecution, limit int, now time.
 // planHeldRemediation is planHeldExecution for a RemediationRequest.
 func planHeldRemediation(rr *v1alpha1.RemediationRequest, limit int, now time.Time) plan[v1alpha1.RemediationRequestStatus] {
 	cur := rr.Status
-	if cur.Phase == v1alpha1.PhasePending && cur.Reason == ReasonOpenRunsLimited {
+	if cur.Phase == v1alpha1.PhasePending && cur.Reason == v1alpha1.ReasonOpenRunsLimited {
 		return plan[v1alpha1.RemediationRequestStatus]{requeueAfter: openRunsRecheck}
 	}
 	next := cur.DeepCopy()
-	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhasePending, ReasonOpenRunsLimited, limitedMessage(rr.Namespace, limit), rr.Generation
+	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhasePending, v1alpha1.ReasonOpenRunsLimited, limitedMessage(rr.Namespace, limit), rr.Generation
 	setCondition(&next.Conditions, next.Phase, next.Reason, next.Message, rr.Generation, now)
 	return plan[v1alpha1.RemediationRequestStatus]{status: next, limited: true, requeueAfter: openRunsRecheck, events: limitedEvents(next.Message)}
 }
 
 func limitedEvents(msg string) []event {
-	return []event{{corev1.EventTypeWarning, ReasonOpenRunsLimited, msg}}
+	return []event{{corev1.EventTypeWarning, v1alpha1.ReasonOpenRunsLimited, msg}}
 }

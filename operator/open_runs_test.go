@@ -104,14 +104,14 @@ func TestPlanHeld(t *testing.T) {
 	assert.True(t, p.limited)
 	assert.Equal(t, openRunsRecheck, p.requeueAfter)
 	assert.Equal(t, v1alpha1.PhasePending, p.status.Phase)
-	assert.Equal(t, ReasonOpenRunsLimited, p.status.Reason)
+	assert.Equal(t, v1alpha1.ReasonOpenRunsLimited, p.status.Reason)
 	want := "namespace shop has reached the operator's limit of 2 open runs (--max-open-runs-per-namespace): this run starts when one of them completes, fails or offers its rollback"
 	assert.Equal(t, want, p.status.Message)
 	assert.Empty(t, p.status.WorkflowID)
 	require.Len(t, p.events, 1)
-	assert.Equal(t, event{corev1.EventTypeWarning, ReasonOpenRunsLimited, want}, p.events[0])
+	assert.Equal(t, event{corev1.EventTypeWarning, v1alpha1.ReasonOpenRunsLimited, want}, p.events[0])
 	require.Len(t, p.status.Conditions, 1)
-	assert.Equal(t, ReasonOpenRunsLimited, p.status.Conditions[0].Reason)
+	assert.Equal(t, v1alpha1.ReasonOpenRunsLimited, p.status.Conditions[0].Reason)
 
 	// Held already: no write, no Event, no count; look again later.
 	kexec.Status = *p.status
@@ -133,7 +133,7 @@ func TestPlanHeld(t *testing.T) {
 	rp := planHeldRemediation(rr, 2, now)
 	require.NotNil(t, rp.status)
 	assert.True(t, rp.limited)
-	assert.Equal(t, ReasonOpenRunsLimited, rp.status.Reason)
+	assert.Equal(t, v1alpha1.ReasonOpenRunsLimited, rp.status.Reason)
 	rr.Status = *rp.status
 	assert.Nil(t, planHeldRemediation(rr, 2, now).status)
 	rstart := planRemediation(rr, "rr/shop/fix/u", nil, runLook{}, now)

@@ -152,7 +152,7 @@ func (r *ReloadReconciler) refuseProtected(ctx context.Context, p *v1alpha1.Conf
 	if err := r.writeStatus(ctx, p); err != nil {
 		return true, err
 	}
-	r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, workflows.ReasonProtectedNamespace, "Reconcile", "%s",
+	r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, v1alpha1.ReasonProtectedNamespace, "Reconcile", "%s",
 		meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady).Message)
 	log.FromContext(ctx).Info("policy in a protected namespace: nothing is reloaded", "namespace", p.Namespace)
 	return true, nil
@@ -176,7 +176,7 @@ func (r *ReloadReconciler) refuseInvalid(ctx context.Context, p *v1alpha1.Config
 	if err := r.writeStatus(ctx, p); err != nil {
 		return true, err
 	}
-	r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Reconcile", "%s",
+	r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidSpec, "Reconcile", "%s",
 		meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady).Message)
 	return true, nil
 }

@@ -19,19 +19,6 @@ import (
 	"github.com/remedy-dev/remedy/workflows"
 )
 
-// Ready reasons of a ConfigReloadPolicy.
-const (
-	ReasonWatching        = "Watching"
-	ReasonInvalidSelector = "InvalidSelector"
-	// ReasonInvalidSpec is a spec the schema should have refused, e.g. a
-	// duration stored before the schema checked it.
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonNothingToReload is the Ready=False reason and the Warning Event
-	// of a policy that matches no workload to any ConfigMap; the message says
-	// why. It turns Watching once a workload matches.
-	ReasonNothingToReload = "NothingToReload"
-)
-
 // reloadConfigMap is what planning needs of a selected ConfigMap.
 type reloadConfigMap struct {
 	Name, Scope, Hash string
@@ -178,7 +165,7 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 		next.Workloads = append(next.Workloads, wr)
 	}
 
-	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonWatching,
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonWatching,
 		Message:            fmt.Sprintf("watching %d ConfigMaps and %d workloads; %d restarts pending", len(next.WatchedConfigMaps), len(next.Workloads), out.pending),
 		ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(now)}
 	if gated {
@@ -187,10 +174,10 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 	hint := reloadHint(p.Namespace, scopeLabel(p), cms, wls)
 	if hint != "" {
 		// Watching, but not effective: Ready says so, not only an Event.
-		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonNothingToReload
+		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonNothingToReload
 		ready.Message += "; " + hint
 		if old := meta.FindStatusCondition(cur.Conditions, v1alpha1.ConditionReady); old == nil || old.Message != ready.Message {
-			out.events = append(out.events, event{corev1.EventTypeWarning, ReasonNothingToReload, hint})
+			out.events = append(out.events, event{corev1.EventTypeWarning, v1alpha1.ReasonNothingToReload, hint})
 		}
 	}
 	meta.SetStatusCondition(&next.Conditions, ready)
@@ -234,12 +221,12 @@ func reloadHint(namespace, scope string, cms []reloadConfigMap, wls []reloadWork
 
 // invalidSelectorStatus reports a selector that cannot be parsed.
 func invalidSelectorStatus(p *v1alpha1.ConfigReloadPolicy, err error, now time.Time) *v1alpha1.ConfigReloadPolicyStatus {
-	return notReadyStatus(p, ReasonInvalidSelector, err.Error(), now)
+	return notReadyStatus(p, v1alpha1.ReasonInvalidSelector, err.Error(), now)
 }
 
 // invalidSpecStatus reports a spec that cannot be used as stored.
 func invalidSpecStatus(p *v1alpha1.ConfigReloadPolicy, err error, now time.Time) *v1alpha1.ConfigReloadPolicyStatus {
-	return notReadyStatus(p, ReasonInvalidSpec, invalidSpecMessage(err), now)
+	return notReadyStatus(p, v1alpha1.ReasonInvalidSpec, invalidSpecMessage(err), now)
 }
 
 // invalidSpecMessage joins the field errors on one line.
@@ -249,7 +236,7 @@ func invalidSpecMessage(err error) string {
 
 // protectedStatus reports a policy in a protected namespace, which restarts nothing.
 func protectedStatus(p *v1alpha1.ConfigReloadPolicy, now time.Time) *v1alpha1.ConfigReloadPolicyStatus {
-	return notReadyStatus(p, workflows.ReasonProtectedNamespace,
+	return notReadyStatus(p, v1alpha1.ReasonProtectedNamespace,
 		workflows.ProtectedNamespaceMessage(p.Namespace)+": this policy records and restarts nothing", now)
 }
 

@@ -158,17 +158,17 @@ func TestPlanReload(t *testing.T) {
 			require.NotNil(t, ready)
 			if tt.unmatched {
 				assert.Equal(t, metav1.ConditionFalse, ready.Status, "a policy that restarts nothing is not ready")
-				assert.Equal(t, ReasonNothingToReload, ready.Reason)
+				assert.Equal(t, v1alpha1.ReasonNothingToReload, ready.Reason)
 			} else {
 				assert.Equal(t, metav1.ConditionTrue, ready.Status, "approval needs no warning: it works")
-				assert.Equal(t, ReasonWatching, ready.Reason)
+				assert.Equal(t, v1alpha1.ReasonWatching, ready.Reason)
 			}
 			assert.Equal(t, tt.gated, strings.Contains(ready.Message, "waits for an approved"), ready.Message)
 			const hint = "no Deployment/StatefulSet/DaemonSet in shop matching workloadSelector has label env=prod or env=test"
 			assert.Equal(t, tt.unmatched, strings.Contains(ready.Message, hint), ready.Message)
 			if tt.unmatched {
 				require.Len(t, p.events, 1)
-				assert.Equal(t, event{corev1.EventTypeWarning, ReasonNothingToReload, hint + " (scopeLabel, as on the selected ConfigMaps)"}, p.events[0])
+				assert.Equal(t, event{corev1.EventTypeWarning, v1alpha1.ReasonNothingToReload, hint + " (scopeLabel, as on the selected ConfigMaps)"}, p.events[0])
 			} else {
 				assert.Empty(t, p.events)
 			}
@@ -207,13 +207,13 @@ func TestConfigHashAnnotationFitsLongNames(t *testing.T) {
 func TestProtectedStatus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := crp(false)
-	p.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonWatching}}
+	p.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonWatching}}
 	st := protectedStatus(p, now)
 	require.NotNil(t, st)
 	ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
-	assert.Equal(t, workflows.ReasonProtectedNamespace, ready.Reason)
+	assert.Equal(t, v1alpha1.ReasonProtectedNamespace, ready.Reason)
 	assert.Contains(t, ready.Message, "namespace shop is protected")
 	assert.Equal(t, int64(2), st.ObservedGeneration)
 
@@ -258,7 +258,7 @@ func TestInvalidSpecStatusNamesTheField(t *testing.T) {
 	ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
-	assert.Equal(t, ReasonInvalidSpec, ready.Reason)
+	assert.Equal(t, v1alpha1.ReasonInvalidSpec, ready.Reason)
 	assert.Contains(t, ready.Message, `spec.debounce: "5 s" is not a duration`)
 
 	p.Status = *st

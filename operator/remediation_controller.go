@@ -210,11 +210,11 @@ func planRemediation(rr *v1alpha1.RemediationRequest, workflowID string, observe
 // refused without starting its workflow, as refuseExecution does.
 func refuseRemediation(rr *v1alpha1.RemediationRequest, invalid error, now time.Time) plan[v1alpha1.RemediationRequestStatus] {
 	cur := rr.Status
-	if cur.Phase == v1alpha1.PhaseFailed && cur.Reason == ReasonInvalidSpec {
+	if cur.Phase == v1alpha1.PhaseFailed && cur.Reason == v1alpha1.ReasonInvalidSpec {
 		return plan[v1alpha1.RemediationRequestStatus]{}
 	}
 	next := cur.DeepCopy()
-	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhaseFailed, ReasonInvalidSpec, invalidSpecMessage(invalid), rr.Generation
+	next.Phase, next.Reason, next.Message, next.ObservedGeneration = v1alpha1.PhaseFailed, v1alpha1.ReasonInvalidSpec, invalidSpecMessage(invalid), rr.Generation
 	setCondition(&next.Conditions, next.Phase, next.Reason, next.Message, rr.Generation, now)
 	return plan[v1alpha1.RemediationRequestStatus]{status: next,
 		events: []event{{corev1.EventTypeWarning, string(next.Phase), joinReason(next.Reason, next.Message)}}}

@@ -8,15 +8,6 @@ import (
 	"github.com/remedy-dev/remedy/internal/alertrule"
 )
 
-// Reasons of a RemediationRule's Ready condition.
-const (
-	ReasonRuleValid     = "Valid"
-	ReasonRuleInvalid   = "Invalid"
-	ReasonRuleNoAuthor  = "NoAuthor"
-	ReasonRuleForbidden = "Forbidden"
-	ReasonRuleSuspended = "Suspended"
-)
-
 // ruleReady is the Ready condition of a rule, from its own check: its spec
 // is valid for its namespace, it has an author, the author may run every
 // action of its template (denied names the missing grants, "" when
@@ -25,15 +16,15 @@ func ruleReady(r *v1alpha1.RemediationRule, denied string) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: r.Generation}
 	switch errs := alertrule.Check(r.Namespace, &r.Spec); {
 	case len(errs) > 0:
-		c.Reason, c.Message = ReasonRuleInvalid, errs.ToAggregate().Error()
+		c.Reason, c.Message = v1alpha1.ReasonRuleInvalid, errs.ToAggregate().Error()
 	case r.Spec.Author == nil:
-		c.Reason, c.Message = ReasonRuleNoAuthor, "the rule has no author: apply its spec again, so admission stamps who wrote it"
+		c.Reason, c.Message = v1alpha1.ReasonRuleNoAuthor, "the rule has no author: apply its spec again, so admission stamps who wrote it"
 	case denied != "":
-		c.Reason, c.Message = ReasonRuleForbidden, "the author may not run every action of the template: "+denied
+		c.Reason, c.Message = v1alpha1.ReasonRuleForbidden, "the author may not run every action of the template: "+denied
 	case r.Spec.Suspend:
-		c.Reason, c.Message = ReasonRuleSuspended, "suspended: new alerts start nothing"
+		c.Reason, c.Message = v1alpha1.ReasonRuleSuspended, "suspended: new alerts start nothing"
 	default:
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonRuleValid
+		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonRuleValid
 		c.Message = "matching alerts start remediations in the name of " + r.Spec.Author.Username
 		if r.Spec.DryRun {
 			c.Message = "shadow mode: matching alerts record what " + r.Spec.Author.Username + "'s remediation would change, and write nothing"

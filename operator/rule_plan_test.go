@@ -29,13 +29,13 @@ func TestRuleReadyFromItsOwnCheck(t *testing.T) {
 		status metav1.ConditionStatus
 		reason string
 	}{
-		{"valid and granted", rule(nil), "", metav1.ConditionTrue, ReasonRuleValid},
-		{"shadow mode", rule(func(r *v1alpha1.RemediationRule) { r.Spec.DryRun = true }), "", metav1.ConditionTrue, ReasonRuleValid},
-		{"author lost the grant", rule(nil), `user "alice" cannot execute`, metav1.ConditionFalse, ReasonRuleForbidden},
-		{"no author", rule(func(r *v1alpha1.RemediationRule) { r.Spec.Author = nil }), "", metav1.ConditionFalse, ReasonRuleNoAuthor},
-		{"bad matcher", rule(func(r *v1alpha1.RemediationRule) { r.Spec.Matchers = []string{"alertname=~("} }), "", metav1.ConditionFalse, ReasonRuleInvalid},
-		{"another namespace", rule(func(r *v1alpha1.RemediationRule) { r.Spec.Template.Steps[0].Execution.Target.Namespace = "kube-system" }), "", metav1.ConditionFalse, ReasonRuleInvalid},
-		{"suspended", rule(func(r *v1alpha1.RemediationRule) { r.Spec.Suspend = true }), "", metav1.ConditionFalse, ReasonRuleSuspended},
+		{"valid and granted", rule(nil), "", metav1.ConditionTrue, v1alpha1.ReasonRuleValid},
+		{"shadow mode", rule(func(r *v1alpha1.RemediationRule) { r.Spec.DryRun = true }), "", metav1.ConditionTrue, v1alpha1.ReasonRuleValid},
+		{"author lost the grant", rule(nil), `user "alice" cannot execute`, metav1.ConditionFalse, v1alpha1.ReasonRuleForbidden},
+		{"no author", rule(func(r *v1alpha1.RemediationRule) { r.Spec.Author = nil }), "", metav1.ConditionFalse, v1alpha1.ReasonRuleNoAuthor},
+		{"bad matcher", rule(func(r *v1alpha1.RemediationRule) { r.Spec.Matchers = []string{"alertname=~("} }), "", metav1.ConditionFalse, v1alpha1.ReasonRuleInvalid},
+		{"another namespace", rule(func(r *v1alpha1.RemediationRule) { r.Spec.Template.Steps[0].Execution.Target.Namespace = "kube-system" }), "", metav1.ConditionFalse, v1alpha1.ReasonRuleInvalid},
+		{"suspended", rule(func(r *v1alpha1.RemediationRule) { r.Spec.Suspend = true }), "", metav1.ConditionFalse, v1alpha1.ReasonRuleSuspended},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, changed := planRuleStatus(tc.rule, tc.denied)

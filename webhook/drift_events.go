@@ -13,15 +13,13 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // A denial is recorded on the parent as a Warning Event, where kubectl
 // describe shows it.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-
-// ReasonDriftDenied is the reason of the Warning Event on a parent whose
-// child's change the drift webhook denied.
-const ReasonDriftDenied = "DriftDenied"
 
 // DefaultDeniedEventWindow: at most one DriftDenied Event per parent per
 // window, however often its controller retries the denied change.
@@ -70,7 +68,7 @@ func (e *DeniedEvents) Record(parent, child *unstructured.Unstructured, operatio
 	}
 	e.last[parent.GetUID()] = now
 	e.mu.Unlock()
-	e.recorder.Event(parent, corev1.EventTypeWarning, ReasonDriftDenied,
+	e.recorder.Event(parent, corev1.EventTypeWarning, v1alpha1.ReasonDriftDenied,
 		fmt.Sprintf("denied %s's %s of %s %s: %s", user, operation, child.GetKind(), child.GetName(), reason))
 	return true
 }

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/internal/authz"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 // OperatorOptions say where the operator's admission webhooks (approval

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/activities/policy"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 func TestPolicyLabelIsTheWorkers(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/internal/authz"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 // withConditions is scaleWeb with one postcondition per module.

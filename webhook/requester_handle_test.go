@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/internal/authz"
+	"github.com/remedy-dev/remedy/internal/policy"
 )
 
 // requesterFixture is the webhook with a fake authorizer: grants are

@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities/policy"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/authz"
+	"github.com/remedy-dev/remedy/internal/policy"
 	"github.com/remedy-dev/remedy/workflows"
 )
 

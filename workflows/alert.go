@@ -27,13 +27,6 @@ const (
 	AlertResolved = "resolved"
 )
 
-// Reasons an alert's run ends with, besides the guards' and activities'.
-const (
-	ReasonGitOpsManaged = "GitOpsManaged"
-	ReasonResolved      = "Resolved"
-	ReasonRejected      = "Rejected"
-)
-
 // AlertWorkflowID is the deterministic ID of one alert's workflow for one rule.
 func AlertWorkflowID(namespace, rule, fingerprint string) string {
 	return activities.AlertWorkflowID(namespace, rule, fingerprint)
@@ -135,7 +128,7 @@ func AlertWorkflow(ctx workflow.Context, in AlertInput) (AlertResult, error) {
 	r.setPhase(ctx, "Verifying", "", "")
 	subject := activities.AlertSubject{Namespace: in.Namespace, Rule: in.Rule, Alert: in.Alert}
 	if err := workflow.ExecuteActivity(quick, alerts.VerifyAlert, subject).Get(ctx, &r.plan); err != nil {
-		r.setPhase(ctx, v1alpha1.AlertRefused, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err))
+		r.setPhase(ctx, v1alpha1.AlertRefused, reasonOf(err, v1alpha1.ReasonSubjectMismatch), messageOf(err))
 		return r.result, nil
 	}
 	r.record(ctx, activities.AlertRecordInput{Matched: true}, v1alpha1.AlertQueued, "Matched", "")
@@ -154,7 +147,7 @@ func (r *alertRun) act(ctx workflow.Context) {
 		case v1alpha1.GitOpsApprove:
 			approve = true
 		default:
-			r.refuse(ctx, ReasonGitOpsManaged, fmt.Sprintf("%s is managed by %s: a change would be reverted by the GitOps controller; fix it in Git, or set the rule's gitOps to Approve or Act", r.plan.Target, r.plan.GitOps), "")
+			r.refuse(ctx, v1alpha1.ReasonGitOpsManaged, fmt.Sprintf("%s is managed by %s: a change would be reverted by the GitOps controller; fix it in Git, or set the rule's gitOps to Approve or Act", r.plan.Target, r.plan.GitOps), "")
 			return
 		}
 	}
@@ -196,7 +189,7 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 		Opened: func(ctx workflow.Context, _ time.Time) {
 			if r.frozen != nil {
 				r.until = r.frozen.Until
-				r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertWaiting, activities.ReasonFrozen, r.frozen.Message+"; spec.freeze.action RequireApproval: a person decides instead")
+				r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertWaiting, v1alpha1.ReasonFrozen, r.frozen.Message+"; spec.freeze.action RequireApproval: a person decides instead")
 				r.until = nil
 				return
 			}
@@ -216,13 +209,13 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 	d, err := g.awaitDecision(ctx, ask)
 	switch {
 	case errors.Is(err, errApprovalSuperseded):
-		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonResolved, "the alert resolved before a decision: approval request withdrawn")
+		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved before a decision: approval request withdrawn")
 		return false
 	case err != nil:
 		r.refuse(ctx, "ApprovalFailed", err.Error(), "")
 		return false
 	case d.Decision != v1alpha1.DecisionApproved:
-		r.refuse(ctx, ReasonRejected, fmt.Sprintf("%s by %s: %s", d.Decision, d.DecidedBy, d.Message), "")
+		r.refuse(ctx, v1alpha1.ReasonRejected, fmt.Sprintf("%s by %s: %s", d.Decision, d.DecidedBy, d.Message), "")
 		return false
 	}
 	return true
@@ -253,7 +246,7 @@ func (r *alertRun) acquire(ctx workflow.Context) bool {
 	_ = workflow.Await(ctx, func() bool { return r.permit != nil || r.take(ctx) || (cancelOnResolve && r.resolved) })
 	if r.permit == nil {
 		r.release(ctx)
-		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonResolved, "the alert resolved while queued")
+		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved while queued")
 		return false
 	}
 	if !r.permit.Granted {
@@ -315,7 +308,7 @@ func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepCreateOptions), alerts.CreateAlertRequest,
 		activities.AlertRequestInput{Subject: activities.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}, Plan: r.plan}).Get(ctx, &ref)
 	if err != nil {
-		r.refuse(ctx, reasonOf(err, activities.ReasonInvalidParameters), messageOf(err), "")
+		r.refuse(ctx, reasonOf(err, v1alpha1.ReasonInvalidParameters), messageOf(err), "")
 		return
 	}
 	r.result.Request = ref.Name
@@ -346,7 +339,7 @@ func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		r.endSilence(dctx)
 		_ = workflow.RequestCancelExternalWorkflow(dctx, ref.WorkflowID, "").Get(dctx, nil)
-		r.record(dctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonCanceled, "the alert's run was canceled: RemediationRequest "+ref.Name+" canceled")
+		r.record(dctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonCanceled, "the alert's run was canceled: RemediationRequest "+ref.Name+" canceled")
 		return
 	}
 	r.endSilence(ctx)
@@ -356,7 +349,7 @@ func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 	}
 	if !done {
 		_ = workflow.RequestCancelExternalWorkflow(ctx, ref.WorkflowID, "").Get(ctx, nil)
-		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonResolved, "the alert resolved: RemediationRequest "+ref.Name+" canceled")
+		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved: RemediationRequest "+ref.Name+" canceled")
 		return
 	}
 	if err != nil {

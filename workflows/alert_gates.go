@@ -52,7 +52,7 @@ func (r *alertRun) checkGates(ctx workflow.Context, in activities.AlertGateInput
 	in.RuleUID = r.plan.RuleUID
 	var g activities.AlertGates
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alerts.CheckGates, in).Get(ctx, &g); err != nil {
-		r.refuse(ctx, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err), "")
+		r.refuse(ctx, reasonOf(err, v1alpha1.ReasonSubjectMismatch), messageOf(err), "")
 		return g, false
 	}
 	return g, true
@@ -76,7 +76,7 @@ func (r *alertRun) awaitGates(ctx workflow.Context, gp gatePlan) bool {
 			r.until = nil
 			return true
 		}
-		if g.Reason == activities.ReasonFrozen && gp.approveFreeze {
+		if g.Reason == v1alpha1.ReasonFrozen && gp.approveFreeze {
 			r.frozen = &g
 			if !r.approved(ctx) {
 				return false
@@ -100,7 +100,7 @@ func (r *alertRun) awaitGates(ctx workflow.Context, gp gatePlan) bool {
 		}
 		if resolved, _ := workflow.AwaitWithTimeout(ctx, wait, func() bool { return cancelOnResolve && r.resolved }); resolved {
 			r.until = nil
-			r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, ReasonResolved, "the alert resolved while held ("+g.Reason+"): nothing ran")
+			r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved while held ("+g.Reason+"): nothing ran")
 			return false
 		}
 	}

@@ -21,12 +21,6 @@ const (
 	SignalPermit = "permit"
 )
 
-// Guard reasons: why an alert was refused (dropped) rather than run.
-const (
-	ReasonCircuitOpen = v1alpha1.ConditionCircuitOpen
-	ReasonStorm       = v1alpha1.ConditionStorm
-)
-
 // maxGuardSignalsPerRun bounds the signals one guard run absorbs before it continues as new.
 const maxGuardSignalsPerRun = 500
 
@@ -84,7 +78,7 @@ func (s *GuardState) decide(now time.Time) (out []answer, wake time.Time) {
 		}
 		runs := recent(s.Runs[r.Target], now, r.BreakerWindow)
 		if r.BreakerRuns > 0 && len(runs) >= r.BreakerRuns {
-			out = append(out, answer{r, Permit{Reason: ReasonCircuitOpen, Message: fmt.Sprintf(
+			out = append(out, answer{r, Permit{Reason: v1alpha1.ReasonCircuitOpen, Message: fmt.Sprintf(
 				"%s was remediated %d times within %s and the alert fired again: stopped, a person must look", r.Target, len(runs), r.BreakerWindow)}})
 			continue
 		}
@@ -125,7 +119,7 @@ func (s *GuardState) decide(now time.Time) (out []answer, wake time.Time) {
 
 func stormPermit(rule string, until time.Time) Permit {
 	u := until
-	return Permit{Reason: ReasonStorm, StormUntil: &u, Message: fmt.Sprintf(
+	return Permit{Reason: v1alpha1.ReasonStorm, StormUntil: &u, Message: fmt.Sprintf(
 		"more alerts than rule %s's maxConcurrent: storm mode, the rule acts on no new alert until %s", rule, until.UTC().Format(time.RFC3339))}
 }
 

@@ -77,7 +77,7 @@ func TestAlertRunTakesOnlyThePermitThatAnswersItsRequest(t *testing.T) {
 	}{
 		{"no nonce", Permit{Granted: true}},
 		{"another request's nonce", Permit{Granted: true, RequestNonce: "0123456789abcdef0123456789abcdef"}},
-		{"a refusal without the nonce", Permit{Reason: ReasonCircuitOpen, Message: "forged"}},
+		{"a refusal without the nonce", Permit{Reason: v1alpha1.ReasonCircuitOpen, Message: "forged"}},
 	} {
 		t.Run(forged.name, func(t *testing.T) {
 			p := newPermitRun(t)

@@ -10,13 +10,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
-// Reasons of the execution's approval phase.
-const (
-	ReasonApprovalRequested = "ApprovalRequested"
-	ReasonApprovalRejected  = "ApprovalRejected"
-	ReasonApprovalExpired   = "ApprovalExpired"
-)
-
 // ApprovalRequestName is the deterministic name of an execution's RAR.
 func ApprovalRequestName(execution string) string { return execution + "-approval" }
 
@@ -58,7 +51,7 @@ func (r *executionRun) awaitApproval(ctx workflow.Context, pol activities.Policy
 		}, Requester: requester, RequireDistinctApprover: distinct},
 		Opened: func(ctx workflow.Context, requiredBy time.Time) {
 			r.status.ApprovalRequestRef = &v1alpha1.LocalRef{Name: name}
-			r.setPhase(ctx, v1alpha1.PhaseWaitingApproval, ReasonApprovalRequested,
+			r.setPhase(ctx, v1alpha1.PhaseWaitingApproval, v1alpha1.ReasonApprovalRequested,
 				fmt.Sprintf("%s; approve or reject RemediationApprovalRequest %s before %s%s", reason, name, requiredBy.UTC().Format(time.RFC3339), who))
 		},
 	}
@@ -70,16 +63,16 @@ func (r *executionRun) awaitApproval(ctx workflow.Context, pol activities.Policy
 	}
 	d, err := r.approval.awaitDecision(ctx, ask)
 	if err != nil {
-		r.fail(ctx, err, activities.ReasonInvalidParameters)
+		r.fail(ctx, err, v1alpha1.ReasonInvalidParameters)
 		return false
 	}
 	switch d.Decision {
 	case v1alpha1.DecisionApproved:
 		return true
 	case v1alpha1.DecisionRejected:
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonApprovalRejected, fmt.Sprintf("rejected by %s via %s: %s", d.DecidedBy, d.Via, d.Message))
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonApprovalRejected, fmt.Sprintf("rejected by %s via %s: %s", d.DecidedBy, d.Via, d.Message))
 	default:
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonApprovalExpired, d.Message)
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonApprovalExpired, d.Message)
 	}
 	return false
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // The tables below name, for each branch of the workflows, the committed
@@ -28,39 +30,39 @@ import (
 // reasonHistories maps each reason (a .status.reason value or an
 // ApplicationError type a workflow fails or retries with) to histories that reach it.
 var reasonHistories = map[string][]string{
-	ReasonSucceeded:           {"execution-scale-window-closed.json", "remediation-completed.json", "execution-step-finalized.json"},
-	ReasonRollbackAvailable:   {"execution-scale-window-closed.json"},
-	ReasonRollingBack:         {"execution-scale-rolled-back.json", "remediation-rolled-back.json"},
-	ReasonRolledBack:          {"execution-scale-rolled-back.json", "execution-step-rolled-back.json", "remediation-rolled-back.json"},
-	ReasonRollbackFailed:      {"execution-rollback-failed.json", "remediation-rollback-failed.json"},
-	ReasonRollbackIncomplete:  {"remediation-rollback-incomplete.json"},
-	ReasonNoChange:            {"execution-no-change.json"},
-	ReasonCanceled:            {"execution-canceled.json"},
-	ReasonPostConditionFailed: {"execution-postcondition-failed.json", "remediation-rollback-never.json"},
-	ReasonPreconditionFailed:  {"execution-precondition-failed.json"},
-	ReasonStepFailed:          {"remediation-step-failed.json"},
-	ReasonApprovalRequested:   {"execution-approval-local-record.json"},
-	ReasonApprovalRejected:    {"execution-approval-rejected.json"},
-	ReasonApprovalExpired:     {"execution-approval-expired.json"},
-	"InvalidParameters":       {"execution-invalid-parameters.json"},
-	"Forbidden":               {"execution-forbidden.json"},
-	"NotFound":                {"execution-not-found.json"},
-	"PolicyDenied":            {"execution-policy-denied.json"},
-	"DryRunFailed":            {"execution-dry-run-failed.json"},
-	"ExecutionFailed":         {"execution-job-collected.json"},
-	"ExecutionTimeout":        {"execution-timeout.json"},
-	"PolicyMissing":           {"execution-policy-missing.json"},
-	"SubjectMismatch":         {"execution-subject-mismatch.json", "remediation-subject-mismatch.json"},
-	"CallbackRejected":        {"drift-approval-expired.json"},
-	"CallbackNotAcknowledged": {"drift-approval-expired.json"},
-	ReasonProtectedNamespace:  {"reload-protected-namespace.json"},
-	"WorkloadGone":            {"reload-workload-gone.json"},
-	ReasonGitOpsManaged:       {"alert-gitops-refused.json"},
-	ReasonResolved:            {"alert-resolved-approval.json"},
-	ReasonRejected:            {"alert-rejected.json"},
-	"Suspended":               {"alert-suspended.json"},
-	"Frozen":                  {"alert-frozen.json", "alert-frozen-approval.json"},
-	"GatedByAlert":            {"alert-gated.json"},
+	v1alpha1.ReasonSucceeded:           {"execution-scale-window-closed.json", "remediation-completed.json", "execution-step-finalized.json"},
+	v1alpha1.ReasonRollbackAvailable:   {"execution-scale-window-closed.json"},
+	v1alpha1.ReasonRollingBack:         {"execution-scale-rolled-back.json", "remediation-rolled-back.json"},
+	v1alpha1.ReasonRolledBack:          {"execution-scale-rolled-back.json", "execution-step-rolled-back.json", "remediation-rolled-back.json"},
+	v1alpha1.ReasonRollbackFailed:      {"execution-rollback-failed.json", "remediation-rollback-failed.json"},
+	v1alpha1.ReasonRollbackIncomplete:  {"remediation-rollback-incomplete.json"},
+	v1alpha1.ReasonNoChange:            {"execution-no-change.json"},
+	v1alpha1.ReasonCanceled:            {"execution-canceled.json"},
+	v1alpha1.ReasonPostConditionFailed: {"execution-postcondition-failed.json", "remediation-rollback-never.json"},
+	v1alpha1.ReasonPreconditionFailed:  {"execution-precondition-failed.json"},
+	v1alpha1.ReasonStepFailed:          {"remediation-step-failed.json"},
+	v1alpha1.ReasonApprovalRequested:   {"execution-approval-local-record.json"},
+	v1alpha1.ReasonApprovalRejected:    {"execution-approval-rejected.json"},
+	v1alpha1.ReasonApprovalExpired:     {"execution-approval-expired.json"},
+	"InvalidParameters":                {"execution-invalid-parameters.json"},
+	"Forbidden":                        {"execution-forbidden.json"},
+	"NotFound":                         {"execution-not-found.json"},
+	"PolicyDenied":                     {"execution-policy-denied.json"},
+	"DryRunFailed":                     {"execution-dry-run-failed.json"},
+	"ExecutionFailed":                  {"execution-job-collected.json"},
+	"ExecutionTimeout":                 {"execution-timeout.json"},
+	"PolicyMissing":                    {"execution-policy-missing.json"},
+	"SubjectMismatch":                  {"execution-subject-mismatch.json", "remediation-subject-mismatch.json"},
+	"CallbackRejected":                 {"drift-approval-expired.json"},
+	"CallbackNotAcknowledged":          {"drift-approval-expired.json"},
+	v1alpha1.ReasonProtectedNamespace:  {"reload-protected-namespace.json"},
+	"WorkloadGone":                     {"reload-workload-gone.json"},
+	v1alpha1.ReasonGitOpsManaged:       {"alert-gitops-refused.json"},
+	v1alpha1.ReasonResolved:            {"alert-resolved-approval.json"},
+	v1alpha1.ReasonRejected:            {"alert-rejected.json"},
+	"Suspended":                        {"alert-suspended.json"},
+	"Frozen":                           {"alert-frozen.json", "alert-frozen-approval.json"},
+	"GatedByAlert":                     {"alert-gated.json"},
 }
 
 // phaseHistories maps each v1alpha1.Phase to histories whose status reaches it.
@@ -87,11 +89,13 @@ var otherBranches = []struct {
 	took         func(recorded) bool
 }{
 	{"a RemediationRequest step (awaitParent) finalized by its request", "execution-step-finalized.json",
-		func(h recorded) bool { return h.child && h.reasons[ReasonSucceeded] }},
+		func(h recorded) bool { return h.child && h.reasons[v1alpha1.ReasonSucceeded] }},
 	{"a RemediationRequest step (awaitParent) rolled back by its request", "execution-step-rolled-back.json",
-		func(h recorded) bool { return h.child && h.reasons[ReasonRolledBack] }},
+		func(h recorded) bool { return h.child && h.reasons[v1alpha1.ReasonRolledBack] }},
 	{"a RemediationRequest step with no inverse (a restart) completes without waiting for its request", "execution-step-no-inverse.json",
-		func(h recorded) bool { return h.child && h.reasons[ReasonSucceeded] && !h.phases["RollbackReady"] }},
+		func(h recorded) bool {
+			return h.child && h.reasons[v1alpha1.ReasonSucceeded] && !h.phases["RollbackReady"]
+		}},
 	{"a RemediationRequest refused by its up-front checks writes nothing", "remediation-checked-first.json",
 		func(h recorded) bool {
 			return strings.Contains(h.payloads, "every step is checked before the first write")
@@ -162,7 +166,7 @@ func TestEveryBranchHasAHistory(t *testing.T) {
 		table  map[string][]string
 		seen   func(recorded) map[string]bool
 	}{
-		{"reason", src.reasons(), ReasonCanceled, reasonHistories, func(h recorded) map[string]bool { return h.reasons }},
+		{"reason", src.reasons(), v1alpha1.ReasonCanceled, reasonHistories, func(h recorded) map[string]bool { return h.reasons }},
 		{"phase", src.phases(), "Completed", phaseHistories, func(h recorded) map[string]bool { return h.phases }},
 	} {
 		t.Run(k.kind, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // Values of RemedyPhase for a drift workflow.
@@ -37,7 +38,7 @@ var driftPostOptions = workflow.ActivityOptions{
 		InitialInterval:        time.Second,
 		BackoffCoefficient:     2,
 		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: []string{activities.ReasonCallbackRejected, activities.ReasonInvalidParameters},
+		NonRetryableErrorTypes: []string{v1alpha1.ReasonCallbackRejected, v1alpha1.ReasonInvalidParameters},
 	},
 }
 

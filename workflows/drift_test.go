@@ -289,7 +289,7 @@ func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {
 	env.postErr = func(in activities.PostReportInput) error {
 		attempts[in.URL]++
 		if in.URL == "https://a.example/drift" {
-			return temporal.NewNonRetryableApplicationError("404", activities.ReasonCallbackRejected, nil)
+			return temporal.NewNonRetryableApplicationError("404", v1alpha1.ReasonCallbackRejected, nil)
 		}
 		if attempts[in.URL] < 3 {
 			return fmt.Errorf("connection refused")
@@ -311,7 +311,7 @@ func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {
 func TestDriftUndeliveredReportsAreBoundedAndCarried(t *testing.T) {
 	env := newDriftEnv(t, resolveAt(1, activities.DriftParentChanged))
 	env.postErr = func(activities.PostReportInput) error {
-		return temporal.NewNonRetryableApplicationError("not acknowledged: slack is down", activities.ReasonCallbackRejected, nil)
+		return temporal.NewNonRetryableApplicationError("not acknowledged: slack is down", v1alpha1.ReasonCallbackRejected, nil)
 	}
 	carried := make([]UndeliveredReport, maxUndelivered)
 	for i := range carried {
@@ -344,7 +344,7 @@ func TestDriftCheckFailureKeepsTheDriftOpen(t *testing.T) {
 	env := newDriftEnv(t, func(n int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
 		calls = n
 		if n <= 3 {
-			return activities.CheckDriftsResult{}, temporal.NewNonRetryableApplicationError("forbidden", activities.ReasonForbidden, nil)
+			return activities.CheckDriftsResult{}, temporal.NewNonRetryableApplicationError("forbidden", v1alpha1.ReasonForbidden, nil)
 		}
 		return activities.CheckDriftsResult{Resolved: []activities.DriftResolution{{ID: "a1", Reason: activities.DriftChildDeleted}}}, nil
 	})
@@ -439,7 +439,7 @@ func TestDriftIgnoresUnconfirmedSignals(t *testing.T) {
 	rars, _, writes := env.withApprovals()
 	env.verifyErr = func(in activities.VerifyDriftInput) error {
 		if in.Child.Name == "web-forged" || in.Carried {
-			return temporal.NewNonRetryableApplicationError("parent shop/Deployment/web does not exist", activities.ReasonSubjectMismatch, nil)
+			return temporal.NewNonRetryableApplicationError("parent shop/Deployment/web does not exist", v1alpha1.ReasonSubjectMismatch, nil)
 		}
 		return nil
 	}

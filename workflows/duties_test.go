@@ -127,7 +127,7 @@ func TestDutiesEffectiveRule(t *testing.T) {
 			if tc.decision.Approved {
 				assert.Equal(t, v1alpha1.PhaseCompleted, st.Phase, st.Message)
 			} else {
-				assert.Equal(t, ReasonApprovalRejected, st.Reason)
+				assert.Equal(t, v1alpha1.ReasonApprovalRejected, st.Reason)
 			}
 		})
 	}
@@ -158,7 +158,7 @@ func TestDutiesAnonymousDecisionsAreIgnored(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseWaitingApproval, waiting, "still waiting after the anonymous decisions")
 	assert.EqualError(t, refused, "approver is required: an anonymous decision is not taken")
 	assert.Equal(t, v1alpha1.DecisionExpired, recorded.Decision)
-	assert.Equal(t, ReasonApprovalExpired, st.Reason)
+	assert.Equal(t, v1alpha1.ReasonApprovalExpired, st.Reason)
 	assert.Contains(t, logs.warnings(), "ignoring approval decision: approver is required: an anonymous decision is not taken decision Rejected approver  via temporal-signal")
 	assert.Contains(t, logs.warnings(), "ignoring approval decision: approver is required: an anonymous decision is not taken decision Approved approver  \t via kubectl")
 	assert.NotContains(t, st.Message, "unnamed")

@@ -14,21 +14,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
-// Reasons the workflow itself sets; failure reasons come from activities.
-const (
-	ReasonSucceeded           = "Succeeded"
-	ReasonRollbackAvailable   = "RollbackAvailable"
-	ReasonRollingBack         = "RollingBack"
-	ReasonRolledBack          = "RolledBack"
-	ReasonRollbackFailed      = "RollbackFailed"
-	ReasonCanceled            = "Canceled"
-	ReasonPostConditionFailed = "PostConditionFailed"
-	ReasonPreconditionFailed  = "PreconditionFailed"
-	// ReasonNoChange ends a run whose target was already in the desired state:
-	// nothing was written, so nothing waits for approval or offers a rollback.
-	ReasonNoChange = "NoChange"
-)
-
 // ExecutionInput identifies the KubernetesExecution and carries its spec.
 type ExecutionInput struct {
 	Namespace string                           `json:"namespace"`
@@ -140,7 +125,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 		Logs: r.readable().Value(done.Logs),
 	}
 	if err != nil {
-		r.failWrite(ctx, err, activities.ReasonExecutionFailed)
+		r.failWrite(ctx, err, v1alpha1.ReasonExecutionFailed)
 		return
 	}
 	if before.NoOp {
@@ -155,7 +140,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 		r.setPhase(ctx, v1alpha1.PhaseVerifying, "Verifying", "evaluating postconditions")
 		failed, err := r.conditions(ctx, spec.PostConditions, &r.status.ValidationResults.PostConditionResults)
 		if err != nil {
-			r.fail(ctx, err, activities.ReasonInvalidParameters)
+			r.fail(ctx, err, v1alpha1.ReasonInvalidParameters)
 			return
 		}
 		postFailed = failed != ""
@@ -175,10 +160,10 @@ func (r *executionRun) run(ctx workflow.Context) {
 		r.finish(ctx, r.impact(affected))
 		return
 	}
-	reason, msg := ReasonRollbackAvailable, "rollback to "+r.readable().Value(before.Change.Before)+" available for "+window.String()+" through the rollback signal"
+	reason, msg := v1alpha1.ReasonRollbackAvailable, "rollback to "+r.readable().Value(before.Change.Before)+" available for "+window.String()+" through the rollback signal"
 	if postFailed {
 		// Where the person looks: the change is live, and how to undo it.
-		reason, msg = ReasonPostConditionFailed, r.postFailure+"; the change stays in place unless rolled back to "+
+		reason, msg = v1alpha1.ReasonPostConditionFailed, r.postFailure+"; the change stays in place unless rolled back to "+
 			r.readable().Value(before.Change.Before)+" within "+window.String()+": kubectl remedy rollback "+r.in.Name+" -n "+r.in.Namespace
 	}
 	r.setPhase(ctx, v1alpha1.PhaseRollbackReady, reason, msg)
@@ -189,13 +174,13 @@ func (r *executionRun) run(ctx workflow.Context) {
 // required postcondition did not hold.
 func (r *executionRun) finish(ctx workflow.Context, message string) {
 	if r.postFailure != "" {
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonPostConditionFailed, r.postFailure+"; the change was kept ("+message+")")
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonPostConditionFailed, r.postFailure+"; the change was kept ("+message+")")
 		return
 	}
 	if w := r.warnings(); w != "" {
 		message += "; warnings: " + w
 	}
-	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonSucceeded, message)
+	r.setPhase(ctx, v1alpha1.PhaseCompleted, v1alpha1.ReasonSucceeded, message)
 }
 
 // noChange ends a run that found its target already in the desired state:
@@ -207,7 +192,7 @@ func (r *executionRun) noChange(ctx workflow.Context, c v1alpha1.ResourceChange)
 		r.status.ExecutionResults = &v1alpha1.ExecutionResults{ResourcesAffected: []v1alpha1.ResourceChange{c}}
 	}
 	r.status.RollbackInformation = &v1alpha1.RollbackInformation{Reason: "nothing was changed, so there is nothing to roll back"}
-	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonNoChange, r.impact(c)+": the target is already in the desired state; nothing was written")
+	r.setPhase(ctx, v1alpha1.PhaseCompleted, v1alpha1.ReasonNoChange, r.impact(c)+": the target is already in the desired state; nothing was written")
 }
 
 // execute runs the action with the executor the spec names.
@@ -253,7 +238,7 @@ func (r *executionRun) setPhase(ctx workflow.Context, phase v1alpha1.Phase, reas
 
 func (r *executionRun) fail(ctx workflow.Context, err error, fallback string) {
 	if ctx.Err() != nil {
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonCanceled, "run canceled")
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonCanceled, "run canceled")
 		return
 	}
 	r.setPhase(ctx, v1alpha1.PhaseFailed, reasonOf(err, fallback), messageOf(err))
@@ -281,7 +266,7 @@ func reasonOf(err error, fallback string) string {
 	case errors.As(err, &app) && app.Type() != "" && (app.NonRetryable() || slices.Contains(activities.NonRetryable, app.Type())):
 		return app.Type()
 	case temporal.IsTimeoutError(err):
-		return activities.ReasonExecutionTimeout
+		return v1alpha1.ReasonExecutionTimeout
 	default:
 		return fallback
 	}

@@ -80,7 +80,7 @@ func TestApprovalTimeoutHierarchy(t *testing.T) {
 			assert.GreaterOrEqual(t, wait, tc.want)
 			assert.Less(t, wait, tc.want+time.Second, "requiredBy is rounded up to the second only")
 			assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
-			assert.Equal(t, ReasonApprovalExpired, s.Reason)
+			assert.Equal(t, v1alpha1.ReasonApprovalExpired, s.Reason)
 			assert.Equal(t, v1alpha1.DecisionExpired, recorded.Decision)
 			assert.Equal(t, v1alpha1.DecidedViaTimer, recorded.Via)
 			assert.True(t, recorded.At.Equal(created.RequiredBy), "expired at %s, required by %s", recorded.At, created.RequiredBy)
@@ -114,13 +114,13 @@ func TestApprovalDecisions(t *testing.T) {
 		{
 			name:      "approve signal executes",
 			decide:    []func(*testsuite.TestWorkflowEnvironment){signal(SignalApprove, ApprovalSignal{Approver: "alice", Reason: "ok"})},
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 			want: activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal, Message: "ok"},
 		},
 		{
 			name:      "reject signal fails with the rejector and reason",
 			decide:    []func(*testsuite.TestWorkflowEnvironment){signal(SignalReject, ApprovalSignal{Approver: "bob", Reason: "not now"})},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: ReasonApprovalRejected,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonApprovalRejected,
 			want: activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "bob", Via: v1alpha1.DecidedViaSignal, Message: "not now"},
 		},
 		{
@@ -129,13 +129,13 @@ func TestApprovalDecisions(t *testing.T) {
 				signal(SignalApprove, ApprovalSignal{Approver: "alice"}),
 				signal(SignalReject, ApprovalSignal{Approver: "mallory", Reason: "too late"}),
 			},
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 			want: activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal},
 		},
 		{
 			name:      "relayed kubectl decision keeps its channel",
 			decide:    []func(*testsuite.TestWorkflowEnvironment){signal(SignalApprove, ApprovalSignal{Approver: "carol", Via: "kubectl"})},
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 			want: activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "carol", Via: v1alpha1.DecidedViaKubectl},
 		},
 		{
@@ -143,7 +143,7 @@ func TestApprovalDecisions(t *testing.T) {
 			decide:     []func(*testsuite.TestWorkflowEnvironment){signal(SignalApprove, ApprovalSignal{Approver: "alice"})},
 			kubectl:    &activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "dave", Via: v1alpha1.DecidedViaKubectl, Message: "no"},
 			wantPhase:  v1alpha1.PhaseFailed,
-			wantReason: ReasonApprovalRejected,
+			wantReason: v1alpha1.ReasonApprovalRejected,
 			want:       activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal},
 		},
 	} {
@@ -173,7 +173,7 @@ func TestApprovalDecisions(t *testing.T) {
 			recorded.At = time.Time{}
 			assert.Equal(t, tc.want, recorded)
 			assert.Equal(t, v1alpha1.PhaseWaitingApproval, phasesOf(s)[1], "WaitingApproval follows Validating")
-			if tc.wantReason == ReasonApprovalRejected {
+			if tc.wantReason == v1alpha1.ReasonApprovalRejected {
 				d := tc.want
 				if tc.kubectl != nil {
 					d = *tc.kubectl
@@ -231,7 +231,7 @@ func TestCancelWhileWaitingForApproval(t *testing.T) {
 	env.ExecuteWorkflow(ExecutionWorkflow, approvalInput(time.Hour))
 	s := result(t, env)
 	assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
-	assert.Equal(t, ReasonCanceled, s.Reason)
+	assert.Equal(t, v1alpha1.ReasonCanceled, s.Reason)
 }
 
 // A request in another namespace that names this workflow (and the open
@@ -257,6 +257,6 @@ func TestApprovalDecisionsFromAnotherNamespaceAreIgnored(t *testing.T) {
 	require.Error(t, refused)
 	assert.ErrorContains(t, refused, "approval request tenant-a/"+created.Name+" is not open (the open one is shop/"+created.Name+")")
 	assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
-	assert.Equal(t, ReasonApprovalRejected, s.Reason)
+	assert.Equal(t, v1alpha1.ReasonApprovalRejected, s.Reason)
 	assert.Equal(t, "bob", recorded.DecidedBy, "the decision from the request's own namespace is the first that counts")
 }

@@ -65,7 +65,7 @@ func TestChecksRunAsLocalActivities(t *testing.T) {
 // decides the run, and nothing reads the target or the policy before the
 // subject and the requester hold.
 func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
-	forbidden := permanentErr(activities.ReasonForbidden, "no")
+	forbidden := permanentErr(v1alpha1.ReasonForbidden, "no")
 	for _, tt := range []struct {
 		name                     string
 		subject, spec, requester error
@@ -73,14 +73,14 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 		reason                   string
 		readTarget               bool
 	}{
-		{name: "forged subject", subject: permanentErr(activities.ReasonSubjectMismatch, "gone"), spec: permanentErr(activities.ReasonInvalidParameters, "bad"),
-			reason: activities.ReasonSubjectMismatch},
-		{name: "bad spec before a refused requester", spec: permanentErr(activities.ReasonInvalidParameters, "bad"), requester: forbidden,
-			reason: activities.ReasonInvalidParameters},
-		{name: "refused requester", requester: forbidden, reason: activities.ReasonForbidden},
-		{name: "RBAC before a missing target", rbac: forbidden, target: permanentErr(activities.ReasonNotFound, "gone"),
-			reason: activities.ReasonForbidden, readTarget: true},
-		{name: "missing target", target: permanentErr(activities.ReasonNotFound, "gone"), reason: activities.ReasonNotFound, readTarget: true},
+		{name: "forged subject", subject: permanentErr(v1alpha1.ReasonSubjectMismatch, "gone"), spec: permanentErr(v1alpha1.ReasonInvalidParameters, "bad"),
+			reason: v1alpha1.ReasonSubjectMismatch},
+		{name: "bad spec before a refused requester", spec: permanentErr(v1alpha1.ReasonInvalidParameters, "bad"), requester: forbidden,
+			reason: v1alpha1.ReasonInvalidParameters},
+		{name: "refused requester", requester: forbidden, reason: v1alpha1.ReasonForbidden},
+		{name: "RBAC before a missing target", rbac: forbidden, target: permanentErr(v1alpha1.ReasonNotFound, "gone"),
+			reason: v1alpha1.ReasonForbidden, readTarget: true},
+		{name: "missing target", target: permanentErr(v1alpha1.ReasonNotFound, "gone"), reason: v1alpha1.ReasonNotFound, readTarget: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := untrustedEnvOf(t, &testsuite.WorkflowTestSuite{})

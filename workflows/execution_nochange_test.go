@@ -40,7 +40,7 @@ func TestNoChange(t *testing.T) {
 			name:      "found in Validating: no approval, preconditions or write",
 			in:        approvalRequired(scaleInput(time.Hour, true)),
 			setup:     func(env *testsuite.TestWorkflowEnvironment) { passChecks(env, same) },
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonNoChange,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonNoChange,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				noRollback(t, s)
 				assert.Equal(t, "replicas: 5 -> 5: the target is already in the desired state; nothing was written", s.Message)
@@ -55,7 +55,7 @@ func TestNoChange(t *testing.T) {
 				passChecks(env, scalePlan)
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: same}, nil).Once()
 			},
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonNoChange,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonNoChange,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				noRollback(t, s)
 				assert.NotNil(t, s.ExecutionResults.StartTime)

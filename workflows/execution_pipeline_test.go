@@ -35,9 +35,9 @@ func TestPipelineBranches(t *testing.T) {
 			in:   scaleInput(0, false),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
-				env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(permanentErr(activities.ReasonForbidden, "may not patch"))
+				env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(permanentErr(v1alpha1.ReasonForbidden, "may not patch"))
 			},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonForbidden,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonForbidden,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.Equal(t, boolPtr(false), s.ValidationResults.RBACValidation)
 				assert.Nil(t, s.ValidationResults.ResourceExists)
@@ -53,7 +53,7 @@ func TestPipelineBranches(t *testing.T) {
 				env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(activities.PolicyResult{Validation: v1alpha1.PolicyValidation{
 					PolicyName: "safety", Messages: []string{"no scaling in prod", "second reason"}}}, nil)
 			},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonPolicyDenied,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonPolicyDenied,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.Equal(t, "no scaling in prod; second reason", s.Message)
 				assert.False(t, s.ValidationResults.PolicyValidation.Allowed)
@@ -71,7 +71,7 @@ func TestPipelineBranches(t *testing.T) {
 				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil)
 			},
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 		},
 		{
 			name: "required precondition fails, nothing executes",
@@ -82,7 +82,7 @@ func TestPipelineBranches(t *testing.T) {
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				onCondition(env, "healthy", true, false)
 			},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: ReasonPreconditionFailed,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonPreconditionFailed,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.Contains(t, s.Message, "required precondition healthy did not hold: pass is false")
 				assert.Nil(t, s.ExecutionResults)
@@ -100,7 +100,7 @@ func TestPipelineBranches(t *testing.T) {
 				onCondition(env, "soft-post", false, false)
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil)
 			},
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.Contains(t, s.Message, "warnings: optional condition soft-pre did not hold")
 				assert.Contains(t, s.Message, "optional condition soft-post did not hold")
@@ -121,10 +121,10 @@ func TestPipelineBranches(t *testing.T) {
 					var s v1alpha1.KubernetesExecutionStatus
 					require.NoError(t, v.Get(&s))
 					assert.Equal(t, v1alpha1.PhaseRollbackReady, s.Phase)
-					assert.Equal(t, ReasonPostConditionFailed, s.Reason)
+					assert.Equal(t, v1alpha1.ReasonPostConditionFailed, s.Reason)
 				}, time.Minute)
 			},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: ReasonPostConditionFailed,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonPostConditionFailed,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.True(t, s.RollbackInformation.Available)
 			},
@@ -142,7 +142,7 @@ func TestPipelineBranches(t *testing.T) {
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
 				env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "bob"}) }, time.Minute)
 			},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: ReasonRollbackFailed,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonRollbackFailed,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.Equal(t, "rollback refused: PolicyDenied: freeze", s.Message)
 			},
@@ -162,7 +162,7 @@ func TestPipelineBranches(t *testing.T) {
 					return in.ExecutionName == "scale-web" && in.MaxRetries == 2 && in.Timeout == defaultExecutionTimeout
 				})).Return(activities.ExecuteResult{Plan: scalePlan, JobName: "remedy-scale-abc"}, nil).Once()
 			},
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.Equal(t, "remedy-scale-abc", s.ExecutionResults.JobName)
 			},

@@ -30,10 +30,10 @@ func TestFailedDryRunAndWriteMessagesFollowTheRequestersReadAccess(t *testing.T)
 				env.OnActivity(validation.MayReadTarget, mock.Anything, mock.Anything).Return(reads, nil)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(passwordPlan, nil)
 				if failing == "dry-run" {
-					env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{}, apiError(activities.ReasonDryRunFailed))
+					env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{}, apiError(v1alpha1.ReasonDryRunFailed))
 				} else {
 					env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil)
-					env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, apiError(activities.ReasonExecutionFailed))
+					env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, apiError(v1alpha1.ReasonExecutionFailed))
 				}
 				env.ExecuteWorkflow(ExecutionWorkflow, patchInput(time.Hour))
 				s := result(t, env)
@@ -48,7 +48,7 @@ func TestFailedDryRunAndWriteMessagesFollowTheRequestersReadAccess(t *testing.T)
 				assert.Contains(t, s.Message, "422 Invalid")
 				assert.Contains(t, s.Message, notReadable)
 				if failing == "dry-run" {
-					assert.Equal(t, activities.ReasonDryRunFailed, s.Reason)
+					assert.Equal(t, v1alpha1.ReasonDryRunFailed, s.Reason)
 					assert.Equal(t, []string{s.Message}, s.ValidationResults.DryRunResults.Warnings)
 				}
 			})

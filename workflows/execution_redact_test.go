@@ -105,7 +105,7 @@ func TestValuesRedactedForARequesterWhoMayNotGetTheTarget(t *testing.T) {
 	env.ExecuteWorkflow(ExecutionWorkflow, patchInput(time.Hour))
 	s := result(t, env)
 
-	assert.Equal(t, ReasonRolledBack, s.Reason)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, s.Reason)
 	assert.Equal(t, 1, dryRuns)
 	all := published(t, env, s)
 	assert.NotContains(t, all, livePassword)
@@ -147,7 +147,7 @@ func TestValuesShownToARequesterWhoMayGetTheTarget(t *testing.T) {
 	env.ExecuteWorkflow(ExecutionWorkflow, patchInput(time.Hour))
 	s := result(t, env)
 
-	assert.Equal(t, ReasonSucceeded, s.Reason)
+	assert.Equal(t, v1alpha1.ReasonSucceeded, s.Reason)
 	assert.Equal(t, `data.password: "`+livePassword+`" -> "rotated"`, s.ValidationResults.DryRunResults.EstimatedImpact)
 	assert.Equal(t, passwordPlan.Change, s.ExecutionResults.ResourcesAffected[0])
 	rb := ready.RollbackInformation
@@ -169,7 +169,7 @@ func TestPreconditionFailingStopsBeforeTheDryRun(t *testing.T) {
 		env.ExecuteWorkflow(ExecutionWorkflow, withConditions(patchInput(time.Hour), []v1alpha1.Condition{cond("healthy", true)}, nil))
 		s := result(t, env)
 
-		assert.Equal(t, ReasonPreconditionFailed, s.Reason)
+		assert.Equal(t, v1alpha1.ReasonPreconditionFailed, s.Reason)
 		assert.Zero(t, dryRuns)
 		assert.Nil(t, s.ValidationResults.DryRunResults)
 		assert.NotContains(t, published(t, env, s), livePassword)

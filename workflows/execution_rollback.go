@@ -46,7 +46,7 @@ func (r *executionRun) awaitRollback(ctx workflow.Context, req actions.Request, 
 	}
 	cancelTimer()
 	if ctx.Err() != nil {
-		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonCanceled, "run canceled during the rollback window; rollback information kept")
+		r.setPhase(ctx, v1alpha1.PhaseCompleted, v1alpha1.ReasonCanceled, "run canceled during the rollback window; rollback information kept")
 		return
 	}
 	if !signalled {
@@ -60,15 +60,15 @@ func (r *executionRun) awaitRollback(ctx workflow.Context, req actions.Request, 
 // step reports where it stands and waits to be rolled back or finalized.
 func (r *executionRun) awaitParent(ctx workflow.Context, req actions.Request) {
 	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
-	reason, msg := ReasonRollbackAvailable, "rollback to "+r.status.ExecutionResults.ResourcesAffected[0].Before+
+	reason, msg := v1alpha1.ReasonRollbackAvailable, "rollback to "+r.status.ExecutionResults.ResourcesAffected[0].Before+
 		" kept available until the RemediationRequest ends; waiting for it to roll back or finalize"
 	if r.postFailure != "" {
-		reason, msg = ReasonPostConditionFailed, r.postFailure+"; "+msg
+		reason, msg = v1alpha1.ReasonPostConditionFailed, r.postFailure+"; "+msg
 	}
 	r.setPhase(ctx, v1alpha1.PhaseRollbackReady, reason, msg)
 	report := StepReport{Execution: r.in.Name, Status: r.status, PostFailure: r.postFailure}
 	if err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalStepReady, report).Get(ctx, nil); err != nil {
-		r.fail(ctx, err, ReasonRollbackFailed)
+		r.fail(ctx, err, v1alpha1.ReasonRollbackFailed)
 		return
 	}
 	var req2 RollbackRequest
@@ -91,7 +91,7 @@ func (r *executionRun) awaitParent(ctx workflow.Context, req actions.Request) {
 	}
 	switch {
 	case ctx.Err() != nil:
-		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonCanceled, "run canceled while waiting for the RemediationRequest")
+		r.setPhase(ctx, v1alpha1.PhaseCompleted, v1alpha1.ReasonCanceled, "run canceled while waiting for the RemediationRequest")
 	case finalize:
 		r.finish(ctx, "finalized by the RemediationRequest")
 	default:
@@ -107,9 +107,9 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 		back.Params = *info.RollbackParameters
 	}
 	workflow.GetLogger(ctx).Info("rollback requested", "requester", rb.Requester, "reason", rb.Reason)
-	r.setPhase(ctx, v1alpha1.PhaseExecuting, ReasonRollingBack, "rolling back as requested by "+orUnknown(rb.Requester))
+	r.setPhase(ctx, v1alpha1.PhaseExecuting, v1alpha1.ReasonRollingBack, "rolling back as requested by "+orUnknown(rb.Requester))
 	if err := r.validateRollback(ctx, back); err != nil {
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, "rollback refused: "+reasonOf(err, "")+": "+messageOf(err))
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonRollbackFailed, "rollback refused: "+reasonOf(err, "")+": "+messageOf(err))
 		return
 	}
 	var done activities.ExecuteResult
@@ -117,13 +117,13 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 	w.RollbackKey = r.rollbackKey
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, rollbackOptions(r.in.Spec)), execution.ExecuteInline, w).Get(ctx, &done)
 	if err != nil {
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, r.readable().Failure(err))
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonRollbackFailed, r.readable().Failure(err))
 		return
 	}
 	change := r.change(done.Plan.Change)
 	change.Action = "rolled back"
 	r.status.ExecutionResults.ResourcesAffected = append(r.status.ExecutionResults.ResourcesAffected, change)
-	r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonRolledBack, r.impact(change))
+	r.setPhase(ctx, v1alpha1.PhaseCompleted, v1alpha1.ReasonRolledBack, r.impact(change))
 }
 
 // validateRollback puts the inverse action through the same parameter, RBAC
@@ -146,7 +146,7 @@ func (r *executionRun) validateRollback(ctx workflow.Context, back actions.Reque
 		return err
 	}
 	if !pol.Validation.Allowed {
-		return temporal.NewNonRetryableApplicationError(strings.Join(pol.Validation.Messages, "; "), activities.ReasonPolicyDenied, nil)
+		return temporal.NewNonRetryableApplicationError(strings.Join(pol.Validation.Messages, "; "), v1alpha1.ReasonPolicyDenied, nil)
 	}
 	return nil
 }

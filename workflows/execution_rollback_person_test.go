@@ -35,7 +35,7 @@ func TestPersonRollbackIsAuthorizedForThePerson(t *testing.T) {
 		}
 		asked = append(asked, in.Requester.Username+" "+in.Action)
 		if in.Requester.Username == "mallory" {
-			return permanentErr(activities.ReasonForbidden, "mallory may not execute scale")
+			return permanentErr(v1alpha1.ReasonForbidden, "mallory may not execute scale")
 		}
 		return nil
 	})
@@ -63,7 +63,7 @@ func TestPersonRollbackIsAuthorizedForThePerson(t *testing.T) {
 	var res ExecutionResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	assert.Equal(t, v1alpha1.PhaseCompleted, res.Status.Phase)
-	assert.Equal(t, ReasonRolledBack, res.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, res.Status.Reason)
 	assert.Equal(t, []string{"mallory scale", "alice scale"}, asked, "each person asked for the inverse action, as themselves")
 	env.AssertExpectations(t)
 }

@@ -85,7 +85,7 @@ func TestExecutionPhases(t *testing.T) {
 				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true, EstimatedImpact: "replicas: 3 -> 5"}, nil).Once()
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan, Retries: 1}, nil).Once()
 			},
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.Equal(t, "replicas: 3 -> 5", s.ValidationResults.DryRunResults.EstimatedImpact)
 				assert.Equal(t, []v1alpha1.ResourceChange{scalePlan.Change}, s.ExecutionResults.ResourcesAffected)
@@ -109,7 +109,7 @@ func TestExecutionPhases(t *testing.T) {
 					assert.Equal(t, v1alpha1.PhaseRollbackReady, s.Phase)
 				}, 30*time.Minute)
 			},
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonSucceeded,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 		},
 		{
 			name: "rollback signal runs the inverse action",
@@ -127,7 +127,7 @@ func TestExecutionPhases(t *testing.T) {
 					env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "alice", Reason: "errors up"})
 				}, time.Minute)
 			},
-			wantPhase: v1alpha1.PhaseCompleted, wantReason: ReasonRolledBack,
+			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonRolledBack,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				require.Len(t, s.ExecutionResults.ResourcesAffected, 2)
 				assert.Equal(t, "rolled back", s.ExecutionResults.ResourcesAffected[1].Action)
@@ -137,9 +137,9 @@ func TestExecutionPhases(t *testing.T) {
 			name: "invalid parameters",
 			in:   scaleInput(0, false),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
-				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(permanentErr(activities.ReasonInvalidParameters, "scale needs replicas"))
+				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(permanentErr(v1alpha1.ReasonInvalidParameters, "scale needs replicas"))
 			},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonInvalidParameters,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonInvalidParameters,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.Equal(t, ptr.To(false), s.ValidationResults.ParameterValidation)
 				assert.Equal(t, "scale needs replicas", s.Message)
@@ -151,9 +151,9 @@ func TestExecutionPhases(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, permanentErr(activities.ReasonNotFound, `deployments.apps "web" not found`))
+				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, permanentErr(v1alpha1.ReasonNotFound, `deployments.apps "web" not found`))
 			},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonNotFound,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonNotFound,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.Equal(t, ptr.To(false), s.ValidationResults.ResourceExists)
 				assert.Nil(t, s.ExecutionResults)
@@ -166,9 +166,9 @@ func TestExecutionPhases(t *testing.T) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{}, permanentErr(activities.ReasonDryRunFailed, "admission webhook denied"))
+				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{}, permanentErr(v1alpha1.ReasonDryRunFailed, "admission webhook denied"))
 			},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonDryRunFailed,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonDryRunFailed,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.False(t, s.ValidationResults.DryRunResults.Success)
 				assert.Nil(t, s.ExecutionResults, "a failed dry-run executes nothing")
@@ -181,9 +181,9 @@ func TestExecutionPhases(t *testing.T) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, permanentErr(activities.ReasonForbidden, "cannot patch"))
+				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, permanentErr(v1alpha1.ReasonForbidden, "cannot patch"))
 			},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonForbidden,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonForbidden,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
 				assert.Nil(t, s.RollbackInformation, "nothing changed, so there is nothing to roll back")
 			},
@@ -197,7 +197,7 @@ func TestExecutionPhases(t *testing.T) {
 				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
 			},
-			wantPhase: v1alpha1.PhaseFailed, wantReason: activities.ReasonExecutionTimeout,
+			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonExecutionTimeout,
 		},
 	})
 }
@@ -233,7 +233,7 @@ func runPhaseCases(t *testing.T, cases []phaseCase) {
 // the reason as the error type (what the Web UI shows).
 func assertClosedAs(t *testing.T, phase v1alpha1.Phase, reason string, err error) {
 	t.Helper()
-	if reason == ReasonCanceled {
+	if reason == v1alpha1.ReasonCanceled {
 		var canceled *temporal.CanceledError
 		require.ErrorAs(t, err, &canceled, "a canceled run closes its workflow canceled")
 		return

@@ -21,7 +21,7 @@ func (r *executionRun) verifySubject(ctx workflow.Context, req actions.Request) 
 	r.ahead(ctx, validation.CheckRequester, r.requesterCheck(r.in.Spec.Action))
 	err := r.check(ctx, subjects.VerifyExecution, ref, r.in.Spec).Get(ctx, nil)
 	if err != nil {
-		r.fail(ctx, err, activities.ReasonSubjectMismatch)
+		r.fail(ctx, err, v1alpha1.ReasonSubjectMismatch)
 		return false
 	}
 	return true

@@ -41,11 +41,11 @@ func TestTrustChecks(t *testing.T) {
 	t.Run("a forged start does nothing", func(t *testing.T) {
 		env := untrustedEnv(t)
 		env.OnActivity(subjects.VerifyExecution, mock.Anything, activities.SubjectRef{Namespace: "shop", Name: "scale-web", UID: "u1"}, in.Spec).
-			Return(permanentErr(activities.ReasonSubjectMismatch, "KubernetesExecution shop/scale-web does not exist")).Once()
+			Return(permanentErr(v1alpha1.ReasonSubjectMismatch, "KubernetesExecution shop/scale-web does not exist")).Once()
 		env.ExecuteWorkflow(ExecutionWorkflow, in)
 		s := result(t, env)
 		assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
-		assert.Equal(t, activities.ReasonSubjectMismatch, s.Reason)
+		assert.Equal(t, v1alpha1.ReasonSubjectMismatch, s.Reason)
 		assert.Nil(t, s.ValidationResults.ParameterValidation, "nothing after the subject check ran")
 	})
 
@@ -54,11 +54,11 @@ func TestTrustChecks(t *testing.T) {
 		env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
 		env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
 		env.OnActivity(validation.CheckRequester, mock.Anything, activities.RequesterCheck{Namespace: "shop", Requester: alice, Action: "scale", Target: in.Spec.Target}).
-			Return(permanentErr(activities.ReasonForbidden, `user "alice" cannot execute resource "actions"`)).Once()
+			Return(permanentErr(v1alpha1.ReasonForbidden, `user "alice" cannot execute resource "actions"`)).Once()
 		env.ExecuteWorkflow(ExecutionWorkflow, in)
 		s := result(t, env)
 		assert.Equal(t, v1alpha1.PhaseFailed, s.Phase)
-		assert.Equal(t, activities.ReasonForbidden, s.Reason)
+		assert.Equal(t, v1alpha1.ReasonForbidden, s.Reason)
 		assert.Equal(t, "alice", s.Requester)
 		assert.Equal(t, boolPtr(false), s.ValidationResults.RequesterValidation)
 		assert.Nil(t, s.ValidationResults.ResourceExists)
@@ -74,12 +74,12 @@ func TestTrustChecks(t *testing.T) {
 		env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(allowed, nil).Once()
 		env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
 		env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).
-			Return(permanentErr(activities.ReasonForbidden, "grant revoked")).Once()
+			Return(permanentErr(v1alpha1.ReasonForbidden, "grant revoked")).Once()
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "bob"}) }, time.Second)
 		env.ExecuteWorkflow(ExecutionWorkflow, in)
 		s := result(t, env)
 		require.Equal(t, v1alpha1.PhaseFailed, s.Phase, s.Message)
-		assert.Equal(t, ReasonRollbackFailed, s.Reason)
+		assert.Equal(t, v1alpha1.ReasonRollbackFailed, s.Reason)
 		assert.Contains(t, s.Message, "Forbidden: grant revoked")
 	})
 }

@@ -24,7 +24,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	err := r.check(ctx, validation.CheckSpec, spec, req).Get(ctx, nil)
 	vr.ParameterValidation = boolPtr(err == nil)
 	if err != nil {
-		r.fail(ctx, err, activities.ReasonInvalidParameters)
+		r.fail(ctx, err, v1alpha1.ReasonInvalidParameters)
 		return actions.Plan{}, false
 	}
 
@@ -32,7 +32,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	err = r.checkRequester(ctx, spec.Action)
 	vr.RequesterValidation = boolPtr(err == nil)
 	if err != nil {
-		r.fail(ctx, err, activities.ReasonForbidden)
+		r.fail(ctx, err, v1alpha1.ReasonForbidden)
 		return actions.Plan{}, false
 	}
 
@@ -50,30 +50,30 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	err = r.check(ctx, validation.CheckRBAC, req).Get(ctx, nil)
 	vr.RBACValidation = boolPtr(err == nil)
 	if err != nil {
-		r.fail(ctx, err, activities.ReasonForbidden)
+		r.fail(ctx, err, v1alpha1.ReasonForbidden)
 		return actions.Plan{}, false
 	}
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "reading the target as "+actions.ServiceAccountName(spec.Action))
 	var before actions.Plan
 	err = r.check(ctx, execution.InspectTarget, req).Get(ctx, &before)
-	if reasonOf(err, "") == activities.ReasonNotFound || err == nil {
+	if reasonOf(err, "") == v1alpha1.ReasonNotFound || err == nil {
 		vr.ResourceExists = boolPtr(err == nil)
 	}
 	if err != nil {
-		r.fail(ctx, err, activities.ReasonNotFound)
+		r.fail(ctx, err, v1alpha1.ReasonNotFound)
 		return actions.Plan{}, false
 	}
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
 	var pol activities.PolicyResult
 	if err := r.check(ctx, validation.EvaluatePolicy, req).Get(ctx, &pol); err != nil {
-		r.fail(ctx, err, activities.ReasonPolicyDenied)
+		r.fail(ctx, err, v1alpha1.ReasonPolicyDenied)
 		return actions.Plan{}, false
 	}
 	vr.PolicyValidation = &pol.Validation
 	if !pol.Validation.Allowed {
-		r.setPhase(ctx, v1alpha1.PhaseFailed, activities.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
 		return actions.Plan{}, false
 	}
 	r.takeReadable(ctx)
@@ -97,11 +97,11 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		failed, err := r.conditions(ctx, spec.PreConditions, &vr.PreConditionResults)
 		results := vr.PreConditionResults
 		if err != nil {
-			r.fail(ctx, err, activities.ReasonInvalidParameters)
+			r.fail(ctx, err, v1alpha1.ReasonInvalidParameters)
 			return actions.Plan{}, false
 		}
 		if failed != "" {
-			r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonPreconditionFailed, "required precondition "+failed+" did not hold: "+lastMessage(results, failed))
+			r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonPreconditionFailed, "required precondition "+failed+" did not hold: "+lastMessage(results, failed))
 			return actions.Plan{}, false
 		}
 	}
@@ -122,7 +122,7 @@ func (r *executionRun) dryRun(ctx workflow.Context, req actions.Request) bool {
 	var dry v1alpha1.DryRunResults
 	if err := r.check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
 		vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{capMessage(r.readable().Failure(err))}}
-		r.failWrite(ctx, err, activities.ReasonDryRunFailed)
+		r.failWrite(ctx, err, v1alpha1.ReasonDryRunFailed)
 		return false
 	}
 	dry.EstimatedImpact = r.readable().Value(dry.EstimatedImpact)

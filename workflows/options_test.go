@@ -62,10 +62,10 @@ func TestReasonOfNamesOnlyPermanentFailures(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"permanent", temporal.NewNonRetryableApplicationError("no", activities.ReasonForbidden, nil), activities.ReasonForbidden},
-		{"typed by the retry policy", temporal.NewApplicationError("gone", activities.ReasonNotFound), activities.ReasonNotFound},
+		{"permanent", temporal.NewNonRetryableApplicationError("no", v1alpha1.ReasonForbidden, nil), v1alpha1.ReasonForbidden},
+		{"typed by the retry policy", temporal.NewApplicationError("gone", v1alpha1.ReasonNotFound), v1alpha1.ReasonNotFound},
 		{"retries ran out", temporal.NewApplicationError("webhook down", "wrapError"), "fallback"},
-		{"timeout", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), activities.ReasonExecutionTimeout},
+		{"timeout", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), v1alpha1.ReasonExecutionTimeout},
 		{"none", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 // DEVELOPERS.md: from v0.1.0 on, a change of it is gated).
 func closeRun[R any](phase v1alpha1.Phase, reason, message string, result R) (R, error) {
 	switch {
-	case reason == ReasonCanceled:
+	case reason == v1alpha1.ReasonCanceled:
 		// Canceled in its rollback window, a run is Completed: its action was
 		// made. Its workflow was canceled all the same.
 		return result, temporal.NewCanceledError(result)

@@ -91,7 +91,7 @@ func TestApprovalSignalWithUnknownFieldIsIgnored(t *testing.T) {
 	st := result(t, env)
 
 	assert.Equal(t, activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "bob", Via: v1alpha1.DecidedViaSignal, At: recorded.At}, *recorded)
-	assert.Equal(t, ReasonApprovalRejected, st.Reason)
+	assert.Equal(t, v1alpha1.ReasonApprovalRejected, st.Reason)
 	assert.Contains(t, logs.warnings(), `ignoring signal with a malformed payload signal approve error unknown field "requst"`)
 }
 
@@ -109,7 +109,7 @@ func TestRollbackSignalWithUnknownFieldWarns(t *testing.T) {
 	env.ExecuteWorkflow(ExecutionWorkflow, scaleInput(time.Hour, false))
 	st := result(t, env)
 
-	assert.Equal(t, ReasonRolledBack, st.Reason, st.Message)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, st.Reason, st.Message)
 	assert.Equal(t, "rolling back as requested by an unnamed requester", st.PhaseTransitions[len(st.PhaseTransitions)-2].Message)
 	assert.Contains(t, logs.warnings(), `signal payload is malformed; using the fields it names signal rollback error unknown field "requestor"`)
 }

@@ -32,9 +32,6 @@ func ParseReloadDeclined(value string) ReloadDeclined { return activities.ParseR
 // ConfigHashAnnotation is the annotation key recording one ConfigMap's hash.
 func ConfigHashAnnotation(configMap string) string { return activities.ConfigHashAnnotation(configMap) }
 
-// ReasonProtectedNamespace is the reason a reload in a protected namespace is refused.
-const ReasonProtectedNamespace = activities.ReasonProtectedNamespace
-
 // IsProtectedNamespace is the protected-namespace rule every Remedy write obeys.
 func IsProtectedNamespace(ns *corev1.Namespace) bool { return activities.IsProtectedNamespace(ns) }
 
@@ -156,7 +153,7 @@ func reloadOptions(in ReloadInput) workflow.ActivityOptions {
 			InitialInterval:        initial,
 			BackoffCoefficient:     2,
 			MaximumInterval:        max,
-			NonRetryableErrorTypes: []string{activities.ReasonWorkloadGone, activities.ReasonInvalidParameters},
+			NonRetryableErrorTypes: []string{v1alpha1.ReasonWorkloadGone, v1alpha1.ReasonInvalidParameters},
 		},
 	}
 }

@@ -105,9 +105,9 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 		r.lastAskAt = workflow.Now(ctx)
 		logger.Info("approval request superseded", "approvalRequest", name, "pending", activities.DescribeChanges(r.status.Pending))
 		return false, nil
-	case err != nil && reasonOf(err, "") == activities.ReasonNotFound:
+	case err != nil && reasonOf(err, "") == v1alpha1.ReasonNotFound:
 		// The workload (the RAR's owner) or the RAR went away while asking.
-		return false, temporal.NewNonRetryableApplicationError(messageOf(err), activities.ReasonWorkloadGone, err)
+		return false, temporal.NewNonRetryableApplicationError(messageOf(err), v1alpha1.ReasonWorkloadGone, err)
 	case err != nil:
 		return false, err
 	case d.Decision == v1alpha1.DecisionApproved:

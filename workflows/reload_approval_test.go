@@ -307,7 +307,7 @@ func TestReloadOverlappingPoliciesCombineStrictly(t *testing.T) {
 func TestReloadUnverifiedStartWritesNothing(t *testing.T) {
 	verifyAs(t, func(activities.ChangesInput) (activities.ReloadVerdict, error) {
 		return activities.ReloadVerdict{}, temporal.NewNonRetryableApplicationError("no ConfigReloadPolicy in shop selects Deployment web",
-			activities.ReasonSubjectMismatch, nil)
+			v1alpha1.ReasonSubjectMismatch, nil)
 	})
 	g := newGatedEnv(t, needsApproval)
 	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Minute, ConfigChange{ConfigMap: "app", Hash: "a1"}))
@@ -315,7 +315,7 @@ func TestReloadUnverifiedStartWritesNothing(t *testing.T) {
 	require.True(t, g.env.IsWorkflowCompleted())
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, g.env.GetWorkflowError(), &app)
-	assert.Equal(t, activities.ReasonSubjectMismatch, app.Type())
+	assert.Equal(t, v1alpha1.ReasonSubjectMismatch, app.Type())
 	assert.Empty(t, g.asked)
 	assert.Empty(t, *g.restarts)
 	assert.Empty(t, g.declined)

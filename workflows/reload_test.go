@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
@@ -220,7 +221,7 @@ func TestReloadEndsWhenWorkloadIsGone(t *testing.T) {
 	dropped := metrics.ReloadDroppedRestarts.WithLabelValues(reloadInput().Scope)
 	before := testutil.ToFloat64(dropped)
 	env, calls := newReloadEnvOf(t, &s, func(activities.RestartInput) (activities.RestartResult, error) {
-		return activities.RestartResult{}, temporal.NewNonRetryableApplicationError("gone", activities.ReasonWorkloadGone, nil)
+		return activities.RestartResult{}, temporal.NewNonRetryableApplicationError("gone", v1alpha1.ReasonWorkloadGone, nil)
 	})
 	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"}, ConfigChange{ConfigMap: "flags", Hash: "b1"}))
 	st := reloadResult(t, env)

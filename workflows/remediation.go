@@ -11,16 +11,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
-// Reasons of a RemediationRequest.
-const (
-	// ReasonStepFailed: a step failed and nothing was rolled back, because
-	// the rollback policy keeps the completed steps or none changed anything.
-	ReasonStepFailed = "StepFailed"
-	// ReasonRollbackIncomplete: a step failed and every rollback tried
-	// succeeded, but a completed step's action has no inverse, so its change stays.
-	ReasonRollbackIncomplete = "RollbackIncomplete"
-)
-
 // RemediationInput identifies the RemediationRequest and carries its spec.
 type RemediationInput struct {
 	Namespace string                          `json:"namespace"`
@@ -83,7 +73,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	ref := activities.SubjectRef{Namespace: in.Namespace, Name: in.Name, UID: in.UID}
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
 	if err := workflow.ExecuteActivity(quick, subjects.VerifyRemediation, ref, in.Spec).Get(ctx, nil); err != nil {
-		r.setPhase(ctx, v1alpha1.PhaseFailed, reasonOf(err, activities.ReasonSubjectMismatch), messageOf(err))
+		r.setPhase(ctx, v1alpha1.PhaseFailed, reasonOf(err, v1alpha1.ReasonSubjectMismatch), messageOf(err))
 		return r.close()
 	}
 	if !r.checkSteps(ctx) {
@@ -145,7 +135,7 @@ func (r *remediationRun) runSteps(ctx workflow.Context) (failure string, postFai
 		sel.AddFuture(run.future, func(f workflow.Future) {
 			var result ExecutionResult
 			if endErr = FinalResult(f.Get(ctx, &result), &result); endErr != nil {
-				result.Status.Phase, result.Status.Reason, result.Status.Message = v1alpha1.PhaseFailed, activities.ReasonExecutionFailed, messageOf(endErr)
+				result.Status.Phase, result.Status.Reason, result.Status.Message = v1alpha1.PhaseFailed, v1alpha1.ReasonExecutionFailed, messageOf(endErr)
 			}
 			run.final = &result.Status
 		})
@@ -158,14 +148,14 @@ func (r *remediationRun) runSteps(ctx workflow.Context) (failure string, postFai
 			case endErr != nil:
 				return "step " + step.Name + " failed: " + messageOf(endErr), false
 			case s.Phase != v1alpha1.PhaseCompleted:
-				return "step " + step.Name + " failed: " + s.Reason + ": " + s.Message, s.Reason == ReasonPostConditionFailed
+				return "step " + step.Name + " failed: " + s.Reason + ": " + s.Message, s.Reason == v1alpha1.ReasonPostConditionFailed
 			}
 			continue
 		}
 		run.held = true
 		r.record(i, report.Status)
 		r.push(ctx)
-		if report.Status.Reason == ReasonPostConditionFailed {
+		if report.Status.Reason == v1alpha1.ReasonPostConditionFailed {
 			return "step " + step.Name + ": " + report.PostFailure, true
 		}
 	}

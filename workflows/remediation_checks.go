@@ -48,10 +48,10 @@ func (r *remediationRun) checkSteps(ctx workflow.Context) bool {
 	})
 	for i := range steps {
 		if err := specs[i].Get(ctx, nil); err != nil {
-			return r.refuse(ctx, i, reasonOf(err, activities.ReasonInvalidParameters), messageOf(err))
+			return r.refuse(ctx, i, reasonOf(err, v1alpha1.ReasonInvalidParameters), messageOf(err))
 		}
 		if err := grants[i].Get(ctx, nil); err != nil {
-			return r.refuse(ctx, i, reasonOf(err, activities.ReasonForbidden), messageOf(err))
+			return r.refuse(ctx, i, reasonOf(err, v1alpha1.ReasonForbidden), messageOf(err))
 		}
 	}
 
@@ -61,17 +61,17 @@ func (r *remediationRun) checkSteps(ctx workflow.Context) bool {
 	var dryRuns []int
 	for i, s := range steps {
 		if err := rbac[i].Get(ctx, nil); err != nil {
-			return r.refuse(ctx, i, reasonOf(err, activities.ReasonForbidden), messageOf(err))
+			return r.refuse(ctx, i, reasonOf(err, v1alpha1.ReasonForbidden), messageOf(err))
 		}
 		if err := targets[i].Get(ctx, nil); err != nil {
-			return r.refuse(ctx, i, reasonOf(err, activities.ReasonNotFound), messageOf(err))
+			return r.refuse(ctx, i, reasonOf(err, v1alpha1.ReasonNotFound), messageOf(err))
 		}
 		var pol activities.PolicyResult
 		if err := policies[i].Get(ctx, &pol); err != nil {
-			return r.refuse(ctx, i, reasonOf(err, activities.ReasonPolicyDenied), messageOf(err))
+			return r.refuse(ctx, i, reasonOf(err, v1alpha1.ReasonPolicyDenied), messageOf(err))
 		}
 		if !pol.Validation.Allowed {
-			return r.refuse(ctx, i, activities.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
+			return r.refuse(ctx, i, v1alpha1.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
 		}
 		if s.Execution.DryRun || pol.Validation.RequiredDryRun {
 			dryRuns = append(dryRuns, i)
@@ -85,7 +85,7 @@ func (r *remediationRun) checkSteps(ctx workflow.Context) bool {
 	}
 	for j, i := range dryRuns {
 		if err := fs[j].Get(ctx, nil); err != nil {
-			return r.refuse(ctx, i, reasonOf(err, activities.ReasonDryRunFailed), r.dryRunFailure(ctx, lctx, reqs[i], err))
+			return r.refuse(ctx, i, reasonOf(err, v1alpha1.ReasonDryRunFailed), r.dryRunFailure(ctx, lctx, reqs[i], err))
 		}
 	}
 	return true

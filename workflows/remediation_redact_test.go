@@ -29,7 +29,7 @@ func TestRemediationDryRunFailureFollowsReadAccess(t *testing.T) {
 			trustAll(env)
 			s.on(env)
 			env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{},
-				temporal.NewNonRetryableApplicationError(refusal, activities.ReasonDryRunFailed, nil, activities.APIText{Code: 422, Reason: "Invalid"}))
+				temporal.NewNonRetryableApplicationError(refusal, v1alpha1.ReasonDryRunFailed, nil, activities.APIText{Code: 422, Reason: "Invalid"}))
 			step := scaleStep("up", "web", 3)
 			step.Execution.DryRun = true
 			env.ExecuteWorkflow(RemediationWorkflow, RemediationInput{Namespace: "shop", Name: "fix", UID: "rr1",
@@ -38,7 +38,7 @@ func TestRemediationDryRunFailureFollowsReadAccess(t *testing.T) {
 			var res RemediationResult
 			require.NoError(t, FinalResult(env.GetWorkflowResult(&res), &res))
 			st := res.Status
-			assert.Equal(t, activities.ReasonDryRunFailed, st.Reason)
+			assert.Equal(t, v1alpha1.ReasonDryRunFailed, st.Reason)
 			assert.Equal(t, 1, asked, "read access is asked on the failure")
 			if reads.Allowed {
 				assert.Contains(t, st.Message, refusal)

@@ -31,7 +31,7 @@ func (r *remediationRun) settle(ctx workflow.Context, failure string, postFailed
 		signal = SignalRollback
 		for _, run := range r.steps {
 			if run.held {
-				r.setPhase(ctx, v1alpha1.PhaseExecuting, ReasonRollingBack, failure+"; rolling back the completed steps in reverse order")
+				r.setPhase(ctx, v1alpha1.PhaseExecuting, v1alpha1.ReasonRollingBack, failure+"; rolling back the completed steps in reverse order")
 				break
 			}
 		}
@@ -76,13 +76,13 @@ func (r *remediationRun) release(ctx workflow.Context, run *stepRun, signal, rea
 func (r *remediationRun) undone(i int, s v1alpha1.KubernetesExecutionStatus, rollBack bool) {
 	step := &r.st.Steps[i]
 	switch {
-	case s.Reason == ReasonNoChange:
+	case s.Reason == v1alpha1.ReasonNoChange:
 		step.Rollback = v1alpha1.StepNothingToUndo
-	case s.Reason == ReasonRolledBack:
+	case s.Reason == v1alpha1.ReasonRolledBack:
 		step.Rollback, step.RolledBack = v1alpha1.StepRolledBack, true
-	case s.Reason == ReasonRollbackFailed:
+	case s.Reason == v1alpha1.ReasonRollbackFailed:
 		step.Rollback = v1alpha1.StepRollbackFailed
-	case s.Phase == v1alpha1.PhaseFailed && s.Reason != ReasonPostConditionFailed:
+	case s.Phase == v1alpha1.PhaseFailed && s.Reason != v1alpha1.ReasonPostConditionFailed:
 		// It failed before its change: there is nothing of it to undo.
 	case !rollBack:
 		step.Rollback = v1alpha1.StepKept
@@ -101,15 +101,15 @@ func (r *remediationRun) finish(ctx workflow.Context, failure string, postFailed
 	if failure == "" {
 		unchanged := 0
 		for _, s := range r.st.Steps {
-			if s.Reason == ReasonNoChange {
+			if s.Reason == v1alpha1.ReasonNoChange {
 				unchanged++
 			}
 		}
 		if unchanged == n {
-			r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonNoChange, fmt.Sprintf("all %d steps found their targets already in the desired state; nothing was written", n))
+			r.setPhase(ctx, v1alpha1.PhaseCompleted, v1alpha1.ReasonNoChange, fmt.Sprintf("all %d steps found their targets already in the desired state; nothing was written", n))
 			return
 		}
-		r.setPhase(ctx, v1alpha1.PhaseCompleted, ReasonSucceeded, fmt.Sprintf("%d steps completed", n))
+		r.setPhase(ctx, v1alpha1.PhaseCompleted, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d steps completed", n))
 		return
 	}
 	by := map[v1alpha1.StepRollback][]string{}
@@ -138,17 +138,17 @@ func (r *remediationRun) finish(ctx workflow.Context, failure string, postFailed
 	summary := strings.Join(parts, "; ")
 	switch {
 	case !rollBack && postFailed:
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonPostConditionFailed, failure+"; rollbackPolicy Never: nothing rolled back"+keptText(by))
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonPostConditionFailed, failure+"; rollbackPolicy Never: nothing rolled back"+keptText(by))
 	case !rollBack:
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonStepFailed, failure+"; rollbackPolicy "+string(r.in.Spec.RollbackPolicy)+": nothing rolled back"+keptText(by))
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonStepFailed, failure+"; rollbackPolicy "+string(r.in.Spec.RollbackPolicy)+": nothing rolled back"+keptText(by))
 	case len(by[v1alpha1.StepRollbackFailed]) > 0:
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackFailed, failure+"; "+summary)
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonRollbackFailed, failure+"; "+summary)
 	case len(by[v1alpha1.StepNoRollback]) > 0:
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRollbackIncomplete, failure+"; "+summary)
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonRollbackIncomplete, failure+"; "+summary)
 	case len(by[v1alpha1.StepRolledBack]) > 0:
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonRolledBack, failure+"; "+summary)
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonRolledBack, failure+"; "+summary)
 	default:
-		r.setPhase(ctx, v1alpha1.PhaseFailed, ReasonStepFailed, strings.TrimSuffix(failure+"; no completed step changed anything, so nothing was rolled back; "+summary, "; "))
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonStepFailed, strings.TrimSuffix(failure+"; no completed step changed anything, so nothing was rolled back; "+summary, "; "))
 	}
 }
 

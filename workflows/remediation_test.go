@@ -39,7 +39,7 @@ func (s *saga) plan(req actions.Request) (actions.Plan, error) {
 	defer s.mu.Unlock()
 	name := req.Target.Name
 	if s.missing[name] {
-		return actions.Plan{}, permanentErr(activities.ReasonNotFound, `deployments.apps "`+name+`" not found`)
+		return actions.Plan{}, permanentErr(v1alpha1.ReasonNotFound, `deployments.apps "`+name+`" not found`)
 	}
 	if req.Action == "restart" {
 		return actions.Plan{Change: v1alpha1.ResourceChange{Kind: "Deployment", Name: name, Action: "restarted", Before: "restartedAt: never", After: "restartedAt: " + req.Token},
@@ -153,10 +153,10 @@ func TestRemediationSaga(t *testing.T) {
 			name:  "the third step fails: steps 2 and 1 roll back in reverse order",
 			steps: []v1alpha1.RemediationStep{scaleStep("one", "a", 2), scaleStep("two", "b", 3), scaleStep("three", "c", 4)},
 			setup: func(s *saga) {
-				s.failWrite["scale c 4"] = permanentErr(activities.ReasonExecutionFailed, "admission webhook denied the request")
+				s.failWrite["scale c 4"] = permanentErr(v1alpha1.ReasonExecutionFailed, "admission webhook denied the request")
 			},
 			writes: []string{"scale a 2", "scale b 3", "scale c 4 (failed)", "scale b 1", "scale a 1"},
-			phase:  v1alpha1.PhaseFailed, reason: ReasonRolledBack,
+			phase:  v1alpha1.PhaseFailed, reason: v1alpha1.ReasonRolledBack,
 			message:       []string{"step three failed: ExecutionFailed: admission webhook denied the request", "rolled back, newest first: two, one"},
 			rollback:      []v1alpha1.StepRollback{v1alpha1.StepRolledBack, v1alpha1.StepRolledBack, ""},
 			finalReplicas: map[string]int32{"a": 1, "b": 1, "c": 1},
@@ -165,11 +165,11 @@ func TestRemediationSaga(t *testing.T) {
 			name:  "a rollback that fails is reported, and the others still run",
 			steps: []v1alpha1.RemediationStep{scaleStep("one", "a", 2), scaleStep("two", "b", 3), scaleStep("three", "c", 4)},
 			setup: func(s *saga) {
-				s.failWrite["scale c 4"] = permanentErr(activities.ReasonExecutionFailed, "denied")
-				s.failWrite["scale b 1"] = permanentErr(activities.ReasonForbidden, "remedy-action-scale may not patch deployments")
+				s.failWrite["scale c 4"] = permanentErr(v1alpha1.ReasonExecutionFailed, "denied")
+				s.failWrite["scale b 1"] = permanentErr(v1alpha1.ReasonForbidden, "remedy-action-scale may not patch deployments")
 			},
 			writes: []string{"scale a 2", "scale b 3", "scale c 4 (failed)", "scale b 1 (failed)", "scale a 1"},
-			phase:  v1alpha1.PhaseFailed, reason: ReasonRollbackFailed,
+			phase:  v1alpha1.PhaseFailed, reason: v1alpha1.ReasonRollbackFailed,
 			message:       []string{"rolled back, newest first: one", "could not roll back: two (remedy-action-scale may not patch deployments)"},
 			rollback:      []v1alpha1.StepRollback{v1alpha1.StepRolledBack, v1alpha1.StepRollbackFailed, ""},
 			finalReplicas: map[string]int32{"a": 1, "b": 3, "c": 1},
@@ -178,7 +178,7 @@ func TestRemediationSaga(t *testing.T) {
 			name:  "every step is checked before the first write",
 			steps: []v1alpha1.RemediationStep{scaleStep("one", "a", 2), scaleStep("ghost", "nothere", 3)},
 			setup: func(s *saga) { s.missing["nothere"] = true },
-			phase: v1alpha1.PhaseFailed, reason: activities.ReasonNotFound,
+			phase: v1alpha1.PhaseFailed, reason: v1alpha1.ReasonNotFound,
 			message:       []string{`step ghost: deployments.apps "nothere" not found`, "nothing was changed"},
 			rollback:      []v1alpha1.StepRollback{"", ""},
 			finalReplicas: map[string]int32{"a": 1},
@@ -187,10 +187,10 @@ func TestRemediationSaga(t *testing.T) {
 			name:  "the first step fails: nothing to roll back",
 			steps: []v1alpha1.RemediationStep{scaleStep("one", "a", 2), scaleStep("two", "b", 3)},
 			setup: func(s *saga) {
-				s.failWrite["scale a 2"] = permanentErr(activities.ReasonExecutionFailed, "denied")
+				s.failWrite["scale a 2"] = permanentErr(v1alpha1.ReasonExecutionFailed, "denied")
 			},
 			writes: []string{"scale a 2 (failed)"},
-			phase:  v1alpha1.PhaseFailed, reason: ReasonStepFailed,
+			phase:  v1alpha1.PhaseFailed, reason: v1alpha1.ReasonStepFailed,
 			message:       []string{"step one failed: ExecutionFailed: denied; no completed step changed anything, so nothing was rolled back"},
 			rollback:      []v1alpha1.StepRollback{"", ""},
 			finalReplicas: map[string]int32{"a": 1, "b": 1},
@@ -200,10 +200,10 @@ func TestRemediationSaga(t *testing.T) {
 			policy: v1alpha1.RollbackNever,
 			steps:  []v1alpha1.RemediationStep{scaleStep("one", "a", 2), scaleStep("two", "b", 3)},
 			setup: func(s *saga) {
-				s.failWrite["scale b 3"] = permanentErr(activities.ReasonExecutionFailed, "denied")
+				s.failWrite["scale b 3"] = permanentErr(v1alpha1.ReasonExecutionFailed, "denied")
 			},
 			writes: []string{"scale a 2", "scale b 3 (failed)"},
-			phase:  v1alpha1.PhaseFailed, reason: ReasonStepFailed,
+			phase:  v1alpha1.PhaseFailed, reason: v1alpha1.ReasonStepFailed,
 			message:       []string{"rollbackPolicy Never: nothing rolled back; kept: one"},
 			rollback:      []v1alpha1.StepRollback{v1alpha1.StepKept, ""},
 			finalReplicas: map[string]int32{"a": 2, "b": 1},
@@ -212,10 +212,10 @@ func TestRemediationSaga(t *testing.T) {
 			name:  "a restart has no inverse: the request says it was not undone",
 			steps: []v1alpha1.RemediationStep{scaleStep("one", "a", 2), restartStep("bounce", "a"), scaleStep("three", "c", 4)},
 			setup: func(s *saga) {
-				s.failWrite["scale c 4"] = permanentErr(activities.ReasonExecutionFailed, "denied")
+				s.failWrite["scale c 4"] = permanentErr(v1alpha1.ReasonExecutionFailed, "denied")
 			},
 			writes: []string{"scale a 2", "restart a", "scale c 4 (failed)", "scale a 1"},
-			phase:  v1alpha1.PhaseFailed, reason: ReasonRollbackIncomplete,
+			phase:  v1alpha1.PhaseFailed, reason: v1alpha1.ReasonRollbackIncomplete,
 			message:       []string{"rolled back, newest first: one", "not undone, no inverse: bounce (a rolling restart cannot be undone)"},
 			rollback:      []v1alpha1.StepRollback{v1alpha1.StepRolledBack, v1alpha1.StepNoRollback, ""},
 			finalReplicas: map[string]int32{"a": 1},
@@ -224,10 +224,10 @@ func TestRemediationSaga(t *testing.T) {
 			name:  "a step already in the desired state changes nothing and needs no undoing",
 			steps: []v1alpha1.RemediationStep{scaleStep("same", "a", 1), scaleStep("two", "b", 3), scaleStep("three", "c", 4)},
 			setup: func(s *saga) {
-				s.failWrite["scale c 4"] = permanentErr(activities.ReasonExecutionFailed, "denied")
+				s.failWrite["scale c 4"] = permanentErr(v1alpha1.ReasonExecutionFailed, "denied")
 			},
 			writes: []string{"scale b 3", "scale c 4 (failed)", "scale b 1"},
-			phase:  v1alpha1.PhaseFailed, reason: ReasonRolledBack,
+			phase:  v1alpha1.PhaseFailed, reason: v1alpha1.ReasonRolledBack,
 			message:       []string{"rolled back, newest first: two", "nothing to undo: same"},
 			rollback:      []v1alpha1.StepRollback{v1alpha1.StepNothingToUndo, v1alpha1.StepRolledBack, ""},
 			finalReplicas: map[string]int32{"a": 1, "b": 1},
@@ -235,7 +235,7 @@ func TestRemediationSaga(t *testing.T) {
 		{
 			name:  "every step a no-op: the request completes as NoChange",
 			steps: []v1alpha1.RemediationStep{scaleStep("same", "a", 1), scaleStep("also", "b", 1)},
-			phase: v1alpha1.PhaseCompleted, reason: ReasonNoChange,
+			phase: v1alpha1.PhaseCompleted, reason: v1alpha1.ReasonNoChange,
 			message:       []string{"all 2 steps found their targets already in the desired state"},
 			rollback:      []v1alpha1.StepRollback{"", ""},
 			finalReplicas: map[string]int32{"a": 1, "b": 1},
@@ -244,7 +244,7 @@ func TestRemediationSaga(t *testing.T) {
 			name:   "success finalizes every step",
 			steps:  []v1alpha1.RemediationStep{scaleStep("one", "a", 2), restartStep("bounce", "a")},
 			writes: []string{"scale a 2", "restart a"},
-			phase:  v1alpha1.PhaseCompleted, reason: ReasonSucceeded,
+			phase:  v1alpha1.PhaseCompleted, reason: v1alpha1.ReasonSucceeded,
 			message:       []string{"2 steps completed"},
 			rollback:      []v1alpha1.StepRollback{"", ""},
 			finalReplicas: map[string]int32{"a": 2},

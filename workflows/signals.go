@@ -114,7 +114,7 @@ func (i *unknownSignalsInbound) HandleSignal(ctx workflow.Context, in *intercept
 		if err := i.sealed.Check(ctx, in.SignalName, slices.Contains(personSignals, in.SignalName), in.Arg); err != nil {
 			workflow.GetLogger(ctx).Warn("signal refused: its payload was not sealed by Remedy's parts, so it is not delivered",
 				"signal", in.SignalName, "workflowType", typ, "error", err)
-			i.warn(ctx, in.SignalName, activities.ReasonRefusedSignal, fmt.Sprintf(
+			i.warn(ctx, in.SignalName, v1alpha1.ReasonRefusedSignal, fmt.Sprintf(
 				"signal %q was refused and not delivered: %v. Decide with kubectl remedy approve/reject, or through the codec server (docs/security.md, \"The Temporal trust boundary\").",
 				in.SignalName, err))
 			return nil
@@ -124,7 +124,7 @@ func (i *unknownSignalsInbound) HandleSignal(ctx workflow.Context, in *intercept
 		workflow.GetLogger(ctx).Warn("unknown signal: this workflow reads no signal of that name, so it does nothing",
 			"signal", in.SignalName, "workflowType", typ, "knownSignals", strings.Join(known, ", "))
 		count(ctx, metrics.WorkflowUnknownSignals.WithLabelValues(typ), 1)
-		i.warn(ctx, in.SignalName, activities.ReasonUnknownSignal, fmt.Sprintf(
+		i.warn(ctx, in.SignalName, v1alpha1.ReasonUnknownSignal, fmt.Sprintf(
 			"signal %q was accepted by Temporal but does nothing: %s reads only the signals %s. %s",
 			in.SignalName, typ, strings.Join(known, ", "), preferDecide(ctx)))
 	}
@@ -151,7 +151,7 @@ func (i *unknownSignalsInbound) warn(ctx workflow.Context, signal, reason, note 
 // workflow cannot use as sent.
 func warnSignal(ctx workflow.Context, signal, note string) {
 	if i, ok := ctx.Value(signalWarnings{}).(*unknownSignalsInbound); ok {
-		i.warn(ctx, signal, activities.ReasonMalformedSignal, note)
+		i.warn(ctx, signal, v1alpha1.ReasonMalformedSignal, note)
 	}
 }
 
@@ -159,7 +159,7 @@ func warnSignal(ctx workflow.Context, signal, note string) {
 // because they may not decide the request.
 func warnRefused(ctx workflow.Context, signal, note string) {
 	if i, ok := ctx.Value(signalWarnings{}).(*unknownSignalsInbound); ok {
-		i.warn(ctx, signal, activities.ReasonApproverRefused, note)
+		i.warn(ctx, signal, v1alpha1.ReasonApproverRefused, note)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
@@ -85,8 +86,8 @@ func TestSignalWarningsNameTheObject(t *testing.T) {
 		assert.Equal(t, i+1, w.Seq)
 		assert.Contains(t, w.Note, "prefer the decide update")
 	}
-	assert.Equal(t, activities.ReasonUnknownSignal, warnings[0].Reason)
+	assert.Equal(t, v1alpha1.ReasonUnknownSignal, warnings[0].Reason)
 	assert.Contains(t, warnings[0].Note, `signal "approved" was accepted by Temporal but does nothing: ExecutionWorkflow reads only the signals approve, reject, rollback, finalize`)
-	assert.Equal(t, activities.ReasonMalformedSignal, warnings[1].Reason)
+	assert.Equal(t, v1alpha1.ReasonMalformedSignal, warnings[1].Reason)
 	assert.Contains(t, warnings[1].Note, `signal "approve" was accepted by Temporal but ignored: its payload is malformed: unknown field "approvr"`)
 }

@@ -23,12 +23,6 @@ const (
 // Terminal reports whether the phase is final.
 func (p Phase) Terminal() bool { return p == PhaseCompleted || p == PhaseFailed }
 
-// ReasonWorkflowLost is the reason of a KubernetesExecution or
-// RemediationRequest the operator failed because its workflow is gone before
-// writing a final phase: Temporal has no such workflow, or it was terminated
-// or timed out, or it closed without a final phase that could be read.
-const ReasonWorkflowLost = "WorkflowLost"
-
 // Executor says where the action runs.
 // +kubebuilder:validation:Enum=inline;job
 type Executor string

@@ -11,7 +11,6 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 func newRollbackCommand(s *session) *cobra.Command {
@@ -71,7 +70,7 @@ func (s *session) rollback(ctx context.Context, ref Ref, reason string, wait tim
 		return fmt.Errorf("wait for %s to end: %w (it is %s)", name, err, phaseText(k.Status.Phase, k.Status.Reason))
 	}
 	fmt.Fprintf(s.out, "kubernetesexecution/%s: %s: %s\n", k.Name, phaseText(k.Status.Phase, k.Status.Reason), k.Status.Message)
-	if k.Status.Reason != workflows.ReasonRolledBack {
+	if k.Status.Reason != v1alpha1.ReasonRolledBack {
 		return fmt.Errorf("roll back %s: it ended %s: %s", name, phaseText(k.Status.Phase, k.Status.Reason), k.Status.Message)
 	}
 	return nil

@@ -14,7 +14,6 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 func newStatusCommand(s *session) *cobra.Command {
@@ -125,9 +124,9 @@ func rollbackText(k *v1alpha1.KubernetesExecution) string {
 		return "available (" + inverse + ") until RemediationRequest " + k.Spec.RemediationRequestRef.Name + " ends"
 	case st.Phase == v1alpha1.PhaseRollbackReady:
 		return "available (" + inverse + ")"
-	case st.Reason == workflows.ReasonRolledBack:
+	case st.Reason == v1alpha1.ReasonRolledBack:
 		return "done: rolled back (" + inverse + ")"
-	case st.Reason == workflows.ReasonRollbackFailed:
+	case st.Reason == v1alpha1.ReasonRollbackFailed:
 		return "failed (" + inverse + "): " + oneLine(st.Message)
 	case k.Spec.RemediationRequestRef != nil:
 		return "closed: RemediationRequest " + k.Spec.RemediationRequestRef.Name + " ended and kept this change (" + inverse + " is no longer offered)"

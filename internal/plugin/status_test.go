@@ -7,7 +7,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // A rollback is offered only while the run is RollbackReady; an ended run
@@ -23,12 +22,12 @@ func TestRollbackText(t *testing.T) {
 		parent *v1alpha1.LocalRef
 		want   string
 	}{
-		{"RollbackReady", v1alpha1.PhaseRollbackReady, workflows.ReasonRollbackAvailable, scaleBack, nil, "available (scale to replicas 2)"},
-		{"a held step", v1alpha1.PhaseRollbackReady, workflows.ReasonRollbackAvailable, scaleBack, step, "available (scale to replicas 2) until RemediationRequest fix ends"},
-		{"the window closed", v1alpha1.PhaseCompleted, workflows.ReasonSucceeded, scaleBack, nil, "closed: the run has ended, so its rollback window is over (scale to replicas 2 is no longer offered)"},
-		{"a finalized step", v1alpha1.PhaseCompleted, workflows.ReasonSucceeded, scaleBack, step, "closed: RemediationRequest fix ended and kept this change (scale to replicas 2 is no longer offered)"},
-		{"rolled back", v1alpha1.PhaseCompleted, workflows.ReasonRolledBack, scaleBack, step, "done: rolled back (scale to replicas 2)"},
-		{"no change", v1alpha1.PhaseCompleted, workflows.ReasonNoChange, &v1alpha1.RollbackInformation{Reason: "nothing was changed, so there is nothing to roll back"}, nil,
+		{"RollbackReady", v1alpha1.PhaseRollbackReady, v1alpha1.ReasonRollbackAvailable, scaleBack, nil, "available (scale to replicas 2)"},
+		{"a held step", v1alpha1.PhaseRollbackReady, v1alpha1.ReasonRollbackAvailable, scaleBack, step, "available (scale to replicas 2) until RemediationRequest fix ends"},
+		{"the window closed", v1alpha1.PhaseCompleted, v1alpha1.ReasonSucceeded, scaleBack, nil, "closed: the run has ended, so its rollback window is over (scale to replicas 2 is no longer offered)"},
+		{"a finalized step", v1alpha1.PhaseCompleted, v1alpha1.ReasonSucceeded, scaleBack, step, "closed: RemediationRequest fix ended and kept this change (scale to replicas 2 is no longer offered)"},
+		{"rolled back", v1alpha1.PhaseCompleted, v1alpha1.ReasonRolledBack, scaleBack, step, "done: rolled back (scale to replicas 2)"},
+		{"no change", v1alpha1.PhaseCompleted, v1alpha1.ReasonNoChange, &v1alpha1.RollbackInformation{Reason: "nothing was changed, so there is nothing to roll back"}, nil,
 			"none: nothing was changed, so there is nothing to roll back"},
 		{"still executing", v1alpha1.PhaseVerifying, "Verifying", scaleBack, nil, "captured (scale to replicas 2); offered once the run is RollbackReady"},
 		{"not captured yet", v1alpha1.PhaseValidating, "Validating", nil, nil, ""},

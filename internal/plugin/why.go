@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 func newWhyCommand(s *session) *cobra.Command {
@@ -77,7 +76,7 @@ func (s *session) explainExecution(ctx context.Context, w io.Writer, k *v1alpha1
 		fmt.Fprintf(w, "Failing check: %s: the message above\n", c.Name)
 	case ok:
 		fmt.Fprintf(w, "Failing check: %s: %s\n", c.Name, oneLine(c.Result))
-	case (st.Reason == workflows.ReasonApprovalRejected || st.Reason == workflows.ReasonApprovalExpired) && st.ApprovalRequestRef != nil:
+	case (st.Reason == v1alpha1.ReasonApprovalRejected || st.Reason == v1alpha1.ReasonApprovalExpired) && st.ApprovalRequestRef != nil:
 		fmt.Fprintf(w, "Failing check: approval %s: %s\n", st.ApprovalRequestRef.Name, s.approvalText(ctx, k.Namespace, st.ApprovalRequestRef.Name))
 	case st.ExecutionResults != nil && st.ExecutionResults.Logs != "":
 		fmt.Fprintf(w, "Failing check: the write: %s\n", oneLine(st.ExecutionResults.Logs))

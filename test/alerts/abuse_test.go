@@ -140,7 +140,7 @@ func TestForgedAlertStartsWriteNothing(t *testing.T) {
 			var res workflows.AlertResult
 			require.NoError(t, run.Get(context.Background(), &res))
 			assert.Equal(t, v1alpha1.AlertRefused, res.Phase)
-			assert.Equal(t, activities.ReasonSubjectMismatch, res.Reason)
+			assert.Equal(t, v1alpha1.ReasonSubjectMismatch, res.Reason)
 			assert.Contains(t, res.Message, tc.want)
 			if tc.name == "under another ID" {
 				harness.ReplayHistory(t, tc.id, "alert-subject-mismatch.json")
@@ -204,7 +204,7 @@ func TestSuspendedRuleStartsNothing(t *testing.T) {
 	require.NoError(t, err)
 	var res workflows.AlertResult
 	require.NoError(t, run.Get(context.Background(), &res))
-	assert.Equal(t, activities.ReasonAlertSuspended, res.Reason)
+	assert.Equal(t, v1alpha1.ReasonAlertSuspended, res.Reason)
 	assert.Empty(t, requestsOf(t, ns, rule.Name))
 	harness.ReplayHistory(t, id, "alert-suspended.json")
 }

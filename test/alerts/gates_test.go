@@ -37,7 +37,7 @@ func TestFreezeHoldsAnAlertUntilTheWindowOpens(t *testing.T) {
 	rule := createRule(t, r)
 	l := labels(ns, "FrozenLatency", "deployment", "web")
 	fp := activities.Fingerprint(l)
-	held := firedAndHeld(t, rule, l, activities.ReasonFrozen)
+	held := firedAndHeld(t, rule, l, v1alpha1.ReasonFrozen)
 	rec := record(held, fp)
 	assert.Equal(t, v1alpha1.AlertQueued, rec.Phase)
 	require.NotNil(t, rec.Until, "until when")
@@ -78,7 +78,7 @@ func TestFreezeRequireApprovalAsksAPerson(t *testing.T) {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == v1alpha1.AlertWaiting
 	})
-	assert.Equal(t, activities.ReasonFrozen, record(asked, fp).Reason)
+	assert.Equal(t, v1alpha1.ReasonFrozen, record(asked, fp).Reason)
 	assert.Contains(t, record(asked, fp).Message, "RequireApproval")
 	require.NotNil(t, record(asked, fp).Until)
 	var rars v1alpha1.RemediationApprovalRequestList
@@ -125,7 +125,7 @@ func TestGateHoldsTheRunWhileTheBlockingAlertFires(t *testing.T) {
 	rule := createRule(t, r)
 	l := labels(ns, "GatedLatency", "deployment", "web")
 	fp := activities.Fingerprint(l)
-	held := firedAndHeld(t, rule, l, activities.ReasonGatedByAlert)
+	held := firedAndHeld(t, rule, l, v1alpha1.ReasonGatedByAlert)
 	assert.Equal(t, v1alpha1.AlertQueued, record(held, fp).Phase)
 	assert.Contains(t, record(held, fp).Message, "alert ClusterDegraded ("+activities.Fingerprint(blocking)+") fires")
 	time.Sleep(3 * time.Second)

@@ -11,7 +11,6 @@ import (
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // A target Flux manages (its kustomize- or helm-controller's tracking
@@ -58,7 +57,7 @@ func refusedAsGitOps(t *testing.T, ns, deployment string) (*v1alpha1.AlertRecord
 	l := labels(ns, "GitOps", "deployment", deployment)
 	firedUntil(t, rule, l, v1alpha1.AlertRefused)
 	rec := record(ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true }), activities.Fingerprint(l))
-	assert.Equal(t, workflows.ReasonGitOpsManaged, rec.Reason)
+	assert.Equal(t, v1alpha1.ReasonGitOpsManaged, rec.Reason)
 	assert.Empty(t, requestsOf(t, ns, rule.Name), "nothing ran")
 	return rec, l
 }

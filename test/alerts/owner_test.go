@@ -91,7 +91,7 @@ func TestPodAlertsAreGuardedByTheirOwningWorkload(t *testing.T) {
 			ran[owner]++
 		case v1alpha1.AlertRefused:
 			refused[owner]++
-			assert.Equal(t, workflows.ReasonCircuitOpen, rec.Reason, pod)
+			assert.Equal(t, v1alpha1.ReasonCircuitOpen, rec.Reason, pod)
 			assert.Contains(t, rec.Message, owner, pod)
 		}
 	}

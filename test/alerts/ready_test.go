@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/operator"
 )
 
 // A rule is Ready from its own check as soon as it is created, and again
@@ -25,17 +24,17 @@ func TestRuleIsReadyBeforeAnyAlert(t *testing.T) {
 			return r.Status.ObservedGeneration == gen && c != nil && c.ObservedGeneration == gen && string(c.Status) == status && c.Reason == reason
 		})
 	}
-	got := readyAt(rule.Generation, "True", operator.ReasonRuleValid)
+	got := readyAt(rule.Generation, "True", v1alpha1.ReasonRuleValid)
 	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message, alertAuthor)
 	assert.Zero(t, got.Status.Matches, "no alert came")
 
 	got.Spec.Suspend = true
 	require.NoError(t, impersonating(t, alertAuthor).Update(context.Background(), got))
-	got = readyAt(got.Generation, "False", operator.ReasonRuleSuspended)
+	got = readyAt(got.Generation, "False", v1alpha1.ReasonRuleSuspended)
 
 	got.Spec.Suspend = false
 	got.Spec.DryRun = true
 	require.NoError(t, impersonating(t, alertAuthor).Update(context.Background(), got))
-	got = readyAt(got.Generation, "True", operator.ReasonRuleValid)
+	got = readyAt(got.Generation, "True", v1alpha1.ReasonRuleValid)
 	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message, "shadow mode")
 }

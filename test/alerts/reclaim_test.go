@@ -75,7 +75,7 @@ func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 					rec := record(r, fp)
 					return rec != nil && rec.Phase == v1alpha1.AlertCanceled
 				}), fp)
-				assert.Equal(t, workflows.ReasonCanceled, rec.Reason)
+				assert.Equal(t, v1alpha1.ReasonCanceled, rec.Reason)
 			} else {
 				// A terminated or timed-out run leaves its RemediationRequest running, holding the target until a person ends it.
 				harness.Eventually(t, rr, 30*time.Second, func(r *v1alpha1.RemediationRequest) bool { return r.Status.WorkflowID != "" })

@@ -40,7 +40,7 @@ func TestResolveCancelsAPendingApproval(t *testing.T) {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == v1alpha1.AlertCanceled
 	})
-	assert.Equal(t, workflows.ReasonResolved, record(got, fp).Reason)
+	assert.Equal(t, v1alpha1.ReasonResolved, record(got, fp).Reason)
 	rar := harness.Eventually(t, &rars.Items[0], 30*time.Second, func(a *v1alpha1.RemediationApprovalRequest) bool { return a.Status.Decision != "" })
 	assert.Equal(t, v1alpha1.DecisionExpired, rar.Status.Decision)
 	assert.Contains(t, rar.Status.DecisionMessage, "the alert resolved")
@@ -70,7 +70,7 @@ func TestRejectedApprovalRunsNothing(t *testing.T) {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == v1alpha1.AlertRefused
 	})
-	assert.Equal(t, workflows.ReasonRejected, record(got, fp).Reason)
+	assert.Equal(t, v1alpha1.ReasonRejected, record(got, fp).Reason)
 	assert.Contains(t, record(got, fp).Message, "oncall-bob")
 	assert.Empty(t, requestsOf(t, ns, rule.Name))
 	resolve(t, l)

@@ -59,7 +59,7 @@ func TestRogueRunWritesNoRuleStatus(t *testing.T) {
 				harness.RogueCall{Activity: "RecordAlert", Arg: forged},
 				harness.RogueCall{Activity: "RecordAlert", Raw: replayed})
 			for i, o := range out {
-				assert.Equal(t, activities.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
+				assert.Equal(t, v1alpha1.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
 				assert.True(t, o.NonRetryable, "call %d is refused for good", i)
 			}
 			var now v1alpha1.RemediationRule

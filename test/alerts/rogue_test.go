@@ -74,7 +74,7 @@ func TestRogueRunUnderAClosedAlertRunSilencesNothing(t *testing.T) {
 				harness.RogueCall{Activity: "CreateAlertRequest", Raw: request},
 				harness.RogueCall{Activity: "EndSilence", Arg: theirs})
 			for i, o := range out {
-				assert.Equal(t, activities.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
+				assert.Equal(t, v1alpha1.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
 			}
 			assert.Equal(t, silences, silencesFor(t, id), "no silence held")
 			assert.Equal(t, "active", silence(t, theirs).Status.State, "a person's silence is not expired")

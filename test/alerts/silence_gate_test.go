@@ -164,7 +164,7 @@ func TestSilencesPassTheGate(t *testing.T) {
 	rogue(t, queue, farID)
 	_, err := ask(t, farID, "hold", activities.SilenceInput{Subject: activities.AlertSubject{Namespace: ns, Rule: rule.Name,
 		Alert: alertOf(far)}, Duration: 24 * time.Hour})
-	refusedAs(t, err, activities.ReasonSubjectMismatch)
+	refusedAs(t, err, v1alpha1.ReasonSubjectMismatch)
 	assert.Empty(t, silencesNaming(t, elsewhere), "no silence reaches the other namespace")
 
 	// This namespace's alert: the rogue holds its workflow ID before it fires.
@@ -177,7 +177,7 @@ func TestSilencesPassTheGate(t *testing.T) {
 	long := hold
 	long.Duration = 24 * time.Hour
 	_, err = ask(t, nearID, "hold", long)
-	refusedAs(t, err, activities.ReasonSubjectMismatch)
+	refusedAs(t, err, v1alpha1.ReasonSubjectMismatch)
 	assert.Empty(t, silencesNaming(t, nearID), "no silence outlasts the rule's spec.silence.duration")
 
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alerts-" + alertAuthor}}
@@ -185,7 +185,7 @@ func TestSilencesPassTheGate(t *testing.T) {
 	revoked := binding.DeepCopy()
 	require.NoError(t, harness.Kube().Delete(context.Background(), binding))
 	_, err = ask(t, nearID, "hold", hold)
-	refusedAs(t, err, activities.ReasonForbidden)
+	refusedAs(t, err, v1alpha1.ReasonForbidden)
 	assert.Empty(t, silencesNaming(t, nearID), "no silence once the author lost the grant")
 
 	revoked.ResourceVersion, revoked.UID = "", ""
@@ -205,7 +205,7 @@ func TestSilencesPassTheGate(t *testing.T) {
 
 	// A person's silence is not the run's to expire.
 	theirs := personSilence(t, near)
-	refusedAs(t, askEnd(t, nearID, theirs), activities.ReasonSubjectMismatch)
+	refusedAs(t, askEnd(t, nearID, theirs), v1alpha1.ReasonSubjectMismatch)
 	assert.Equal(t, "active", silence(t, theirs).Status.State, "a person's silence stays")
 	require.NoError(t, askEnd(t, nearID, sid), "the run's own silence it may end")
 	assert.Equal(t, "expired", silence(t, sid).Status.State)

@@ -11,8 +11,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/webhook"
 )
 
 // A denied revert shows on the parent as a DriftDenied Warning Event, where
@@ -30,7 +30,7 @@ func TestDriftDeniedEventOncePerParentPerMinute(t *testing.T) {
 		require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(f.ns)))
 		var out []corev1.Event
 		for _, e := range list.Items {
-			if e.Reason == webhook.ReasonDriftDenied {
+			if e.Reason == v1alpha1.ReasonDriftDenied {
 				out = append(out, e)
 			}
 		}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -120,7 +119,7 @@ func TestForgedDriftOfAnUnconfirmedParentPostsAndWritesNothing(t *testing.T) {
 			tc.forge(&d)
 			d.dep.UID = types.UID(d.signal.Parent.UID) // the workflow is the forged parent's
 			d.forge(t, l.URL)
-			activityFailed(t, d.workflowID(), "VerifyDrift", activities.ReasonSubjectMismatch)
+			activityFailed(t, d.workflowID(), "VerifyDrift", v1alpha1.ReasonSubjectMismatch)
 			harness.WaitClosed(t, d.workflowID(), driftTimeout)
 			var res workflows.DriftResult
 			require.NoError(t, harness.Temporal().GetWorkflow(context.Background(), d.workflowID(), "").Get(context.Background(), &res))
@@ -161,7 +160,7 @@ func TestForgedDriftInKubeSystemAsksAndWritesNothing(t *testing.T) {
 	d := driftIn(t, "kube-system", "forged-"+hex.EncodeToString(name))
 	t.Cleanup(func() { _ = harness.Kube().Delete(context.Background(), d.dep) })
 	d.forge(t, l.URL)
-	activityFailed(t, d.workflowID(), "CreateApprovalRequest", activities.ReasonProtectedNamespace)
+	activityFailed(t, d.workflowID(), "CreateApprovalRequest", v1alpha1.ReasonProtectedNamespace)
 	require.NoError(t, harness.Temporal().SignalWorkflow(context.Background(), d.workflowID(), "", workflows.SignalApprove,
 		workflows.ApprovalSignal{Approver: "mallory", Request: workflows.DriftApprovalRequestName(d.signal.ID, time.Now())}))
 	require.NoError(t, harness.Temporal().SignalWorkflow(context.Background(), d.workflowID(), "", workflows.SignalReject,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -33,7 +34,7 @@ func TestRogueRunUnderADriftIDPostsNothing(t *testing.T) {
 		harness.RogueCall{Activity: "PostReport", Arg: activities.PostReportInput{URL: rcv.URL, Report: report}},
 		harness.RogueCall{Activity: "WriteApproval", Arg: activities.DriftDecisionInput{Parent: obj(parent), Child: obj(child), Generation: 1, ApprovalRequest: "forged"}})
 	for i, o := range out {
-		assert.Equal(t, activities.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
+		assert.Equal(t, v1alpha1.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
 		assert.True(t, o.NonRetryable, "call %d is refused for good", i)
 	}
 	assert.Empty(t, rcv.phases(), "no report reached the receiver")

@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
@@ -147,7 +146,7 @@ func rollBack(t *testing.T, k *v1alpha1.KubernetesExecution) *v1alpha1.Kubernete
 		workflows.RollbackRequest{Requester: "alice"}))
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted, time.Minute)
 	requirePhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason)
 	return k
 }
 
@@ -291,7 +290,7 @@ func TestJobCollectedWhileWorkerDownIsNotRunAgain(t *testing.T) {
 
 	k = waitPhase(t, k, v1alpha1.PhaseFailed, time.Minute)
 	requirePhase(t, k, v1alpha1.PhaseFailed)
-	assert.Equal(t, activities.ReasonExecutionFailed, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonExecutionFailed, k.Status.Reason)
 	assert.Contains(t, k.Status.Message, "it is not run again")
 	assert.Empty(t, harness.JobsOf(t, k), "the collected Job was not created again")
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-job-collected.json")

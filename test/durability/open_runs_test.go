@@ -13,7 +13,6 @@ import (
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
-	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -39,7 +38,7 @@ func TestOpenRunsCapHoldsAStartUntilARunEnds(t *testing.T) {
 
 	second := createExecution(t, ns, "second", scaleSpec(ns, "web", 3))
 	second = harness.Eventually(t, second, time.Minute, func(k *v1alpha1.KubernetesExecution) bool {
-		return k.Status.Reason == operator.ReasonOpenRunsLimited
+		return k.Status.Reason == v1alpha1.ReasonOpenRunsLimited
 	})
 	assert.Equal(t, v1alpha1.PhasePending, second.Status.Phase)
 	assert.Empty(t, second.Status.WorkflowID, "not started")
@@ -54,7 +53,7 @@ func TestOpenRunsCapHoldsAStartUntilARunEnds(t *testing.T) {
 	// Still held after several looks, counted and announced once.
 	time.Sleep(5 * time.Second)
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(second), second))
-	assert.Equal(t, operator.ReasonOpenRunsLimited, second.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonOpenRunsLimited, second.Status.Reason)
 	assert.Empty(t, second.Status.WorkflowID)
 	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.OpenRunsLimited.WithLabelValues(ns)))
 	assert.Equal(t, 0.0, testutil.ToFloat64(metrics.OpenRunsLimited.WithLabelValues(other)))
@@ -62,7 +61,7 @@ func TestOpenRunsCapHoldsAStartUntilARunEnds(t *testing.T) {
 	require.NoError(t, harness.Kube().List(ctx, &evs, ctrlclient.InNamespace(ns)))
 	held := 0
 	for _, e := range evs.Items {
-		if e.Regarding.Name == "second" && e.Reason == operator.ReasonOpenRunsLimited {
+		if e.Regarding.Name == "second" && e.Reason == v1alpha1.ReasonOpenRunsLimited {
 			held++
 			assert.Equal(t, "Warning", e.Type)
 		}

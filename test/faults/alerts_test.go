@@ -209,7 +209,7 @@ func alertFlap(t *testing.T, p *parts, what string) string {
 		return a.Phase == v1alpha1.AlertRefused
 	})
 	rec := got.Status.Alerts[0]
-	assert.Equal(t, workflows.ReasonCircuitOpen, rec.Reason)
+	assert.Equal(t, v1alpha1.ReasonCircuitOpen, rec.Reason)
 	assert.Contains(t, rec.Message, "remediated 2 times", "the breaker counted each run once")
 	return "fired again while down; third firing " + rec.Reason + "; " + tally(t, p, got, l, gen, 3, 2)
 }

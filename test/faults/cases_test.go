@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -315,7 +314,7 @@ func jobPastTTL(t *testing.T, p *parts, what string) string {
 	if what == worker {
 		// Nobody recorded the Job's result before it was collected.
 		assert.Equal(t, v1alpha1.PhaseFailed, k.Status.Phase)
-		assert.Equal(t, activities.ReasonExecutionFailed, k.Status.Reason)
+		assert.Equal(t, v1alpha1.ReasonExecutionFailed, k.Status.Reason)
 		assert.Contains(t, k.Status.Message, "it is not run again")
 	} else {
 		// The worker read the result and reports it once Temporal is back; a
@@ -649,7 +648,7 @@ func rrCompensating(t *testing.T, p *parts, what string) string {
 
 	rr = harness.Eventually(t, rr, 3*time.Minute, func(r *v1alpha1.RemediationRequest) bool { return r.Status.Phase.Terminal() })
 	require.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	require.Equal(t, workflows.ReasonRolledBack, rr.Status.Reason, rr.Status.Message)
+	require.Equal(t, v1alpha1.ReasonRolledBack, rr.Status.Reason, rr.Status.Message)
 	assert.Contains(t, rr.Status.Message, "rolled back, newest first: api, web")
 	for _, s := range rr.Status.Steps[:2] {
 		assert.Equal(t, v1alpha1.StepRolledBack, s.Rollback, s.Name)

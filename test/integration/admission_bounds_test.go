@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -155,7 +154,7 @@ func TestAKindOfAnotherGroupIsRefused(t *testing.T) {
 	k.Spec.Requester = &v1alpha1.Requester{Username: "tenant-nox", Groups: []string{"system:authenticated"}}
 	require.NoError(t, harness.Kube().Create(ctx, k))
 	k = waitPhase(t, k, v1alpha1.PhaseFailed)
-	assert.Equal(t, activities.ReasonInvalidParameters, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonInvalidParameters, k.Status.Reason)
 	assert.Contains(t, k.Status.Message, "only in apiVersion apps/v1")
 
 	obj := &unstructured.Unstructured{}
@@ -253,7 +252,7 @@ func TestASquattedStepFailsItsRequestClearly(t *testing.T) {
 	rr := createRemediation(t, ns, "recover", v1alpha1.RemediationStep{Name: "scale", Execution: scaleSpec(ns, "web", 2)})
 	rr = harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase.Terminal() })
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	assert.Equal(t, workflows.ReasonStepFailed, rr.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonStepFailed, rr.Status.Reason)
 	assert.Contains(t, rr.Status.Message, "KubernetesExecution "+ns+"/recover-scale already exists and is not this request's step (it has no controller)")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"), "the step never ran")
 

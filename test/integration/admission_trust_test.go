@@ -17,10 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities/policy/sandboxtest"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/policy/sandboxtest"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // requireInvalid asserts a 422 whose message contains each of want and
@@ -95,7 +94,7 @@ func TestAdmissionRollbackReadsTheStoredStatus(t *testing.T) {
 	require.NoError(t, impersonating(t, "oncall-omar").Patch(ctx, patched, ctrlclient.RawPatch(types.MergePatchType, forged)))
 	assert.Equal(t, "oncall-omar", patched.Annotations[v1alpha1.RollbackRequesterAnnotation])
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason)
 	assert.Contains(t, k.Status.PhaseTransitions[len(k.Status.PhaseTransitions)-2].Message, "requested by oncall-omar")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 }

@@ -131,7 +131,7 @@ func TestApprovalRelayFromAnotherNamespace(t *testing.T) {
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalReject,
 		workflows.ApprovalSignal{Approver: "alice", Request: rar.Name, Namespace: payments}))
 	k = waitPhase(t, k, v1alpha1.PhaseFailed)
-	assert.Equal(t, workflows.ReasonApprovalRejected, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonApprovalRejected, k.Status.Reason)
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
 	assert.Equal(t, "alice", rar.Status.DecidedBy)
 }
@@ -217,7 +217,7 @@ func TestKubectlApproveRacingTemporalRejectFirstWins(t *testing.T) {
 	}
 
 	k = waitPhase(t, k, v1alpha1.PhaseFailed)
-	assert.Equal(t, workflows.ReasonApprovalRejected, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonApprovalRejected, k.Status.Reason)
 	assert.Equal(t, "rejected by bob via temporal-signal: change freeze", k.Status.Message)
 	assert.Nil(t, k.Status.ExecutionResults, "nothing was executed")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
@@ -248,7 +248,7 @@ func TestKubectlApproveBeforeTemporalRejectWins(t *testing.T) {
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalReject, workflows.ApprovalSignal{Approver: "bob"}))
 
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonSucceeded, k.Status.Reason)
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
 	assert.Equal(t, v1alpha1.DecisionApproved, rar.Status.Decision)
 	assert.Equal(t, "carol", rar.Status.DecidedBy)

@@ -10,6 +10,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -49,7 +50,7 @@ func TestRogueWorkflowCannotRestartAReloadWorkload(t *testing.T) {
 		harness.RogueCall{Activity: "DeclineReload", Arg: activities.DeclineInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod",
 			Changes: st.Pending, Request: "forged"}})
 	for i, o := range out {
-		assert.Equal(t, activities.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
+		assert.Equal(t, v1alpha1.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
 		assert.True(t, o.NonRetryable, "call %d is refused for good", i)
 	}
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(web), web))

@@ -17,7 +17,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // TestRogueWorkflowReplayingAFinishedRunWritesNothing is the rogue-worker
@@ -52,7 +51,7 @@ func TestRogueWorkflowReplayingAFinishedRunWritesNothing(t *testing.T) {
 	// The forged status: not finished, offering a "rollback" to 7 replicas.
 	forged := *k.Status.DeepCopy()
 	forged.Sequence += 10
-	forged.Phase, forged.Reason, forged.Message = v1alpha1.PhaseRollbackReady, workflows.ReasonRollbackAvailable, "forged"
+	forged.Phase, forged.Reason, forged.Message = v1alpha1.PhaseRollbackReady, v1alpha1.ReasonRollbackAvailable, "forged"
 	forged.RollbackInformation = &v1alpha1.RollbackInformation{Available: true, RollbackAction: "scale",
 		RollbackParameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](7)}}
 	push := activities.ExecutionStatusPush{Namespace: ns, Name: k.Name, UID: string(k.UID), Action: "scale", Status: forged}
@@ -71,7 +70,7 @@ func TestRogueWorkflowReplayingAFinishedRunWritesNothing(t *testing.T) {
 				harness.RogueCall{Activity: "ExecuteInline", Raw: write},
 				harness.RogueCall{Activity: "ExecuteInline", Arg: rollback})
 			for i, o := range out {
-				assert.Equal(t, activities.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
+				assert.Equal(t, v1alpha1.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
 			}
 			var now v1alpha1.KubernetesExecution
 			require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), &now))
@@ -96,7 +95,7 @@ func TestRogueWorkflowCannotDecideAnApproval(t *testing.T) {
 	queue := "rogue-" + ns
 	harness.StartRogue(t, queue)
 	out := harness.RunRogue(t, queue, "rogue/"+ns, harness.RogueCall{Activity: "RecordDecision", Arg: decision})
-	assert.Equal(t, activities.ReasonSubjectMismatch, out[0].Type, out[0].Message)
+	assert.Equal(t, v1alpha1.ReasonSubjectMismatch, out[0].Type, out[0].Message)
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
 	assert.Empty(t, rar.Status.Decision, "no decision recorded")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))

@@ -29,7 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/codecserver"
 	"github.com/remedy-dev/remedy/internal/compose"
@@ -320,7 +319,7 @@ func TestTemporalCLIRollbackThroughTheCodecServer(t *testing.T) {
 	out, err := temporalCodec(t, malloryToken, "workflow", "signal", "--workflow-id", k.Status.WorkflowID, "--name", workflows.SignalRollback,
 		"--input", `{"requester":"admin","reason":"trust me"}`)
 	require.NoError(t, err, out)
-	warning := warningEventWith(t, ns, "KubernetesExecution", k.Name, activities.ReasonMalformedSignal)
+	warning := warningEventWith(t, ns, "KubernetesExecution", k.Name, v1alpha1.ReasonMalformedSignal)
 	assert.Contains(t, warning.Note, "rollback refused")
 	assert.Equal(t, v1alpha1.PhaseRollbackReady, queryPhase(t, k.Status.WorkflowID))
 	assert.Equal(t, int32(3), replicasOf(t, ns, "web"), "nothing rolled back")
@@ -331,7 +330,7 @@ func TestTemporalCLIRollbackThroughTheCodecServer(t *testing.T) {
 		"--input", `{"requester":"admin","reason":"errors up"}`)
 	require.NoError(t, err, out)
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason)
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 	var asked bool
 	for _, tr := range k.Status.PhaseTransitions {

@@ -82,7 +82,7 @@ func TestDutiesSelfApprovalIsRefusedOnEveryPath(t *testing.T) {
 	grant(t, ns, "carol", "approve")
 	require.NoError(t, impersonating(t, "carol").Status().Patch(ctx, rar, decisionPatch("Approved", "checked", "alice")))
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonSucceeded, k.Status.Reason)
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
 	assert.Equal(t, "carol", rar.Status.DecidedBy)
 	assert.Equal(t, v1alpha1.DecidedViaKubectl, rar.Status.DecidedVia)

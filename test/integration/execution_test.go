@@ -60,7 +60,7 @@ func TestScaleCompletesWithRollbackWindow(t *testing.T) {
 	assert.Equal(t, int32(1), *k.Status.RollbackInformation.RollbackParameters.Replicas)
 
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonSucceeded, k.Status.Reason)
 	vr := k.Status.ValidationResults
 	require.NotNil(t, vr)
 	assert.Equal(t, ptr.To(true), vr.ParameterValidation)
@@ -193,7 +193,7 @@ func TestRollbackSignalRestoresReplicas(t *testing.T) {
 		workflows.RollbackRequest{Requester: "alice", Reason: "latency went up"}))
 
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason)
 	require.Len(t, k.Status.ExecutionResults.ResourcesAffected, 2)
 	assert.Equal(t, "rolled back", k.Status.ExecutionResults.ResourcesAffected[1].Action)
 	assert.Equal(t, "replicas: 2", k.Status.ExecutionResults.ResourcesAffected[1].After)
@@ -223,7 +223,7 @@ func TestDeletingARunningExecutionCancelsItsWorkflow(t *testing.T) {
 	var canceled *temporal.CanceledError
 	require.ErrorAs(t, err, &canceled, "the workflow closed canceled")
 	require.NoError(t, workflows.FinalResult(err, &res))
-	assert.Equal(t, workflows.ReasonCanceled, res.Status.Reason, res.Status.Message)
+	assert.Equal(t, v1alpha1.ReasonCanceled, res.Status.Reason, res.Status.Message)
 	harness.ReplayHistory(t, id, "execution-canceled.json")
 }
 
@@ -241,7 +241,7 @@ func TestRollbackOfADeletedTargetFails(t *testing.T) {
 		workflows.RollbackRequest{Requester: "alice", Reason: "undo"}))
 
 	k = waitPhase(t, k, v1alpha1.PhaseFailed)
-	assert.Equal(t, workflows.ReasonRollbackFailed, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonRollbackFailed, k.Status.Reason)
 	assert.Contains(t, k.Status.Message, `"cart" not found`)
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-rollback-failed.json")
 }

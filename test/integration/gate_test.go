@@ -79,7 +79,7 @@ func TestReplayedStartOfAFinishedExecutionDoesNothing(t *testing.T) {
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, k.Status.WorkflowID, "", workflows.SignalRollback,
 		workflows.RollbackRequest{Requester: "admin", Reason: "undo"}))
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	require.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
+	require.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason)
 	harness.WaitClosed(t, k.Status.WorkflowID, runTimeout)
 	require.Equal(t, int32(1), replicasOf(t, ns, "web"))
 
@@ -96,7 +96,7 @@ func TestReplayedStartOfAFinishedExecutionDoesNothing(t *testing.T) {
 	}
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"), "the replayed starts scaled nothing")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
-	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason, "the finished execution's status is its own run's")
+	assert.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason, "the finished execution's status is its own run's")
 }
 
 // Every workflow type, started by someone who can reach Temporal for a

@@ -52,7 +52,7 @@ func TestJobExecutorDeadlineFailsTheRun(t *testing.T) {
 	spec.Timeout = v1alpha1.DurationOf(2 * time.Second)
 	spec.MaxRetries = ptr.To[int32](0)
 	k := waitPhase(t, createExecution(t, ns, "slow-job", spec), v1alpha1.PhaseFailed)
-	assert.Equal(t, activities.ReasonExecutionTimeout, k.Status.Reason, k.Status.Message)
+	assert.Equal(t, v1alpha1.ReasonExecutionTimeout, k.Status.Reason, k.Status.Message)
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-timeout.json")
 }

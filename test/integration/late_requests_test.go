@@ -78,7 +78,7 @@ func TestMisspelledDecideIsRefused(t *testing.T) {
 	out, err = temporalCLIAs(t, ns, "alice", "workflow", "update", "execute", "--workflow-id", id, "--name", "decide", "--input", `{"approved":true,"approver":"alice"}`)
 	require.NoError(t, err, out)
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonSucceeded, k.Status.Reason)
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(rar), rar))
 	assert.Equal(t, "alice", rar.Status.DecidedBy, "the malformed signal was ignored")
 	assert.Equal(t, v1alpha1.DecidedViaUpdate, rar.Status.DecidedVia)

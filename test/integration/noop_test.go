@@ -11,7 +11,6 @@ import (
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // neverOffered checks that a run went neither to an approval wait nor to RollbackReady.
@@ -35,7 +34,7 @@ func TestNoOpScaleCompletesAsNoChange(t *testing.T) {
 	k := harness.Eventually(t, createExecution(t, ns, "same", spec), runTimeout,
 		func(k *v1alpha1.KubernetesExecution) bool { return k.Status.Phase.Terminal() })
 	assert.Equal(t, v1alpha1.PhaseCompleted, k.Status.Phase, k.Status.Message)
-	assert.Equal(t, workflows.ReasonNoChange, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonNoChange, k.Status.Reason)
 	assert.Equal(t, "replicas: 2 -> 2: the target is already in the desired state; nothing was written", k.Status.Message)
 	assert.Nil(t, k.Status.ApprovalRequestRef)
 	neverOffered(t, k)
@@ -59,7 +58,7 @@ func TestRestartOffersNoRollback(t *testing.T) {
 		Action: "restart", Target: target(ns, "web"), RollbackWindow: v1alpha1.DurationOf(time.Hour),
 	}), runTimeout, func(k *v1alpha1.KubernetesExecution) bool { return k.Status.Phase.Terminal() })
 	assert.Equal(t, v1alpha1.PhaseCompleted, k.Status.Phase, k.Status.Message)
-	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonSucceeded, k.Status.Reason)
 	neverOffered(t, k)
 	assert.Equal(t, "a rolling restart cannot be undone", k.Status.RollbackInformation.Reason)
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // A patch's metadata.labels and annotations are applied as asked (they were
@@ -43,7 +42,7 @@ func TestPatchAppliesLabelsAndAnnotations(t *testing.T) {
 	require.NoError(t, harness.Kube().Patch(ctx, k, ctrlclient.RawPatch("application/merge-patch+json",
 		[]byte(`{"metadata":{"annotations":{"remedy.dev/rollback":"wrong team"}}}`))))
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason)
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(cm), cm))
 	assert.Equal(t, map[string]string{"team": "web"}, cm.Labels)
 	assert.Equal(t, map[string]string{"owner": "sre"}, cm.Annotations)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // installPolicy adds a safety policy ConfigMap for one test.
@@ -121,7 +120,7 @@ func TestRequiredPreconditionBlocksExecution(t *testing.T) {
 		Timeout:  v1alpha1.DurationOf(2 * time.Second),
 	}}
 	k := waitPhase(t, createExecution(t, ns, "pre-blocked", spec), v1alpha1.PhaseFailed)
-	assert.Equal(t, workflows.ReasonPreconditionFailed, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonPreconditionFailed, k.Status.Reason)
 	assert.True(t, strings.HasPrefix(k.Status.Message, "required precondition enough-available did not hold: pass is undefined: input.target.status.availableReplicas is not in the input (input.target.status has "), k.Status.Message)
 	assert.True(t, strings.HasSuffix(k.Status.Message, "): 0 pods available"), k.Status.Message)
 	res := k.Status.ValidationResults.PreConditionResults
@@ -152,12 +151,12 @@ func TestPostconditions(t *testing.T) {
 	}
 	spec.Parameters.Replicas = ptr.To[int32](3)
 	k = waitPhase(t, createExecution(t, ns, "post-fails", spec), v1alpha1.PhaseRollbackReady)
-	assert.Equal(t, workflows.ReasonPostConditionFailed, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonPostConditionFailed, k.Status.Reason)
 	assert.Equal(t, "required postcondition impossible failed; the change stays in place unless rolled back to replicas: 2 within 1s: kubectl remedy rollback post-fails -n "+ns, k.Status.Message)
 	require.NotNil(t, k.Status.RollbackInformation)
 	assert.Equal(t, int32(2), *k.Status.RollbackInformation.RollbackParameters.Replicas)
 	k = waitPhase(t, k, v1alpha1.PhaseFailed)
-	assert.Equal(t, workflows.ReasonPostConditionFailed, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonPostConditionFailed, k.Status.Reason)
 	assert.Equal(t, "required postcondition impossible failed; the change was kept (rollback window closed)", k.Status.Message)
 	assert.Equal(t, int32(3), replicasOf(t, ns, "web"), "as the message says")
 	assert.True(t, k.Status.RollbackInformation.Available, "rollback information is kept")
@@ -173,7 +172,7 @@ func TestRollbackAnnotation(t *testing.T) {
 	patch := []byte(`{"metadata":{"annotations":{"remedy.dev/rollback":"error rate doubled"}}}`)
 	require.NoError(t, harness.Kube().Patch(ctx, k, ctrlclient.RawPatch("application/merge-patch+json", patch)))
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason)
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 	assertEvents(t, ns, "undo-me", "RollbackRequested")
 }

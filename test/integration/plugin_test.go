@@ -14,7 +14,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/plugin"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // kubectlRemedy runs `kubectl remedy args... -n ns` with a cluster-admin
@@ -52,7 +51,7 @@ func TestPluginApproveNeedsTheApproveVerb(t *testing.T) {
 	assert.Contains(t, out, "remediationapprovalrequest/"+rar.Name+": Approved requested by carol")
 	assert.Contains(t, out, "Approved by carol via kubectl at ")
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonSucceeded, k.Status.Reason)
 
 	out, err = kubectlRemedy(t, ns, "reject", rar.Name, "--as", "carol")
 	require.Error(t, err, "a bare NAME is an execution, and that one has no request of its own name")
@@ -85,7 +84,7 @@ func TestPluginRejectThenWhy(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "Rejected requested by carol")
 	k = waitPhase(t, k, v1alpha1.PhaseFailed)
-	assert.Equal(t, workflows.ReasonApprovalRejected, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonApprovalRejected, k.Status.Reason)
 
 	out, err = kubectlRemedy(t, ns, "why", k.Name)
 	require.NoError(t, err, out)

@@ -82,7 +82,7 @@ func TestBrokenPolicyConfigMapKeepsTheLastGoodPolicy(t *testing.T) {
 	require.NoError(t, harness.Kube().Create(ctx, broken))
 	t.Cleanup(func() { _ = harness.Kube().Delete(ctx, broken) })
 
-	note := warningEventWith(t, devenv.Namespace, "ConfigMap", "zz-broken", activities.ReasonPolicyBroken).Note
+	note := warningEventWith(t, devenv.Namespace, "ConfigMap", "zz-broken", v1alpha1.ReasonPolicyBroken).Note
 	assert.Contains(t, note, "zz-broken is broken: rego:")
 	assert.Contains(t, note, "the worker keeps deciding with the last good policy (remedy-safety-policy")
 	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.SafetyPolicyBroken))

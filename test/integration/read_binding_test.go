@@ -63,7 +63,7 @@ func TestRogueWorkflowReadsNothingForAPerson(t *testing.T) {
 				harness.RogueCall{Activity: "EvaluateCondition", Arg: cond})
 			after := harness.APIRequests()
 			for i, o := range out {
-				assert.Equal(t, activities.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
+				assert.Equal(t, v1alpha1.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
 				assert.True(t, o.NonRetryable, "call %d is refused for good: %s", i, o.Message)
 			}
 			for _, read := range []string{"get deployments", "patch deployments", "list pods"} {

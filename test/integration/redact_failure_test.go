@@ -15,7 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 )
@@ -77,7 +76,7 @@ func TestRefusedWriteQuotesNothingToARequesterWhoMayNotRead(t *testing.T) {
 		name       string
 		writesOnly bool
 		reason     string
-	}{{"dry-run", false, activities.ReasonDryRunFailed}, {"write", true, activities.ReasonExecutionFailed}} {
+	}{{"dry-run", false, v1alpha1.ReasonDryRunFailed}, {"write", true, v1alpha1.ReasonExecutionFailed}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := harness.Namespace(t)
 			valuedTargets(t, ns)

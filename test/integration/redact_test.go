@@ -22,7 +22,6 @@ import (
 	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 const (
@@ -143,7 +142,7 @@ func TestWriteRevealsNothingToARequesterWhoMayNotRead(t *testing.T) {
 
 	// A run that writes the ConfigMap shows the requester markers.
 	k := waitPhase(t, runAs(t, "patcher-pat", ns, "rotate", patchSpecOf(settingsRef(ns), rotateSettings, 0)), v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason, k.Status.Message)
+	assert.Equal(t, v1alpha1.ReasonSucceeded, k.Status.Reason, k.Status.Message)
 	assert.Equal(t, "rotated-1", livePassword(t, ns))
 	denied := "<redacted: patcher-pat may not get configmaps/settings>"
 	assert.Equal(t, denied, k.Status.ValidationResults.DryRunResults.EstimatedImpact)
@@ -167,7 +166,7 @@ func TestWriteRevealsNothingToARequesterWhoMayNotRead(t *testing.T) {
 	k.Annotations = map[string]string{operator.RollbackAnnotation: "wrong password"}
 	require.NoError(t, impersonating(t, "patcher-pat").Patch(ctx, k, ctrlclient.MergeFrom(before)))
 	k = waitPhase(t, k, v1alpha1.PhaseCompleted)
-	assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason, k.Status.Message)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason, k.Status.Message)
 	restored := liveEnv(t, ns)
 	require.Len(t, restored, 2)
 	assert.Equal(t, envPassword, restored[0].Value, "the gate let the captured inverse through")

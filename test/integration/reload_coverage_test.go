@@ -85,7 +85,7 @@ func TestReloadApprovalOfMyappDoesNotCoverApp(t *testing.T) {
 	t.Logf("refused: %v", err)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
-	assert.Equal(t, activities.ReasonSubjectMismatch, appErr.Type())
+	assert.Equal(t, v1alpha1.ReasonSubjectMismatch, appErr.Type())
 
 	stableGeneration(t, web, gen, 2*time.Second)
 	assert.NotEqual(t, h, web.Spec.Template.Annotations[hashKey("app")], "app's new data did not roll without its approval")

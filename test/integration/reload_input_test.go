@@ -17,7 +17,6 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -54,13 +53,13 @@ func TestBadStoredPolicyBlocksNoOther(t *testing.T) {
 
 	bad = harness.Eventually(t, bad, reloadTimeout, func(p *v1alpha1.ConfigReloadPolicy) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
-		return c != nil && c.Reason == operator.ReasonInvalidSpec
+		return c != nil && c.Reason == v1alpha1.ReasonInvalidSpec
 	})
 	ready := meta.FindStatusCondition(bad.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.Contains(t, ready.Message, `spec.debounce: "5 s" is not a duration`)
 	assert.Contains(t, ready.Message, `spec.retry.maxInterval: "30 s" is not a duration`)
-	assert.Contains(t, warningEventWith(t, badNS, "ConfigReloadPolicy", "typo", operator.ReasonInvalidSpec).Note, "spec.debounce")
+	assert.Contains(t, warningEventWith(t, badNS, "ConfigReloadPolicy", "typo", v1alpha1.ReasonInvalidSpec).Note, "spec.debounce")
 
 	// A policy created after the bad one is still seen and still rolls its workload.
 	_, web, cm, good := reloadedDeployment(t, time.Second)
@@ -90,11 +89,11 @@ func TestScopeLabelThatMatchesNothingSaysWhy(t *testing.T) {
 	const hint = "no Deployment/StatefulSet/DaemonSet in %s matching workloadSelector has label tier=front"
 	p = harness.Eventually(t, p, reloadTimeout, func(p *v1alpha1.ConfigReloadPolicy) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
-		return c != nil && c.ObservedGeneration == p.Generation && c.Reason == operator.ReasonNothingToReload
+		return c != nil && c.ObservedGeneration == p.Generation && c.Reason == v1alpha1.ReasonNothingToReload
 	})
 	ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status, "a policy that restarts nothing is not ready")
 	assert.Contains(t, ready.Message, "watching 2 ConfigMaps and 0 workloads")
 	assert.Contains(t, ready.Message, fmt.Sprintf(hint, ns))
-	assert.Contains(t, warningEventWith(t, ns, "ConfigReloadPolicy", p.Name, operator.ReasonNothingToReload).Note, fmt.Sprintf(hint, ns))
+	assert.Contains(t, warningEventWith(t, ns, "ConfigReloadPolicy", p.Name, v1alpha1.ReasonNothingToReload).Note, fmt.Sprintf(hint, ns))
 }

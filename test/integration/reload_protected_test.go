@@ -33,7 +33,7 @@ func protect(t *testing.T, ns string) {
 // warningEvent waits for a Warning Event with reason ProtectedNamespace about the named object.
 func warningEvent(t *testing.T, ns, kind, name string) eventsv1.Event {
 	t.Helper()
-	return warningEventWith(t, ns, kind, name, workflows.ReasonProtectedNamespace)
+	return warningEventWith(t, ns, kind, name, v1alpha1.ReasonProtectedNamespace)
 }
 
 // warningEventWith waits for a Warning Event with reason about the named object.
@@ -78,7 +78,7 @@ func TestReloadInProtectedNamespaceRestartsNothing(t *testing.T) {
 
 	p = harness.Eventually(t, p, reloadTimeout, func(p *v1alpha1.ConfigReloadPolicy) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
-		return c != nil && c.Reason == workflows.ReasonProtectedNamespace
+		return c != nil && c.Reason == v1alpha1.ReasonProtectedNamespace
 	})
 	ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
@@ -112,7 +112,7 @@ func TestReloadRefusedWhenNamespaceBecomesProtected(t *testing.T) {
 	require.Error(t, err)
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
-	assert.Equal(t, activities.ReasonProtectedNamespace, app.Type())
+	assert.Equal(t, v1alpha1.ReasonProtectedNamespace, app.Type())
 	assert.Contains(t, app.Error(), "namespace "+ns+" is protected")
 	harness.ReplayRun(t, id, "", "reload-protected-namespace.json")
 	assert.Contains(t, warningEvent(t, ns, "Deployment", "web").Note, "nothing restarted")
@@ -121,7 +121,7 @@ func TestReloadRefusedWhenNamespaceBecomesProtected(t *testing.T) {
 	// The operator sees the label too and stops signalling.
 	harness.Eventually(t, p, reloadTimeout, func(p *v1alpha1.ConfigReloadPolicy) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
-		return c != nil && c.Reason == workflows.ReasonProtectedNamespace
+		return c != nil && c.Reason == v1alpha1.ReasonProtectedNamespace
 	})
 	var d appsv1.Deployment
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(web), &d))

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -118,7 +117,7 @@ func TestReloadPolicyAuthorMayRestartUntilTheGrantIsRevoked(t *testing.T) {
 	time.Sleep(2 * time.Second) // past the debounce window of the last restart
 	setData(t, cm, "v2")
 
-	ev := warningEventWith(t, ns, "Deployment", "web", activities.ReasonForbidden)
+	ev := warningEventWith(t, ns, "Deployment", "web", v1alpha1.ReasonForbidden)
 	assert.Contains(t, ev.Note, "nothing restarted")
 	assert.Contains(t, ev.Note, "the author of ConfigReloadPolicy "+ns+"/reload")
 	assert.Contains(t, ev.Note, `user "oncall-olga" cannot execute`)
@@ -127,7 +126,7 @@ func TestReloadPolicyAuthorMayRestartUntilTheGrantIsRevoked(t *testing.T) {
 	err := harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, nil)
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
-	assert.Equal(t, activities.ReasonForbidden, app.Type())
+	assert.Equal(t, v1alpha1.ReasonForbidden, app.Type())
 	stableGeneration(t, web, gen, time.Second)
 }
 
@@ -170,9 +169,9 @@ func TestForgedReloadStartWritesNothing(t *testing.T) {
 	err = run.Get(ctx, nil)
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
-	assert.Equal(t, activities.ReasonSubjectMismatch, app.Type())
+	assert.Equal(t, v1alpha1.ReasonSubjectMismatch, app.Type())
 	assert.Contains(t, app.Error(), "no ConfigReloadPolicy in "+ns+" selects Deployment web")
-	assert.Contains(t, warningEventWith(t, ns, "Deployment", "web", activities.ReasonSubjectMismatch).Note, "nothing restarted")
+	assert.Contains(t, warningEventWith(t, ns, "Deployment", "web", v1alpha1.ReasonSubjectMismatch).Note, "nothing restarted")
 
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(web), web))
 	assert.Equal(t, gen, web.Generation, "the pod template is unchanged")

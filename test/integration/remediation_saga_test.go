@@ -14,7 +14,6 @@ import (
 	"github.com/remedy-dev/remedy/internal/image"
 	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // createSaga creates a RemediationRequest with the given rollback policy;
@@ -68,16 +67,16 @@ func TestSagaThirdStepFailureRollsBackStepsTwoAndOne(t *testing.T) {
 	assert.Equal(t, v1alpha1.RollbackOnFailure, rr.Spec.RollbackPolicy, "the default")
 	rr = terminal(t, rr)
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	assert.Equal(t, workflows.ReasonRolledBack, rr.Status.Reason, rr.Status.Message)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, rr.Status.Reason, rr.Status.Message)
 	assert.Contains(t, rr.Status.Message, "step scale-api failed: PreconditionFailed")
 	assert.Contains(t, rr.Status.Message, "rolled back, newest first: new-image, scale-web")
 	assert.Equal(t, []v1alpha1.StepRollback{v1alpha1.StepRolledBack, v1alpha1.StepRolledBack, ""}, stepRollbacks(rr))
-	assert.Equal(t, workflows.ReasonPreconditionFailed, rr.Status.Steps[2].Reason)
+	assert.Equal(t, v1alpha1.ReasonPreconditionFailed, rr.Status.Steps[2].Reason)
 
 	var rolledBackAt []time.Time
 	for _, name := range []string{"saga-new-image", "saga-scale-web"} {
 		k := stepExecution(t, ns, name)
-		assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason, name)
+		assert.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason, name)
 		rolledBackAt = append(rolledBackAt, k.Status.PhaseTransitions[len(k.Status.PhaseTransitions)-1].Time.Time)
 	}
 	assert.False(t, rolledBackAt[1].Before(rolledBackAt[0]), "step 1 rolled back after step 2")
@@ -110,14 +109,14 @@ func TestSagaReportsARollbackThatFails(t *testing.T) {
 
 	rr = terminal(t, rr)
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	assert.Equal(t, workflows.ReasonRollbackFailed, rr.Status.Reason, rr.Status.Message)
+	assert.Equal(t, v1alpha1.ReasonRollbackFailed, rr.Status.Reason, rr.Status.Message)
 	assert.Contains(t, rr.Status.Message, "step scale-api failed: PreconditionFailed")
 	assert.Contains(t, rr.Status.Message, "could not roll back: scale-web (")
 	assert.NotContains(t, rr.Status.Message, "rolled back, newest first")
 	assert.Equal(t, []v1alpha1.StepRollback{v1alpha1.StepRollbackFailed, ""}, stepRollbacks(rr))
 	assert.Contains(t, rr.Status.Steps[0].Message, `"web" not found`)
 	first = stepExecution(t, ns, "undo-scale-web")
-	assert.Equal(t, workflows.ReasonRollbackFailed, first.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonRollbackFailed, first.Status.Reason)
 
 	out, err := kubectlRemedy(t, ns, "status", "rr", rr.Name)
 	require.NoError(t, err, out)
@@ -140,7 +139,7 @@ func TestSagaRestartIsNotUndone(t *testing.T) {
 	)
 	rr = terminal(t, rr)
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	assert.Equal(t, workflows.ReasonRollbackIncomplete, rr.Status.Reason, rr.Status.Message)
+	assert.Equal(t, v1alpha1.ReasonRollbackIncomplete, rr.Status.Reason, rr.Status.Message)
 	assert.Contains(t, rr.Status.Message, "rolled back, newest first: scale-web")
 	assert.Contains(t, rr.Status.Message, "not undone, no inverse: restart (a rolling restart cannot be undone)")
 	assert.Equal(t, []v1alpha1.StepRollback{v1alpha1.StepRolledBack, v1alpha1.StepNoRollback, ""}, stepRollbacks(rr))
@@ -148,7 +147,7 @@ func TestSagaRestartIsNotUndone(t *testing.T) {
 
 	k := stepExecution(t, ns, "bounce-restart")
 	assert.Equal(t, v1alpha1.PhaseCompleted, k.Status.Phase)
-	assert.Equal(t, workflows.ReasonSucceeded, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonSucceeded, k.Status.Reason)
 	for _, tr := range k.Status.PhaseTransitions {
 		assert.NotEqual(t, v1alpha1.PhaseRollbackReady, tr.Phase, "a restart offers no rollback")
 	}
@@ -169,7 +168,7 @@ func TestSagaStepFailedKeepsStepsUnderPostConditionPolicy(t *testing.T) {
 	)
 	rr = terminal(t, rr)
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	assert.Equal(t, workflows.ReasonStepFailed, rr.Status.Reason, rr.Status.Message)
+	assert.Equal(t, v1alpha1.ReasonStepFailed, rr.Status.Reason, rr.Status.Message)
 	assert.Contains(t, rr.Status.Message, "rollbackPolicy OnRequiredPostConditionFailure: nothing rolled back; kept: scale-web")
 	assert.Equal(t, []v1alpha1.StepRollback{v1alpha1.StepKept, ""}, stepRollbacks(rr))
 	assert.Equal(t, int32(2), replicasOf(t, ns, "web"))

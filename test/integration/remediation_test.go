@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/image"
 	"github.com/remedy-dev/remedy/internal/release"
@@ -91,7 +90,7 @@ func TestRemediationRollsBackInReverseOrder(t *testing.T) {
 	)
 	rr = harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase.Terminal() })
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	assert.Equal(t, workflows.ReasonRolledBack, rr.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonRolledBack, rr.Status.Reason)
 	assert.Contains(t, rr.Status.Message, "step scale-api: required postcondition never failed")
 	require.Len(t, rr.Status.Steps, 3)
 	for _, s := range rr.Status.Steps {
@@ -101,7 +100,7 @@ func TestRemediationRollsBackInReverseOrder(t *testing.T) {
 	var rolledBackAt []time.Time
 	for _, name := range []string{"risky-scale-api", "risky-new-image", "risky-scale-web"} {
 		k := harness.Eventually(t, stepExecution(t, ns, name), runTimeout, func(k *v1alpha1.KubernetesExecution) bool { return k.Status.Phase.Terminal() })
-		assert.Equal(t, workflows.ReasonRolledBack, k.Status.Reason, name)
+		assert.Equal(t, v1alpha1.ReasonRolledBack, k.Status.Reason, name)
 		last := k.Status.PhaseTransitions[len(k.Status.PhaseTransitions)-1]
 		rolledBackAt = append(rolledBackAt, last.Time.Time)
 		if name == "risky-scale-api" {
@@ -129,7 +128,7 @@ func TestRemediationChecksEveryStepFirst(t *testing.T) {
 	)
 	rr = harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase.Terminal() })
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	assert.Equal(t, activities.ReasonNotFound, rr.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonNotFound, rr.Status.Reason)
 	assert.Contains(t, rr.Status.Message, `step ghost: deployments.apps "ghost" not found`)
 	assert.Contains(t, rr.Status.Message, "every step is checked before the first write, so nothing was changed")
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Steps[1].Phase)
@@ -155,7 +154,7 @@ func TestRemediationRollbackPolicyNeverKeepsTheSteps(t *testing.T) {
 	require.NoError(t, harness.Kube().Create(context.Background(), rr))
 	rr = harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase.Terminal() })
 	assert.Equal(t, v1alpha1.PhaseFailed, rr.Status.Phase)
-	assert.Equal(t, workflows.ReasonPostConditionFailed, rr.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonPostConditionFailed, rr.Status.Reason)
 	assert.Contains(t, rr.Status.Message, "rollbackPolicy Never: nothing rolled back")
 	require.Len(t, rr.Status.Steps, 1)
 	assert.False(t, rr.Status.Steps[0].RolledBack)

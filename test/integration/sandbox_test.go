@@ -10,12 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/activities/policy/sandboxtest"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/policy/sandboxtest"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // precondition runs a scale of a fresh Deployment web guarded by one required
@@ -51,7 +49,7 @@ deny contains msg if {
 	withoutPolicyWebhook(t)
 	require.NoError(t, harness.Kube().Create(ctx, cm))
 	t.Cleanup(func() { require.NoError(t, harness.Kube().Delete(ctx, cm)) })
-	note := warningEventWith(t, devenv.Namespace, "ConfigMap", "phone-home", activities.ReasonPolicyBroken).Note
+	note := warningEventWith(t, devenv.Namespace, "ConfigMap", "phone-home", v1alpha1.ReasonPolicyBroken).Note
 	assert.Contains(t, note, sandboxRefusal)
 	ns := harness.Namespace(t)
 	harness.Deployment(t, ns, "web", 1)
@@ -68,7 +66,7 @@ func TestConditionLoopHitsTimeout(t *testing.T) {
 		Name: "loop", Rego: sandboxtest.Loop("pre.loop"), Timeout: v1alpha1.DurationOf(20 * time.Second),
 	})
 	assert.Less(t, time.Since(start), 15*time.Second, "well before the condition's own 20s timeout")
-	assert.Equal(t, workflows.ReasonPreconditionFailed, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonPreconditionFailed, k.Status.Reason)
 	assert.Contains(t, k.Status.Message, "required precondition loop did not hold: rego evaluation did not finish within Remedy's sandbox limit of 1s")
 	res := k.Status.ValidationResults.PreConditionResults
 	require.Len(t, res, 1)

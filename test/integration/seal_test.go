@@ -24,7 +24,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/metrics"
@@ -77,7 +76,7 @@ func TestUnsealedSignalIsRefusedCountedAndWarned(t *testing.T) {
 	require.NoError(t, rogueClient(t, nil).SignalWorkflow(ctx, id, "", workflows.SignalApprove, approval), "Temporal accepts it: anyone may signal")
 	require.NoError(t, rogueClient(t, foreignKeys(t)).SignalWorkflow(ctx, id, "", workflows.SignalApprove, approval))
 
-	note := warningEventWith(t, ns, "KubernetesExecution", k.Name, activities.ReasonRefusedSignal).Note
+	note := warningEventWith(t, ns, "KubernetesExecution", k.Name, v1alpha1.ReasonRefusedSignal).Note
 	assert.Contains(t, note, `signal "approve" was refused and not delivered`)
 	assert.Contains(t, note, "payload refused")
 	require.Eventually(t, func() bool {

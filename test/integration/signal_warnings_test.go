@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -26,11 +25,11 @@ func TestMalformedAndMisnamedSignalsWarnOnTheObject(t *testing.T) {
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalApprove, map[string]string{"approvr": "alice"}))
 	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", "approved", workflows.ApprovalSignal{Approver: "alice"}))
 
-	malformed := warningEventWith(t, ns, "KubernetesExecution", k.Name, activities.ReasonMalformedSignal).Note
+	malformed := warningEventWith(t, ns, "KubernetesExecution", k.Name, v1alpha1.ReasonMalformedSignal).Note
 	assert.Contains(t, malformed, `signal "approve" was accepted by Temporal but ignored: its payload is malformed: unknown field "approvr"`)
 	assert.Contains(t, malformed, "prefer the decide update")
 	assert.Contains(t, malformed, "--workflow-id '"+id+"' --name decide")
-	misnamed := warningEventWith(t, ns, "KubernetesExecution", k.Name, activities.ReasonUnknownSignal).Note
+	misnamed := warningEventWith(t, ns, "KubernetesExecution", k.Name, v1alpha1.ReasonUnknownSignal).Note
 	assert.Contains(t, misnamed, `signal "approved" was accepted by Temporal but does nothing: ExecutionWorkflow reads only the signals approve, reject, rollback, finalize`)
 	assert.Equal(t, v1alpha1.PhaseWaitingApproval, queryPhase(t, id), "neither decided anything")
 }

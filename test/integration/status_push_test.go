@@ -240,7 +240,7 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 		err = run.Get(ctx, nil)
 		var app *temporal.ApplicationError
 		require.ErrorAs(t, err, &app)
-		assert.Equal(t, activities.ReasonSubjectMismatch, app.Type())
+		assert.Equal(t, v1alpha1.ReasonSubjectMismatch, app.Type())
 		assert.Equal(t, before, stored())
 		assert.Equal(t, puts, proxy.statusPuts.Load(), "a refused write is not even sent")
 	})

@@ -14,7 +14,6 @@ import (
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // The Web UI shows a run that failed (NotFound, Rejected, ...) as a failed
@@ -40,9 +39,9 @@ func TestWebUIShowsDomainFailures(t *testing.T) {
 		phase  v1alpha1.Phase
 		reason string
 	}{
-		{ok, v1alpha1.PhaseCompleted, workflows.ReasonSucceeded},
+		{ok, v1alpha1.PhaseCompleted, v1alpha1.ReasonSucceeded},
 		{missing, v1alpha1.PhaseFailed, "NotFound"},
-		{rejected, v1alpha1.PhaseFailed, workflows.ReasonApprovalRejected},
+		{rejected, v1alpha1.PhaseFailed, v1alpha1.ReasonApprovalRejected},
 	} {
 		k := waitPhase(t, tc.k, tc.phase)
 		require.Equal(t, tc.reason, k.Status.Reason, k.Status.Message)

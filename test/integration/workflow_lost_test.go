@@ -80,7 +80,7 @@ func TestTerminatedWorkflowFailsTheRemediationWorkflowLost(t *testing.T) {
 		"workflow "+id+" was terminated while in phase Executing; nothing will finish this run")
 
 	k = waitPhase(t, k, v1alpha1.PhaseFailed)
-	assert.Equal(t, workflows.ReasonCanceled, k.Status.Reason, "the step was canceled with its parent, not lost")
+	assert.Equal(t, v1alpha1.ReasonCanceled, k.Status.Reason, "the step was canceled with its parent, not lost")
 }
 
 // An approval request past requiredBy whose workflow is gone has no timer
@@ -151,7 +151,7 @@ func TestDeletingAnExecutionBeforeItsWorkflowIDIsWrittenCancelsItsWorkflow(t *te
 	}, runTimeout, 200*time.Millisecond, "workflow %s is left running", id)
 	var res workflows.ExecutionResult
 	require.NoError(t, workflows.FinalResult(harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, &res), &res))
-	assert.Equal(t, workflows.ReasonCanceled, res.Status.Reason, res.Status.Message)
+	assert.Equal(t, v1alpha1.ReasonCanceled, res.Status.Reason, res.Status.Message)
 }
 
 // refuseStatusWrites installs a ValidatingAdmissionPolicy that refuses every

@@ -15,8 +15,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/webhook"
 )
 
 // TestDriftTraceFollowsARealRollout: the Deployment controller writes the
@@ -100,7 +100,7 @@ func driftDenied(t *testing.T, ns string) []corev1.Event {
 	require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(ns)))
 	var out []corev1.Event
 	for _, e := range list.Items {
-		if e.Reason == webhook.ReasonDriftDenied {
+		if e.Reason == v1alpha1.ReasonDriftDenied {
 			out = append(out, e)
 		}
 	}

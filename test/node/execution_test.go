@@ -14,10 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 const runTimeout = 90 * time.Second
@@ -99,7 +97,7 @@ func TestJobExecutorPodFailureFailsTheRun(t *testing.T) {
 
 	k = harness.Eventually(t, k, runTimeout, func(k *v1alpha1.KubernetesExecution) bool { return k.Status.Phase.Terminal() })
 	require.Equal(t, v1alpha1.PhaseFailed, k.Status.Phase, "%s: %s", k.Status.Reason, k.Status.Message)
-	assert.Equal(t, activities.ReasonExecutionFailed, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonExecutionFailed, k.Status.Reason)
 	assert.Contains(t, k.Status.Message, `scale `+ns+`/Deployment/web: deployments.apps "web" not found`, "the Pod's termination message")
 	pods := jobPods(t, harness.JobsOf(t, k)[0].Name, 1, corev1.PodFailed)
 	assert.NotZero(t, terminated(t, pods[0]).ExitCode)
@@ -155,7 +153,7 @@ func TestAvailabilityPostconditionFailsOnAStuckRollout(t *testing.T) {
 		PostConditions: []v1alpha1.Condition{{Name: "rolled-out", Rego: rolledOut, Required: true, Timeout: v1alpha1.DurationOf(10 * time.Second)}},
 	}, v1alpha1.PhaseFailed)
 	require.Equal(t, v1alpha1.PhaseFailed, k.Status.Phase, "%s: %s", k.Status.Reason, k.Status.Message)
-	assert.Equal(t, workflows.ReasonPostConditionFailed, k.Status.Reason)
+	assert.Equal(t, v1alpha1.ReasonPostConditionFailed, k.Status.Reason)
 	assert.True(t, strings.HasPrefix(k.Status.Message, "required postcondition rolled-out failed; the change was kept ("), k.Status.Message)
 	res := k.Status.ValidationResults.PostConditionResults
 	require.Len(t, res, 1)

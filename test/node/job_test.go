@@ -192,7 +192,7 @@ func TestJobIsNeverRetried(t *testing.T) {
 	r := runJob(t, jobs, in, runTimeout)
 	require.Error(t, r.err)
 	app := appError(t, r.err)
-	assert.Equal(t, activities.ReasonExecutionFailed, app.Type(), app.Error())
+	assert.Equal(t, v1alpha1.ReasonExecutionFailed, app.Type(), app.Error())
 	assert.Contains(t, app.Error(), `"web" not found`)
 
 	name := activities.JobName(in)
@@ -258,7 +258,7 @@ func TestJobFailureCarriesTheTerminationMessage(t *testing.T) {
 	r := runJob(t, newJobs(t), jobInput(ns, "missing", time.Minute, 0), runTimeout)
 	require.Error(t, r.err)
 	app := appError(t, r.err)
-	assert.Equal(t, activities.ReasonExecutionFailed, app.Type(), app.Error())
+	assert.Equal(t, v1alpha1.ReasonExecutionFailed, app.Type(), app.Error())
 	assert.True(t, app.NonRetryable())
 	assert.Contains(t, app.Error(), `scale `+ns+`/Deployment/missing: deployments.apps "missing" not found`)
 }
@@ -274,7 +274,7 @@ func TestJobDeadlineIsATimeout(t *testing.T) {
 	r := runJob(t, newJobs(t), jobInput(ns, "web", 3*time.Second, 0), runTimeout)
 	require.Error(t, r.err)
 	app := appError(t, r.err)
-	assert.Equal(t, activities.ReasonExecutionTimeout, app.Type(), r.err.Error())
+	assert.Equal(t, v1alpha1.ReasonExecutionTimeout, app.Type(), r.err.Error())
 	assert.True(t, app.NonRetryable())
 	t.Logf("timed out after %.1fs", time.Since(start).Seconds())
 }
@@ -369,7 +369,7 @@ func TestJobCollectedPastItsTTLIsNotRunAgain(t *testing.T) {
 	r := await(t, attempt(context.Background(), first.heartbeat()).run(jobs, in), runTimeout)
 	require.Error(t, r.err)
 	app := appError(t, r.err)
-	assert.Equal(t, activities.ReasonExecutionFailed, app.Type())
+	assert.Equal(t, v1alpha1.ReasonExecutionFailed, app.Type())
 	assert.Contains(t, app.Error(), "it is not run again")
 	assert.Equal(t, int32(1), asked(jobs), "no second Job, and the Pod's ask reached no run")
 	assert.Equal(t, int32(1), replicas(t, ns, "web"), "the action never ran")

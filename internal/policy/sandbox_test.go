@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/remedy-dev/remedy/activities/policy/sandboxtest"
+	"github.com/remedy-dev/remedy/internal/policy/sandboxtest"
 )
 
 func TestConditionHTTPSendIsRefused(t *testing.T) {
