@@ -39,7 +39,7 @@ type AlertGates struct {
 // against Alertmanager. An Alertmanager that cannot be read holds the run.
 func (a *Alerts) CheckGates(ctx context.Context, in AlertGateInput) (AlertGates, error) {
 	s := in.Subject
-	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != AlertWorkflowID(s.Namespace, s.Rule, s.Alert.Fingerprint) {
+	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != v1alpha1.AlertWorkflowID(s.Namespace, s.Rule, s.Alert.Fingerprint) {
 		return AlertGates{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("workflow %s is not the workflow of alert %s for rule %s/%s", id, s.Alert.Fingerprint, s.Namespace, s.Rule))
 	}
 	var rule v1alpha1.RemediationRule

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 )
 
 // The health gate fails closed: an Alertmanager that cannot be read, or
@@ -29,7 +30,7 @@ func TestGateHoldsWhileAMatchingAlertFiresAndWhenAlertmanagerIsUnreadable(t *tes
 	}))
 	defer am.Close()
 	spec := &v1alpha1.RemediationRuleSpec{BlockWhileFiring: []string{`{alertname="ClusterDegraded",severity=~"crit|page"}`}}
-	a := &Alerts{Alertmanager: &Alertmanager{URL: am.URL}}
+	a := &Alerts{Alertmanager: &alertmanager.Client{URL: am.URL}}
 
 	g := a.gated(context.Background(), "demo", spec)
 	assert.Equal(t, v1alpha1.ReasonGatedByAlert, g.Reason)
@@ -65,7 +66,7 @@ func TestGateNamesOnlyAlertsOfItsOwnNamespace(t *testing.T) {
 	mine := alert("a1b2", map[string]string{"alertname": "MyDegraded", "namespace": "demo"})
 	cluster := alert("c3d4", map[string]string{"alertname": "ClusterDegraded"})
 	spec := &v1alpha1.RemediationRuleSpec{BlockWhileFiring: []string{`severity="page"`}}
-	a := &Alerts{Alertmanager: &Alertmanager{URL: am.URL}}
+	a := &Alerts{Alertmanager: &alertmanager.Client{URL: am.URL}}
 	for _, tc := range []struct {
 		name   string
 		firing []map[string]any

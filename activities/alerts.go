@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
 )
 
@@ -25,23 +27,13 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get
 
-// AlertWorkflowID is the deterministic ID of the workflow of one alert
-// (by Alertmanager's fingerprint) for one rule.
-func AlertWorkflowID(namespace, rule, fingerprint string) string {
-	return fmt.Sprintf("alert/%s/%s/%s", namespace, rule, fingerprint)
-}
-
-// AlertGuardWorkflowID is the namespace's guard: the one workflow that
-// grants alert runs their permits (per target, per rule, per namespace).
-func AlertGuardWorkflowID(namespace string) string { return "alert-guard/" + namespace }
-
 // Alerts holds the activities of alert-driven remediation.
 type Alerts struct {
 	// Client is the worker's own identity: it reads rules and targets and
 	// writes rule status and RemediationRequests, never a target.
 	Client ctrlclient.Client
 	// Alertmanager, when set, is asked whether an alert really fires.
-	Alertmanager *Alertmanager
+	Alertmanager *alertmanager.Client
 	// Gate hands out the only way to write a silence (gate_silence.go).
 	Gate *Gate
 	// Events records refusals and guard trips on the rule.
@@ -82,10 +74,10 @@ type AlertPlan struct {
 // It then renders the template and finds the target's owning workload and
 // whether a GitOps controller manages it.
 func (a *Alerts) VerifyAlert(ctx context.Context, in AlertSubject) (AlertPlan, error) {
-	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != AlertWorkflowID(in.Namespace, in.Rule, in.Alert.Fingerprint) {
+	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != v1alpha1.AlertWorkflowID(in.Namespace, in.Rule, in.Alert.Fingerprint) {
 		return AlertPlan{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("workflow %s is not the workflow of alert %s for rule %s/%s", id, in.Alert.Fingerprint, in.Namespace, in.Rule))
 	}
-	if fp := Fingerprint(in.Alert.Labels); fp != in.Alert.Fingerprint {
+	if fp := alertmanager.Fingerprint(in.Alert.Labels); fp != in.Alert.Fingerprint {
 		return AlertPlan{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("fingerprint %s is not the fingerprint %s of the alert's labels", in.Alert.Fingerprint, fp))
 	}
 	var rule v1alpha1.RemediationRule
@@ -141,6 +133,10 @@ func (a *Alerts) VerifyAlert(ctx context.Context, in AlertSubject) (AlertPlan, e
 // confirms nothing: anyone may have posted the alert.
 func (a *Alerts) firing(ctx context.Context, in AlertSubject) error {
 	if err := a.Alertmanager.RequiresAuth(ctx); err != nil {
+		var open *alertmanager.OpenError
+		if errors.As(err, &open) {
+			return permanent(v1alpha1.ReasonSubjectMismatch, err)
+		}
 		return err
 	}
 	active, err := a.Alertmanager.Active(ctx, in.Namespace)

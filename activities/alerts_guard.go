@@ -65,7 +65,7 @@ type Guards struct {
 // is not running. The guard answers with a permit signal; a retried
 // delivery is recognised by the alert's workflow ID.
 func (g *Guards) Acquire(ctx context.Context, namespace string, r GuardAcquire) error {
-	id := AlertGuardWorkflowID(namespace)
+	id := v1alpha1.AlertGuardWorkflowID(namespace)
 	_, err := g.Temporal.SignalWithStartWorkflow(ctx, id, guardSignal, r, client.StartWorkflowOptions{
 		ID: id, TaskQueue: g.TaskQueue,
 	}, guardWorkflowType, map[string]any{"state": map[string]any{"namespace": namespace}})

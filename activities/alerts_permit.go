@@ -44,7 +44,7 @@ func (a *Alerts) holdsPermit(ctx context.Context, namespace string) error {
 	if a.Guard == nil {
 		return permanent(v1alpha1.ReasonSubjectMismatch, errors.New("the worker cannot read the alert guard, so no alert run's permit can be verified"))
 	}
-	id := AlertGuardWorkflowID(namespace)
+	id := v1alpha1.AlertGuardWorkflowID(namespace)
 	d, err := a.Guard.DescribeWorkflowExecution(ctx, id, "")
 	var gone *serviceerror.NotFound
 	if errors.As(err, &gone) {

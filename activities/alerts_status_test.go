@@ -61,7 +61,7 @@ func TestAlertRecordCountsOncePerRun(t *testing.T) {
 // Remedy's queue, writes no counter, record or refusal.
 func TestRecordAlertOnlyByTheAlertsOpenRun(t *testing.T) {
 	const fp = "0123456789abcdef"
-	id := AlertWorkflowID("shop", "restart-web", fp)
+	id := v1alpha1.AlertWorkflowID("shop", "restart-web", fp)
 	in := AlertRecordInput{Namespace: "shop", Rule: "restart-web", RuleUID: "rule-uid", Matched: true,
 		Record: v1alpha1.AlertRecord{Fingerprint: fp, Phase: v1alpha1.AlertRefused, Reason: "CircuitOpen", Message: "forged"}}
 	tests := []struct {

@@ -214,15 +214,15 @@ func (a *Approvals) verifyDriftAsk(ctx context.Context, in ApprovalRequestInput)
 	if err := a.Runs.drift(ctx, in.SubjectUID); err != nil {
 		return err
 	}
-	if in.WorkflowID != DriftWorkflowID(in.SubjectUID) {
-		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a drift's approval request names workflow %s, not %s", DriftWorkflowID(in.SubjectUID), in.WorkflowID))
+	if in.WorkflowID != v1alpha1.DriftWorkflowID(in.SubjectUID) {
+		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a drift's approval request names workflow %s, not %s", v1alpha1.DriftWorkflowID(in.SubjectUID), in.WorkflowID))
 	}
 	var ns corev1.Namespace
 	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Name: in.Namespace}, &ns); err != nil {
 		return classify(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("read namespace %s: %w", in.Namespace, err))
 	}
-	if IsProtectedNamespace(&ns) {
-		return permanent(v1alpha1.ReasonProtectedNamespace, fmt.Errorf("no drift approval request: %s", ProtectedNamespaceMessage(in.Namespace)))
+	if v1alpha1.IsProtectedNamespace(&ns) {
+		return permanent(v1alpha1.ReasonProtectedNamespace, fmt.Errorf("no drift approval request: %s", v1alpha1.ProtectedNamespaceMessage(in.Namespace)))
 	}
 	uid, err := a.subjectUID(ctx, in.Subject)
 	if err != nil {

@@ -153,7 +153,7 @@ func TestApprovalRequestOwnedByAnySubject(t *testing.T) {
 	a := &Approvals{Client: c, Runs: openRunsOf(reloadWorkflowType)}
 	// Asked as the workload's reload run.
 	ask := func(name, subject string, requiredBy time.Time) error {
-		id := ReloadWorkflowID("shop", "Deployment", subject)
+		id := v1alpha1.ReloadWorkflowID("shop", "Deployment", subject)
 		return asRun(t, id, a, a.CreateApprovalRequest, ApprovalRequestInput{Namespace: "shop", Name: name, WorkflowID: id,
 			Subject: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: subject},
 			Context: v1alpha1.ApprovalContext{Reason: "r", Action: "restart"}, RequiredBy: requiredBy}, nil)
@@ -186,7 +186,7 @@ func TestApprovalOfAWorkloadOnlyFromItsOpenRun(t *testing.T) {
 	require.NoError(t, clientgoscheme.AddToScheme(s))
 	require.NoError(t, v1alpha1.AddToScheme(s))
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "web-uid"}}
-	reload := ReloadWorkflowID("shop", "Deployment", "web")
+	reload := v1alpha1.ReloadWorkflowID("shop", "Deployment", "web")
 	for name, tc := range map[string]struct{ id, runType string }{
 		"a workflow of no kind that asks": {id: "rogue/shop", runType: reloadWorkflowType},
 		"a rogue run under the reload ID": {id: reload, runType: "Rogue"},

@@ -66,7 +66,7 @@ func newDriftActivities(objs ...runtime.Object) (*Drift, *dynfake.FakeDynamicCli
 	for _, d := range []v1alpha1.Decision{v1alpha1.DecisionApproved, v1alpha1.DecisionRejected} {
 		reads = append(reads, &v1alpha1.RemediationApprovalRequest{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "drift-" + string(d)},
-			Spec: v1alpha1.RemediationApprovalRequestSpec{WorkflowID: DriftWorkflowID(webParent.UID),
+			Spec: v1alpha1.RemediationApprovalRequestSpec{WorkflowID: v1alpha1.DriftWorkflowID(webParent.UID),
 				SubjectRef: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 				ApprovalContext: v1alpha1.ApprovalContext{Action: DriftApprovalAction,
 					Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "shop", Name: "web-1"}}},
@@ -89,7 +89,7 @@ func newDriftActivities(objs ...runtime.Object) (*Drift, *dynfake.FakeDynamicCli
 // asDriftWorkflow runs one activity of d, once, as the drift workflow of webParent.
 func asDriftWorkflow(t *testing.T, d *Drift, activityFn, in any) error {
 	t.Helper()
-	return asRun(t, DriftWorkflowID(webParent.UID), d, activityFn, in, nil)
+	return asRun(t, v1alpha1.DriftWorkflowID(webParent.UID), d, activityFn, in, nil)
 }
 
 func TestCheckDrifts(t *testing.T) {
@@ -138,7 +138,7 @@ func TestCheckDrifts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d, _ := newDriftActivities(tt.objs...)
 			var res CheckDriftsResult
-			require.NoError(t, asRun(t, DriftWorkflowID(webParent.UID), d, d.CheckDrifts, CheckDriftsInput{Parent: webParent, Drifts: []DriftCheck{tt.check}}, &res))
+			require.NoError(t, asRun(t, v1alpha1.DriftWorkflowID(webParent.UID), d, d.CheckDrifts, CheckDriftsInput{Parent: webParent, Drifts: []DriftCheck{tt.check}}, &res))
 			if tt.want == "" {
 				assert.Empty(t, res.Resolved)
 				return
@@ -245,7 +245,7 @@ func parentAnnotation(t *testing.T, d *Drift, key string) string {
 // refuses the write before any client is handed out.
 func TestWriteDecisionInAProtectedNamespaceIsRefused(t *testing.T) {
 	d, dyn := newDriftActivities(driftObject(webParent, 1, nil))
-	d.Gate.Checks.Kube = kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{ProtectedLabel: "true"}}})
+	d.Gate.Checks.Kube = kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{v1alpha1.ProtectedLabel: "true"}}})
 	err := asDriftWorkflow(t, d, d.WriteApproval, DriftDecisionInput{Parent: webParent, Child: webChild, Generation: 3, ApprovalRequest: "drift-Approved"})
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app), "got %v", err)

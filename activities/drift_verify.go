@@ -24,9 +24,6 @@ type VerifyDriftInput struct {
 	Carried        bool        `json:"carried,omitempty"`
 }
 
-// DriftWorkflowID is the drift workflow's ID for a parent (workflows.DriftWorkflowID).
-func DriftWorkflowID(parentUID string) string { return "drift/" + parentUID }
-
 // VerifyDrift re-reads what a drift signal claims: anyone who can reach
 // Temporal can send one, so the run takes nothing from it that the API
 // server does not confirm. The parent must exist with the signal's UID and

@@ -18,6 +18,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
 
@@ -59,7 +60,7 @@ type Gate struct {
 	Callbacks *http.Client
 	Drift     *DriftConfig
 	// Alertmanager is where PassSilence's silences are posted (nil: none is).
-	Alertmanager *Alertmanager
+	Alertmanager *alertmanager.Client
 	// Runs binds reload and drift writes to their subject's open run.
 	Runs *OpenRuns
 

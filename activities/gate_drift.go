@@ -50,7 +50,7 @@ func (g *Gate) verifyDrift(ctx context.Context, w Write) (authority, error) {
 	if t.Namespace != s.Namespace || t.Name != s.Name {
 		return authority{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("a drift decision on %s/%s is written onto that parent, not %s", s.Namespace, s.Name, t.String()))
 	}
-	wfID := DriftWorkflowID(s.UID)
+	wfID := v1alpha1.DriftWorkflowID(s.UID)
 	if err := g.Runs.drift(ctx, s.UID); err != nil {
 		return authority{}, err
 	}
@@ -146,8 +146,8 @@ func (g *Gate) refuseProtected(ctx context.Context, w Write, req actions.Request
 	if err != nil {
 		return err
 	}
-	if IsProtectedNamespace(ns) {
-		return permanent(v1alpha1.ReasonProtectedNamespace, fmt.Errorf("%s onto %s refused at the write: %s", w.Subject.Kind, req.Target.String(), ProtectedNamespaceMessage(req.Target.Namespace)))
+	if v1alpha1.IsProtectedNamespace(ns) {
+		return permanent(v1alpha1.ReasonProtectedNamespace, fmt.Errorf("%s onto %s refused at the write: %s", w.Subject.Kind, req.Target.String(), v1alpha1.ProtectedNamespaceMessage(req.Target.Namespace)))
 	}
 	activity.GetLogger(ctx).Info("write passed the gate", "subject", w.Subject.Kind, "object", w.Subject.Namespace+"/"+w.Subject.Name,
 		"action", req.Action, "target", req.Target.String(), "as", w.As)

@@ -2,15 +2,10 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +15,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
 // The gate re-reads, as the worker, the policies, ConfigMaps, workloads and
@@ -30,7 +26,7 @@ import (
 // none of it before it re-reads it.
 type ReloadEvidence struct {
 	// Changes are the ConfigMap data hashes the write records on the workload.
-	Changes []ConfigChange `json:"changes"`
+	Changes []reloadrule.ConfigChange `json:"changes"`
 	// Rolls is true when the write changes the pod template (set by the
 	// activity from the live workload): only a rolling write needs approval.
 	Rolls bool `json:"rolls,omitempty"`
@@ -41,53 +37,6 @@ type ReloadEvidence struct {
 	// request must carry that decision, and its hashes may be older than the
 	// ConfigMaps' data.
 	Decline bool `json:"decline,omitempty"`
-}
-
-// ReloadWorkflowID is the deterministic ID of one workload's reload workflow.
-func ReloadWorkflowID(namespace, kind, workload string) string {
-	return fmt.Sprintf("reload/%s/%s/%s", namespace, kind, workload)
-}
-
-// DefaultReloadScopeLabel is a policy's scopeLabel when it names none.
-const DefaultReloadScopeLabel = "env"
-
-// ReloadScopeLabel is the label whose value a ConfigMap and a workload must share.
-func ReloadScopeLabel(p *v1alpha1.ConfigReloadPolicy) string {
-	if p.Spec.ScopeLabel == "" {
-		return DefaultReloadScopeLabel
-	}
-	return p.Spec.ScopeLabel
-}
-
-// ConfigMapDataHash is the sha256 of data and binaryData in canonical order:
-// section, then keys sorted, each key and value length-prefixed so no two
-// different maps encode alike. Labels and annotations do not count.
-func ConfigMapDataHash(cm *corev1.ConfigMap) string {
-	h := sha256.New()
-	write := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
-	write("data")
-	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
-		write(k)
-		write(cm.Data[k])
-	}
-	write("binaryData")
-	for _, k := range slices.Sorted(maps.Keys(cm.BinaryData)) {
-		write(k)
-		write(string(cm.BinaryData[k]))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// SelectsWorkload reports whether p's workloadSelector matches a workload's
-// labels. A policy being deleted, or whose selector does not parse (stored
-// before admission checked it; the operator marks it InvalidSelector and
-// acts on nothing for it), selects nothing.
-func SelectsWorkload(p *v1alpha1.ConfigReloadPolicy, workload map[string]string) bool {
-	if !p.DeletionTimestamp.IsZero() {
-		return false
-	}
-	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.WorkloadSelector)
-	return err == nil && sel.Matches(labels.Set(workload))
 }
 
 // reloadSelection is a workload as the gate re-read it, with every
@@ -136,7 +85,7 @@ func (g *Gate) selectReload(ctx context.Context, namespace, kind, name string) (
 func selecting(policies []v1alpha1.ConfigReloadPolicy, workload map[string]string) []v1alpha1.ConfigReloadPolicy {
 	var out []v1alpha1.ConfigReloadPolicy
 	for i := range policies {
-		if SelectsWorkload(&policies[i], workload) {
+		if reloadrule.Selects(&policies[i], workload) {
 			out = append(out, policies[i])
 		}
 	}
@@ -144,38 +93,11 @@ func selecting(policies []v1alpha1.ConfigReloadPolicy, workload map[string]strin
 	return out
 }
 
-// ReloadApprovalRule is what overlapping policies ask of a restart, combined
-// strictly: it needs approval if any selecting policy requires it, and waits
-// at most the shortest timeout any of those set.
-type ReloadApprovalRule struct {
-	Required bool          `json:"required,omitempty"`
-	Timeout  time.Duration `json:"timeout,omitempty"`
-	// Policies names the policies that require it.
-	Policies []string `json:"policies,omitempty"`
-}
-
-// CombineReloadApproval combines the approval of every selecting policy.
-func CombineReloadApproval(policies []v1alpha1.ConfigReloadPolicy) ReloadApprovalRule {
-	var r ReloadApprovalRule
-	for _, p := range policies {
-		a := p.Spec.Approval
-		if a == nil || !a.Required {
-			continue
-		}
-		r.Required = true
-		r.Policies = append(r.Policies, p.Name)
-		if t := a.Timeout.Or(0); t > 0 && (r.Timeout == 0 || t < r.Timeout) {
-			r.Timeout = t
-		}
-	}
-	return r
-}
-
 // checkChanges requires each change to name a ConfigMap that exists, is
 // selected by a policy selecting the workload, shares the workload's scope
 // value, and (unless declining) holds data whose hash is the change's: so a
 // restart can only record what the ConfigMaps really hold.
-func (s reloadSelection) checkChanges(ctx context.Context, c ctrlclient.Reader, changes []ConfigChange, decline bool) error {
+func (s reloadSelection) checkChanges(ctx context.Context, c ctrlclient.Reader, changes []reloadrule.ConfigChange, decline bool) error {
 	if len(changes) == 0 {
 		return permanent(v1alpha1.ReasonSubjectMismatch, errors.New("a reload restart must name the ConfigMap changes it applies"))
 	}
@@ -191,7 +113,7 @@ func (s reloadSelection) checkChanges(ctx context.Context, c ctrlclient.Reader, 
 			return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("no ConfigReloadPolicy selecting %s %s/%s selects ConfigMap %s in its scope",
 				s.kind, s.namespace, s.name, ch.ConfigMap))
 		}
-		if have := ConfigMapDataHash(&cm); !decline && have != ch.Hash {
+		if have := reloadrule.ConfigMapHash(&cm); !decline && have != ch.Hash {
 			// Retryable: the data changed since it was signalled, and the
 			// operator's signal of the new data supersedes this intent.
 			return fmt.Errorf("ConfigMap %s/%s holds data with hash %s, not %s: a restart records only the data a ConfigMap holds",
@@ -209,7 +131,7 @@ func (s reloadSelection) watches(cm *corev1.ConfigMap) bool {
 		if err != nil || !sel.Matches(labels.Set(cm.Labels)) {
 			continue
 		}
-		scope := ReloadScopeLabel(p)
+		scope := reloadrule.ScopeLabel(p)
 		if v := cm.Labels[scope]; v != "" && v == s.labels[scope] {
 			return true
 		}
@@ -259,7 +181,7 @@ func (g *Gate) verifyReload(ctx context.Context, w Write) (authority, error) {
 	if err := sel.checkChanges(ctx, g.Subjects, ev.Changes, ev.Decline); err != nil {
 		return authority{}, err
 	}
-	if rule := CombineReloadApproval(sel.policies); ev.Decline || ev.Rolls && rule.Required {
+	if rule := reloadrule.CombineApproval(sel.policies); ev.Decline || ev.Rolls && rule.Required {
 		if err := g.checkDecided(ctx, sel, rule, ev); err != nil {
 			return authority{}, err
 		}
@@ -270,7 +192,7 @@ func (g *Gate) verifyReload(ctx context.Context, w Write) (authority, error) {
 // checkDecided re-reads the approval request the write names: this
 // workload's reload workflow asked it, about these changes, and the decision
 // is Approved for a restart, Rejected or Expired for a decline.
-func (g *Gate) checkDecided(ctx context.Context, sel reloadSelection, rule ReloadApprovalRule, ev *ReloadEvidence) error {
+func (g *Gate) checkDecided(ctx context.Context, sel reloadSelection, rule reloadrule.ApprovalRule, ev *ReloadEvidence) error {
 	need := fmt.Sprintf("ConfigReloadPolicy %s requires approval", strings.Join(rule.Policies, ", "))
 	if ev.Decline {
 		need = "a declined restart is recorded only for its decided request"
@@ -292,7 +214,7 @@ func (g *Gate) checkDecided(ctx context.Context, sel reloadSelection, rule Reloa
 func approvalCovers(rar *v1alpha1.RemediationApprovalRequest, sel reloadSelection, ev *ReloadEvidence, need string) error {
 	subject := rar.Spec.SubjectRef
 	if subject.APIVersion != "apps/v1" || subject.Kind != sel.kind || subject.Name != sel.name ||
-		rar.Spec.WorkflowID != ReloadWorkflowID(sel.namespace, sel.kind, sel.name) || rar.Spec.ApprovalContext.Action != "restart" {
+		rar.Spec.WorkflowID != v1alpha1.ReloadWorkflowID(sel.namespace, sel.kind, sel.name) || rar.Spec.ApprovalContext.Action != "restart" {
 		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s: RemediationApprovalRequest %s is not this workload's restart request", need, rar.Name))
 	}
 	asked := askedChanges(rar.Spec.ApprovalContext.Reason)
@@ -314,8 +236,8 @@ const reloadDataMarker = " for new ConfigMap data: "
 // ReloadApprovalReason is the reason of a reload's approval request: the
 // workload, then exactly the changes asked about (DescribeChanges), which
 // askedChanges reads back.
-func ReloadApprovalReason(kind, namespace, name string, changes []ConfigChange) string {
-	return fmt.Sprintf("rolling restart of %s %s/%s%s%s", kind, namespace, name, reloadDataMarker, DescribeChanges(changes))
+func ReloadApprovalReason(kind, namespace, name string, changes []reloadrule.ConfigChange) string {
+	return fmt.Sprintf("rolling restart of %s %s/%s%s%s", kind, namespace, name, reloadDataMarker, reloadrule.DescribeChanges(changes))
 }
 
 // askedChanges is the set of "configmap=hash" entries a reload approval's

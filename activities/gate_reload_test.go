@@ -16,6 +16,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
 // TestGateReloadRestart: a restart is written only for live policies that
@@ -83,7 +84,7 @@ func TestGateReloadRestart(t *testing.T) {
 			approval: func(t *testing.T, c ctrlclient.Client) string {
 				var rar v1alpha1.RemediationApprovalRequest
 				require.NoError(t, c.Get(t.Context(), ctrlclient.ObjectKey{Namespace: "shop", Name: "reload-deployment-web-1"}, &rar))
-				rar.Spec.ApprovalContext.Reason = ReloadApprovalReason("Deployment", "shop", "web", []ConfigChange{{ConfigMap: "myapp", Hash: appHash}})
+				rar.Spec.ApprovalContext.Reason = ReloadApprovalReason("Deployment", "shop", "web", []reloadrule.ConfigChange{{ConfigMap: "myapp", Hash: appHash}})
 				rar.Status.Decision = v1alpha1.DecisionApproved
 				require.NoError(t, c.Update(t.Context(), &rar))
 				return rar.Name
@@ -98,7 +99,7 @@ func TestGateReloadRestart(t *testing.T) {
 				tc.setup(t, c, kube)
 			}
 			in := RestartInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod", Policy: "reload",
-				Changes: []ConfigChange{{ConfigMap: "app", Hash: appHash}}, RestartedAt: "2026-01-01T00:00:00Z"}
+				Changes: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: appHash}}, RestartedAt: "2026-01-01T00:00:00Z"}
 			if tc.hash != "" {
 				in.Changes[0].Hash = tc.hash
 			}
@@ -111,7 +112,7 @@ func TestGateReloadRestart(t *testing.T) {
 			tmpl, _, _ := unstructuredAnnotations(obj.Object)
 			if tc.wantType == "" {
 				require.NoError(t, err)
-				assert.Equal(t, appHash, tmpl[ConfigHashAnnotation("app")])
+				assert.Equal(t, appHash, tmpl[v1alpha1.ConfigHashAnnotation("app")])
 				return
 			}
 			require.Error(t, err)
@@ -145,8 +146,8 @@ func TestCombineReloadApproval(t *testing.T) {
 		return p
 	}
 	open := v1alpha1.ConfigReloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "open"}}
-	assert.Equal(t, ReloadApprovalRule{}, CombineReloadApproval([]v1alpha1.ConfigReloadPolicy{open}))
-	got := CombineReloadApproval([]v1alpha1.ConfigReloadPolicy{open, gated("a", "30m"), gated("b", "10m"), gated("c", "")})
+	assert.Equal(t, reloadrule.ApprovalRule{}, reloadrule.CombineApproval([]v1alpha1.ConfigReloadPolicy{open}))
+	got := reloadrule.CombineApproval([]v1alpha1.ConfigReloadPolicy{open, gated("a", "30m"), gated("b", "10m"), gated("c", "")})
 	assert.True(t, got.Required, "any policy requiring approval makes the restart wait")
 	assert.Equal(t, []string{"a", "b", "c"}, got.Policies)
 	assert.Equal(t, "10m0s", got.Timeout.String(), "the shortest timeout set")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
@@ -33,8 +34,8 @@ const defaultSilenceDuration = 10 * time.Minute
 // and run, no longer than the rule's spec.silence.duration. Its fields are
 // unexported and only PassSilence and PassSilenceEnd fill them.
 type Silencer struct {
-	am       *Alertmanager
-	matchers []SilenceMatcher
+	am       *alertmanager.Client
+	matchers []alertmanager.SilenceMatcher
 	// comment is the whole comment a held silence carries; prefix is the
 	// part that names the rule and the workflow, whatever the run.
 	comment, prefix string
@@ -67,7 +68,7 @@ func (g *Gate) PassSilence(ctx context.Context, s AlertSubject) (Silencer, error
 
 func (g *Gate) checkSilence(ctx context.Context, s AlertSubject) (Silencer, error) {
 	info := activity.GetInfo(ctx).WorkflowExecution
-	if info.ID != AlertWorkflowID(s.Namespace, s.Rule, s.Alert.Fingerprint) || Fingerprint(s.Alert.Labels) != s.Alert.Fingerprint {
+	if info.ID != v1alpha1.AlertWorkflowID(s.Namespace, s.Rule, s.Alert.Fingerprint) || alertmanager.Fingerprint(s.Alert.Labels) != s.Alert.Fingerprint {
 		return Silencer{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("workflow %s may not silence alert %s", info.ID, s.Alert.Fingerprint))
 	}
 	if g.Alertmanager == nil {
@@ -96,7 +97,7 @@ func (g *Gate) checkSilence(ctx context.Context, s AlertSubject) (Silencer, erro
 		return Silencer{}, permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("RemediationRule %s/%s does not match the labels %v: a silence covers only an alert of the rule's own namespace that it matches",
 			s.Namespace, s.Rule, s.Alert.Labels))
 	}
-	matchers := EqualMatchers(s.Alert.Labels)
+	matchers := alertmanager.EqualMatchers(s.Alert.Labels)
 	if err := silenceInNamespace(s.Namespace, matchers); err != nil {
 		return Silencer{}, err
 	}
@@ -130,7 +131,7 @@ func (g *Gate) checkSilence(ctx context.Context, s AlertSubject) (Silencer, erro
 // silenceInNamespace refuses matchers that could select an alert of another
 // namespace: every matcher must be an equality, and one must be
 // namespace="<namespace>".
-func silenceInNamespace(namespace string, ms []SilenceMatcher) error {
+func silenceInNamespace(namespace string, ms []alertmanager.SilenceMatcher) error {
 	scoped := false
 	for _, m := range ms {
 		if m.IsRegex || !m.IsEqual {
@@ -230,11 +231,11 @@ func (s Silencer) Put(ctx context.Context, id string, startsAt, endsAt time.Time
 			return "", err
 		}
 	}
-	body := Silence{ID: id, Matchers: s.matchers, StartsAt: startsAt, EndsAt: endsAt, CreatedBy: SilenceCreator, Comment: s.comment}
+	body := alertmanager.Silence{ID: id, Matchers: s.matchers, StartsAt: startsAt, EndsAt: endsAt, CreatedBy: alertmanager.SilenceCreator, Comment: s.comment}
 	var out struct {
 		SilenceID string `json:"silenceID"`
 	}
-	if err := s.am.call(ctx, http.MethodPost, "/api/v2/silences", body, &out); err != nil {
+	if err := s.am.Call(ctx, http.MethodPost, "/api/v2/silences", body, &out); err != nil {
 		return "", fmt.Errorf("post alertmanager silence: %w", err)
 	}
 	return out.SilenceID, nil
@@ -247,7 +248,7 @@ func (s Silencer) Expire(ctx context.Context) error {
 		return errors.New("expiry refused: this silencer was not handed out by the write gate")
 	}
 	cur, err := s.own(ctx, s.id, s.comment)
-	var am *amError
+	var am *alertmanager.APIError
 	if errors.As(err, &am) && am.Status == http.StatusNotFound {
 		return nil
 	}
@@ -257,7 +258,7 @@ func (s Silencer) Expire(ctx context.Context) error {
 	if cur.Status != nil && cur.Status.State == "expired" {
 		return nil
 	}
-	if err := s.am.call(ctx, http.MethodDelete, "/api/v2/silence/"+url.PathEscape(s.id), nil, nil); err != nil {
+	if err := s.am.Call(ctx, http.MethodDelete, "/api/v2/silence/"+url.PathEscape(s.id), nil, nil); err != nil {
 		return fmt.Errorf("expire alertmanager silence %s: %w", s.id, err)
 	}
 	return nil
@@ -265,12 +266,12 @@ func (s Silencer) Expire(ctx context.Context) error {
 
 // own reads the silence id and requires it to be Remedy's, for this rule
 // and workflow (and, when comment is set, exactly that run's).
-func (s Silencer) own(ctx context.Context, id, comment string) (Silence, error) {
-	var cur Silence
-	if err := s.am.call(ctx, http.MethodGet, "/api/v2/silence/"+url.PathEscape(id), nil, &cur); err != nil {
+func (s Silencer) own(ctx context.Context, id, comment string) (alertmanager.Silence, error) {
+	var cur alertmanager.Silence
+	if err := s.am.Call(ctx, http.MethodGet, "/api/v2/silence/"+url.PathEscape(id), nil, &cur); err != nil {
 		return cur, fmt.Errorf("read alertmanager silence %s: %w", id, err)
 	}
-	mine := cur.CreatedBy == SilenceCreator && strings.HasPrefix(cur.Comment, s.prefix)
+	mine := cur.CreatedBy == alertmanager.SilenceCreator && strings.HasPrefix(cur.Comment, s.prefix)
 	if comment != "" {
 		mine = mine && cur.Comment == comment
 	}

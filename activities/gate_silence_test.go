@@ -27,6 +27,7 @@ import (
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
 )
 
@@ -34,8 +35,8 @@ import (
 // silence posted or expired.
 type fakeAlertmanager struct {
 	mu       sync.Mutex
-	firing   []ActiveAlert
-	silences map[string]Silence
+	firing   []alertmanager.ActiveAlert
+	silences map[string]alertmanager.Silence
 	writes   []string
 }
 
@@ -46,13 +47,13 @@ func (f *fakeAlertmanager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/api/v2/alerts":
 		_ = json.NewEncoder(w).Encode(f.firing)
 	case r.Method == http.MethodGet && r.URL.Path == "/api/v2/silences":
-		out := []Silence{}
+		out := []alertmanager.Silence{}
 		for _, s := range f.silences {
 			out = append(out, s)
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v2/silences":
-		var s Silence
+		var s alertmanager.Silence
 		_ = json.NewDecoder(r.Body).Decode(&s)
 		if s.ID == "" {
 			s.ID = "s" + string(rune('a'+len(f.silences)))
@@ -101,10 +102,10 @@ func silenceFixture(t *testing.T, allowed *bool) (*Alerts, *fakeAlertmanager) {
 	})
 	mapper := apimeta.NewDefaultRESTMapper(nil)
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), apimeta.RESTScopeNamespace)
-	am := &fakeAlertmanager{silences: map[string]Silence{}}
+	am := &fakeAlertmanager{silences: map[string]alertmanager.Silence{}}
 	srv := httptest.NewServer(am)
 	t.Cleanup(srv.Close)
-	amc := &Alertmanager{URL: srv.URL}
+	amc := &alertmanager.Client{URL: srv.URL}
 	gate := &Gate{Subjects: ctrlfake.NewClientBuilder().WithScheme(s).WithObjects(rule).Build(), Alertmanager: amc,
 		Checks: &Validation{Kube: kube, Mapper: mapper}}
 	return &Alerts{Alertmanager: amc, Gate: gate, TaskQueue: testTaskQueue}, am
@@ -137,9 +138,11 @@ func TestSilenceGate(t *testing.T) {
 	bank := map[string]string{"alertname": "Latency", "namespace": "bank", "deployment": "web"}
 	noNamespace := map[string]string{"alertname": "Latency", "deployment": "web"}
 	subject := func(l map[string]string) AlertSubject {
-		return AlertSubject{Namespace: "shop", Rule: "r", Alert: alertrule.Alert{Labels: l, Fingerprint: Fingerprint(l)}}
+		return AlertSubject{Namespace: "shop", Rule: "r", Alert: alertrule.Alert{Labels: l, Fingerprint: alertmanager.Fingerprint(l)}}
 	}
-	idOf := func(l map[string]string) string { return AlertWorkflowID("shop", "r", Fingerprint(l)) }
+	idOf := func(l map[string]string) string {
+		return v1alpha1.AlertWorkflowID("shop", "r", alertmanager.Fingerprint(l))
+	}
 	for _, tc := range []struct {
 		name     string
 		labels   map[string]string
@@ -163,7 +166,7 @@ func TestSilenceGate(t *testing.T) {
 			// Every run here holds its guard's permit: what the gate checks is the silence.
 			a.Guard = guardHolding{idOf(shop), idOf(bank), idOf(noNamespace), "alert/shop/r/other"}
 			if !tc.notFired {
-				am.firing = []ActiveAlert{{Fingerprint: Fingerprint(tc.labels), Labels: tc.labels}}
+				am.firing = []alertmanager.ActiveAlert{{Fingerprint: alertmanager.Fingerprint(tc.labels), Labels: tc.labels}}
 			}
 			id := tc.id
 			if id == "" {
@@ -181,7 +184,7 @@ func TestSilenceGate(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []string{"post " + sid}, am.writes)
 			got := am.silences[sid]
-			assert.Equal(t, EqualMatchers(shop), got.Matchers)
+			assert.Equal(t, alertmanager.EqualMatchers(shop), got.Matchers)
 			assert.WithinDuration(t, time.Now().Add(tc.duration), got.EndsAt, 10*time.Second)
 		})
 	}
@@ -192,12 +195,12 @@ func TestSilenceGateExpiresOnlyTheRunsOwn(t *testing.T) {
 	allowed := true
 	a, am := silenceFixture(t, &allowed)
 	l := map[string]string{"alertname": "Latency", "namespace": "shop", "deployment": "web"}
-	id := AlertWorkflowID("shop", "r", Fingerprint(l))
+	id := v1alpha1.AlertWorkflowID("shop", "r", alertmanager.Fingerprint(l))
 	_, prefix := silenceComment("shop", "r", id, "")
-	am.silences["person"] = Silence{ID: "person", CreatedBy: "oncall-alice", Comment: prefix + "run x"}
-	am.silences["other-rule"] = Silence{ID: "other-rule", CreatedBy: SilenceCreator, Comment: "Remedy is remediating this alert: RemediationRule shop/q, workflow alert/shop/q/x, run y"}
-	am.silences["earlier-run"] = Silence{ID: "earlier-run", CreatedBy: SilenceCreator, Comment: prefix + "run-1"}
-	am.silences["mine"] = Silence{ID: "mine", CreatedBy: SilenceCreator, Comment: prefix + testRunID}
+	am.silences["person"] = alertmanager.Silence{ID: "person", CreatedBy: "oncall-alice", Comment: prefix + "run x"}
+	am.silences["other-rule"] = alertmanager.Silence{ID: "other-rule", CreatedBy: alertmanager.SilenceCreator, Comment: "Remedy is remediating this alert: RemediationRule shop/q, workflow alert/shop/q/x, run y"}
+	am.silences["earlier-run"] = alertmanager.Silence{ID: "earlier-run", CreatedBy: alertmanager.SilenceCreator, Comment: prefix + "run-1"}
+	am.silences["mine"] = alertmanager.Silence{ID: "mine", CreatedBy: alertmanager.SilenceCreator, Comment: prefix + testRunID}
 	for _, sid := range []string{"person", "other-rule", "earlier-run"} {
 		_, err := asAlertWorkflow(t, a, id, a.EndSilence, sid)
 		var app *temporal.ApplicationError

@@ -13,6 +13,7 @@ import (
 	dynfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 )
 
 // A Writer writes the object the gate checked and nothing else: another
@@ -74,18 +75,20 @@ func TestWriterWritesOnlyTheCheckedObject(t *testing.T) {
 // A silence covers its alert's labels exactly, and one of them names the
 // rule's namespace: no matcher set reaches another namespace.
 func TestSilenceStaysInTheRulesNamespace(t *testing.T) {
-	eq := func(n, v string) SilenceMatcher { return SilenceMatcher{Name: n, Value: v, IsEqual: true} }
+	eq := func(n, v string) alertmanager.SilenceMatcher {
+		return alertmanager.SilenceMatcher{Name: n, Value: v, IsEqual: true}
+	}
 	for _, tc := range []struct {
 		name string
-		ms   []SilenceMatcher
+		ms   []alertmanager.SilenceMatcher
 		ok   bool
 	}{
-		{"the alert's labels", []SilenceMatcher{eq("alertname", "Latency"), eq("namespace", "shop")}, true},
-		{"another namespace", []SilenceMatcher{eq("alertname", "Latency"), eq("namespace", "bank")}, false},
-		{"no namespace", []SilenceMatcher{eq("alertname", "Latency")}, false},
-		{"a regex namespace", []SilenceMatcher{{Name: "namespace", Value: "shop|bank", IsRegex: true, IsEqual: true}}, false},
-		{"a negative matcher", []SilenceMatcher{eq("namespace", "shop"), {Name: "alertname", Value: "x"}}, false},
-		{"two namespaces", []SilenceMatcher{eq("namespace", "shop"), eq("namespace", "bank")}, false},
+		{"the alert's labels", []alertmanager.SilenceMatcher{eq("alertname", "Latency"), eq("namespace", "shop")}, true},
+		{"another namespace", []alertmanager.SilenceMatcher{eq("alertname", "Latency"), eq("namespace", "bank")}, false},
+		{"no namespace", []alertmanager.SilenceMatcher{eq("alertname", "Latency")}, false},
+		{"a regex namespace", []alertmanager.SilenceMatcher{{Name: "namespace", Value: "shop|bank", IsRegex: true, IsEqual: true}}, false},
+		{"a negative matcher", []alertmanager.SilenceMatcher{eq("namespace", "shop"), {Name: "alertname", Value: "x"}}, false},
+		{"two namespaces", []alertmanager.SilenceMatcher{eq("namespace", "shop"), eq("namespace", "bank")}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := silenceInNamespace("shop", tc.ms)

@@ -28,7 +28,7 @@ import (
 // dev` and the installer (they run as the person who starts them), the
 // kubectl plugin (it writes with its user's own credentials), tests, hack/.
 var productPackages = []string{"./activities/...", "./alerts", "./operator", "./webhook/...", "./worker", "./workflows",
-	"./internal/alertrule", "./internal/authz", "./internal/metrics", "./cmd/remedy"}
+	"./internal/alertrule", "./internal/alertmanager", "./internal/authz", "./internal/metrics", "./internal/policy", "./internal/reloadrule", "./cmd/remedy"}
 
 // devFiles are the files of cmd/remedy that make up `remedy dev`, not the product.
 var devFiles = []string{"cmd/remedy/dev.go", "cmd/remedy/devalerts.go", "cmd/remedy/devdir.go", "cmd/remedy/devmetrics.go", "cmd/remedy/demoapp.go"}
@@ -61,8 +61,8 @@ var writeExceptions = map[string]string{
 	"webhook/drift_policy.go (*Policies).report":         "patches the status of Remedy's own Kausality policies",
 	"webhook/drift_policy.go (*Policies).applyRules":     "updates Remedy's own MutatingWebhookConfiguration remedy-drift",
 	// Alertmanager reads share one transport; its writes are in gate_silence.go.
-	"activities/alertmanager.go (*Alertmanager).call":              "sends what its callers ask; only gate_silence.go calls it with POST or DELETE",
-	"activities/alertmanager_auth.go (*Alertmanager).RequiresAuth": "one GET without credentials, to refuse an Alertmanager that does not authenticate",
+	"internal/alertmanager/client.go (*Client).Call":       "sends what its callers ask; only gate_silence.go calls it with POST or DELETE",
+	"internal/alertmanager/auth.go (*Client).RequiresAuth": "one GET without credentials, to refuse an Alertmanager that does not authenticate",
 	// Bookkeeping the operator and the drift webhook write themselves,
 	// fenced by the remedy-metadata-writers ValidatingAdmissionPolicy
 	// (their own annotations only, nothing but metadata) and by RBAC.
@@ -252,7 +252,7 @@ func writeCall(info *types.Info, call *ast.CallExpr) string {
 		return "an HTTP request sent (net/http " + name + ")"
 	case pkg == "github.com/remedy-dev/remedy/activities/actions" && (name == "ApplyOnce" || name == "Run" && !readMode(fn.Pkg(), info, call.Args[len(call.Args)-1])):
 		return "an action applied (actions." + name + ")"
-	case pkg == "github.com/remedy-dev/remedy/activities" && name == "call" && !isConst(info, call.Args[1], "GET"):
+	case pkg == "github.com/remedy-dev/remedy/internal/alertmanager" && name == "Call" && !isConst(info, call.Args[1], "GET"):
 		return "an Alertmanager write"
 	case !slices.Contains(kubeWrites, name):
 		return ""

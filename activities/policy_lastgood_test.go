@@ -19,7 +19,7 @@ import (
 
 func policyMap(name, uid, rego string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "remedy-system", Name: name, UID: types.UID(uid), ResourceVersion: "1",
-		Labels: map[string]string{PolicyLabel: "true"}}, Data: map[string]string{"policy.rego": rego}}
+		Labels: map[string]string{v1alpha1.PolicyLabel: "true"}}, Data: map[string]string{"policy.rego": rego}}
 }
 
 func policyWarnings(t *testing.T, kube *fake.Clientset) map[string]string {

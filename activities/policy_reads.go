@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // PolicyReads serves the two reads every policy evaluation makes (the
@@ -23,9 +25,6 @@ type PolicyReads struct {
 	// the action namespace; nil reads them from the API server.
 	Accounts corelisters.ServiceAccountNamespaceLister
 }
-
-// ActionLabel marks the action ServiceAccounts (deploy/actions).
-const ActionLabel = "remedy.dev/action"
 
 // serviceAccountExists reads the action's account from the watch when it is
 // there. One the watch lacks (deleted, created a moment ago, or not
@@ -59,7 +58,7 @@ func (v *Validation) namespace(ctx context.Context, name string) (*corev1.Namesp
 
 // policyMaps lists the safety policy's ConfigMaps.
 func (v *Validation) policyMaps(ctx context.Context) ([]*corev1.ConfigMap, error) {
-	sel := labels.SelectorFromSet(labels.Set{PolicyLabel: "true"})
+	sel := labels.SelectorFromSet(labels.Set{v1alpha1.PolicyLabel: "true"})
 	if v.Reads != nil {
 		return v.Reads.Policies.List(sel)
 	}

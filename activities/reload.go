@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -26,45 +25,18 @@ import (
 	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
-
-// Annotations of the reload contract (docs/reload.md).
-const (
-	// ConfigHashAnnotationPrefix + ConfigMap name holds the sha256 of the
-	// ConfigMap's data: on the pod template it is what the pods run with, on
-	// the workload's metadata it is the baseline the operator compares with.
-	ConfigHashAnnotationPrefix = "remedy.dev/config-hash-"
-	// LastReloadAnnotation on the workload's metadata is the restartedAt of the last reload.
-	LastReloadAnnotation = "remedy.dev/last-reload"
-)
-
-// ConfigHashAnnotation is the annotation key for one ConfigMap. Names too
-// long for an annotation's 63-character name part are shortened with a
-// digest of the full name, so distinct ConfigMaps keep distinct keys.
-func ConfigHashAnnotation(configMap string) string {
-	const room = 63 - len("config-hash-")
-	if len(configMap) <= room {
-		return ConfigHashAnnotationPrefix + configMap
-	}
-	sum := sha256.Sum256([]byte(configMap))
-	return ConfigHashAnnotationPrefix + configMap[:room-9] + "-" + hex.EncodeToString(sum[:])[:8]
-}
-
-// ConfigChange is one ConfigMap's new data hash, the payload of the config-changed signal.
-type ConfigChange struct {
-	ConfigMap string `json:"configMap"`
-	Hash      string `json:"hash"`
-}
 
 // RestartInput is one restart intent: the workload, the changes it must
 // carry and the restartedAt token, fixed per intent so retries are idempotent.
 type RestartInput struct {
-	Namespace   string         `json:"namespace"`
-	Kind        string         `json:"kind"`
-	Name        string         `json:"name"`
-	Scope       string         `json:"scope"`
-	Changes     []ConfigChange `json:"changes"`
-	RestartedAt string         `json:"restartedAt"`
+	Namespace   string                    `json:"namespace"`
+	Kind        string                    `json:"kind"`
+	Name        string                    `json:"name"`
+	Scope       string                    `json:"scope"`
+	Changes     []reloadrule.ConfigChange `json:"changes"`
+	RestartedAt string                    `json:"restartedAt"`
 	// Coalesced counts the changes folded into this restart beyond the first.
 	Coalesced int `json:"coalesced,omitempty"`
 	// Policy names the ConfigReloadPolicy the run was started for.
@@ -120,7 +92,7 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 	podTemplate := map[string]any{}
 	current := true
 	for _, c := range in.Changes {
-		key := ConfigHashAnnotation(c.ConfigMap)
+		key := v1alpha1.ConfigHashAnnotation(c.ConfigMap)
 		if template[key] != c.Hash {
 			current = false
 			podTemplate[key] = c.Hash
@@ -130,8 +102,8 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 		}
 	}
 	if !current {
-		podTemplate[actions.RestartedAtAnnotation] = in.RestartedAt
-		baseline[LastReloadAnnotation] = in.RestartedAt
+		podTemplate[v1alpha1.RestartedAtAnnotation] = in.RestartedAt
+		baseline[v1alpha1.LastReloadAnnotation] = in.RestartedAt
 	}
 	if len(baseline) == 0 && len(podTemplate) == 0 {
 		logger.Info("workload already current", "kind", in.Kind, "namespace", in.Namespace, "name", in.Name)
@@ -141,7 +113,7 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 	if !current {
 		patch["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": podTemplate}}}
 	}
-	client, err := r.pass(ctx, obj, in.Kind, "Restart", in.RestartedAt+DescribeChanges(in.Changes), in.Policy,
+	client, err := r.pass(ctx, obj, in.Kind, "Restart", in.RestartedAt+reloadrule.DescribeChanges(in.Changes), in.Policy,
 		ReloadEvidence{Changes: in.Changes, Rolls: !current, ApprovalRequest: in.ApprovalRequest}, in.RestartedAt)
 	if err != nil {
 		return RestartResult{}, err
@@ -162,7 +134,7 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 	}
 	metrics.ReloadRestarts.WithLabelValues(in.Scope).Inc()
 	metrics.ReloadDebounced.WithLabelValues(in.Scope).Add(float64(in.Coalesced))
-	logger.Info("workload restarted", "kind", in.Kind, "namespace", in.Namespace, "name", in.Name, "restartedAt", in.RestartedAt, "changes", DescribeChanges(in.Changes))
+	logger.Info("workload restarted", "kind", in.Kind, "namespace", in.Namespace, "name", in.Name, "restartedAt", in.RestartedAt, "changes", reloadrule.DescribeChanges(in.Changes))
 	if err := r.recordEvent(ctx, obj, in); err != nil {
 		// The restart happened; a lost Event must not roll the workload again.
 		logger.Warn("restart event not recorded", "error", err)
@@ -173,8 +145,8 @@ func (r *Reload) RestartWorkload(ctx context.Context, in RestartInput) (RestartR
 // recordEvent names the ConfigMaps and hashes on the workload; its name is
 // fixed per intent, so a retried activity does not duplicate it.
 func (r *Reload) recordEvent(ctx context.Context, obj *unstructured.Unstructured, in RestartInput) error {
-	return r.workloadEvent(ctx, obj, in.Kind, "reload", in.RestartedAt+DescribeChanges(in.Changes), "Restart", "ConfigReloaded",
-		corev1.EventTypeNormal, "rolling restart for ConfigMap changes: "+DescribeChanges(in.Changes))
+	return r.workloadEvent(ctx, obj, in.Kind, "reload", in.RestartedAt+reloadrule.DescribeChanges(in.Changes), "Restart", "ConfigReloaded",
+		corev1.EventTypeNormal, "rolling restart for ConfigMap changes: "+reloadrule.DescribeChanges(in.Changes))
 }
 
 // guard refuses to ask about a restart in a protected namespace: the
@@ -186,7 +158,7 @@ func (r *Reload) guard(ctx context.Context, obj *unstructured.Unstructured, kind
 		return err
 	}
 	return r.refuse(ctx, obj, kind, action, key, permanent(v1alpha1.ReasonProtectedNamespace, fmt.Errorf("%s %s %s/%s: %s",
-		strings.ToLower(action), kind, obj.GetNamespace(), obj.GetName(), ProtectedNamespaceMessage(obj.GetNamespace()))))
+		strings.ToLower(action), kind, obj.GetNamespace(), obj.GetName(), v1alpha1.ProtectedNamespaceMessage(obj.GetNamespace()))))
 }
 
 // pass asks the write gate for remedy-reload's writing client for one
@@ -286,17 +258,6 @@ func patchWorkload(ctx context.Context, client dynamic.ResourceInterface, kind, 
 		return fmt.Errorf("patch %s %s/%s: %w", kind, namespace, name, err)
 	}
 	return nil
-}
-
-// DescribeChanges renders changes as sorted "configmap=hash" pairs, for
-// logs, Events and approval reasons.
-func DescribeChanges(changes []ConfigChange) string {
-	parts := make([]string, 0, len(changes))
-	for _, c := range changes {
-		parts = append(parts, c.ConfigMap+"="+c.Hash)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
 }
 
 func truncate(s string, n int) string {

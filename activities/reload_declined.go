@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 
@@ -12,49 +11,21 @@ import (
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
-
-// DeclinedAnnotation on a workload's metadata records ConfigMap data whose
-// restart was rejected or expired, as JSON (ReloadDeclined). The operator
-// does not signal that data again; any newer data is asked about afresh.
-const DeclinedAnnotation = "remedy.dev/reload-declined"
-
-// ReloadDeclined is the value of DeclinedAnnotation.
-type ReloadDeclined struct {
-	// ConfigMaps maps each declined ConfigMap to the data hash that was declined.
-	ConfigMaps map[string]string `json:"configMaps"`
-	// Request and Decision name the last RemediationApprovalRequest that declined.
-	Request  string `json:"request,omitempty"`
-	Decision string `json:"decision,omitempty"`
-}
-
-// ParseReloadDeclined reads the annotation; a missing or unreadable value declines nothing.
-func ParseReloadDeclined(value string) ReloadDeclined {
-	var d ReloadDeclined
-	if value == "" || json.Unmarshal([]byte(value), &d) != nil || d.ConfigMaps == nil {
-		return ReloadDeclined{ConfigMaps: map[string]string{}}
-	}
-	return d
-}
-
-// Encode renders the annotation value.
-func (d ReloadDeclined) Encode() string {
-	b, _ := json.Marshal(d) // a struct of strings always encodes
-	return string(b)
-}
 
 // ChangesInput names a workload and the changes pending for it.
 type ChangesInput struct {
-	Namespace string         `json:"namespace"`
-	Kind      string         `json:"kind"`
-	Name      string         `json:"name"`
-	Changes   []ConfigChange `json:"changes"`
+	Namespace string                    `json:"namespace"`
+	Kind      string                    `json:"kind"`
+	Name      string                    `json:"name"`
+	Changes   []reloadrule.ConfigChange `json:"changes"`
 }
 
 // ApprovalCheck says what of a pending set needs a person's decision.
 type ApprovalCheck struct {
 	// Declined are the changes already declined: they are not asked about again.
-	Declined []ConfigChange `json:"declined,omitempty"`
+	Declined []reloadrule.ConfigChange `json:"declined,omitempty"`
 	// Current is true when the pod template already carries every other
 	// change, so a restart would roll nothing and needs no approval.
 	Current bool `json:"current,omitempty"`
@@ -67,17 +38,17 @@ func (r *Reload) CheckApproval(ctx context.Context, in ChangesInput) (ApprovalCh
 		return ApprovalCheck{}, err
 	}
 	// Nobody is asked about a restart that would be refused.
-	if err := r.guard(ctx, obj, in.Kind, "Restart", DescribeChanges(in.Changes)); err != nil {
+	if err := r.guard(ctx, obj, in.Kind, "Restart", reloadrule.DescribeChanges(in.Changes)); err != nil {
 		return ApprovalCheck{}, err
 	}
 	template, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "annotations")
-	declined := ParseReloadDeclined(obj.GetAnnotations()[DeclinedAnnotation])
+	declined := reloadrule.ParseDeclined(obj.GetAnnotations()[v1alpha1.DeclinedAnnotation])
 	check := ApprovalCheck{Current: true}
 	for _, c := range in.Changes {
 		switch {
 		case declined.ConfigMaps[c.ConfigMap] == c.Hash:
 			check.Declined = append(check.Declined, c)
-		case template[ConfigHashAnnotation(c.ConfigMap)] != c.Hash:
+		case template[v1alpha1.ConfigHashAnnotation(c.ConfigMap)] != c.Hash:
 			check.Current = false
 		}
 	}
@@ -86,13 +57,13 @@ func (r *Reload) CheckApproval(ctx context.Context, in ChangesInput) (ApprovalCh
 
 // DeclineInput is a restart a person rejected, or let expire.
 type DeclineInput struct {
-	Namespace string         `json:"namespace"`
-	Kind      string         `json:"kind"`
-	Name      string         `json:"name"`
-	Scope     string         `json:"scope"`
-	Changes   []ConfigChange `json:"changes"`
-	Request   string         `json:"request"`
-	Decision  Decision       `json:"decision"`
+	Namespace string                    `json:"namespace"`
+	Kind      string                    `json:"kind"`
+	Name      string                    `json:"name"`
+	Scope     string                    `json:"scope"`
+	Changes   []reloadrule.ConfigChange `json:"changes"`
+	Request   string                    `json:"request"`
+	Decision  Decision                  `json:"decision"`
 	// Policy names the ConfigReloadPolicy the run was started for.
 	Policy string `json:"policy,omitempty"`
 }
@@ -106,7 +77,7 @@ func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
 	if err != nil {
 		return err
 	}
-	declined := ParseReloadDeclined(obj.GetAnnotations()[DeclinedAnnotation])
+	declined := reloadrule.ParseDeclined(obj.GetAnnotations()[v1alpha1.DeclinedAnnotation])
 	before := maps.Clone(declined.ConfigMaps)
 	for _, c := range in.Changes {
 		declined.ConfigMaps[c.ConfigMap] = c.Hash
@@ -118,7 +89,7 @@ func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
 	declined.Request, declined.Decision = in.Request, string(in.Decision.Decision)
 	patch := map[string]any{"metadata": map[string]any{
 		"resourceVersion": obj.GetResourceVersion(),
-		"annotations":     map[string]string{DeclinedAnnotation: declined.Encode()},
+		"annotations":     map[string]string{v1alpha1.DeclinedAnnotation: declined.Encode()},
 	}}
 	client, err := r.pass(ctx, obj, in.Kind, "Decline", in.Request, in.Policy,
 		ReloadEvidence{Changes: in.Changes, ApprovalRequest: in.Request, Decline: true}, "")
@@ -130,7 +101,7 @@ func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
 	}
 	metrics.ReloadDeclined.WithLabelValues(in.Scope, string(in.Decision.Decision)).Inc()
 	activity.GetLogger(ctx).Info("restart declined", "kind", in.Kind, "namespace", in.Namespace, "name", in.Name,
-		"approvalRequest", in.Request, "decision", in.Decision.Decision, "changes", DescribeChanges(in.Changes))
+		"approvalRequest", in.Request, "decision", in.Decision.Decision, "changes", reloadrule.DescribeChanges(in.Changes))
 	if err := r.declinedEvent(ctx, obj, in); err != nil {
 		// The decline is recorded; a lost Event must not ask again.
 		activity.GetLogger(ctx).Warn("decline event not recorded", "error", err)
@@ -141,7 +112,7 @@ func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
 // declinedEvent is named after the request, so a retry does not duplicate it.
 func (r *Reload) declinedEvent(ctx context.Context, obj *unstructured.Unstructured, in DeclineInput) error {
 	decided := v1alpha1.DecisionText(in.Decision.Decision, in.Decision.DecidedBy, in.Decision.Via)
-	return r.workloadEvent(ctx, obj, in.Kind, "declined", in.Request, "Decline", "ReloadDeclined", corev1.EventTypeWarning,
+	return r.workloadEvent(ctx, obj, in.Kind, "declined", in.Request, "Decline", "reloadrule.Declined", corev1.EventTypeWarning,
 		fmt.Sprintf("restart not made: %s %s (%s); ConfigMap data %s stays unrolled until it changes again",
-			in.Request, decided, in.Decision.Message, DescribeChanges(in.Changes)))
+			in.Request, decided, in.Decision.Message, reloadrule.DescribeChanges(in.Changes)))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/internal/policy"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
 func reloadFixture(t *testing.T, meta, template map[string]string) (*Reload, *kubefake.Clientset, *dynamicfake.FakeDynamicClient, reloadRun) {
@@ -49,7 +50,7 @@ func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[stri
 		return &v1alpha1.RemediationApprovalRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
 			Spec: v1alpha1.RemediationApprovalRequestSpec{
 				SubjectRef: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
-				WorkflowID: ReloadWorkflowID("shop", "Deployment", "web"),
+				WorkflowID: v1alpha1.ReloadWorkflowID("shop", "Deployment", "web"),
 				ApprovalContext: v1alpha1.ApprovalContext{Action: "restart",
 					Reason: "rolling restart of Deployment shop/web for new ConfigMap data: app=a1, app=" + appHash},
 			},
@@ -59,7 +60,7 @@ func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[stri
 		rar("reload-deployment-web-1", v1alpha1.DecisionRejected), rar("reload-deployment-web-2", v1alpha1.DecisionRejected)).Build()
 	dyn := dynamicfake.NewSimpleDynamicClient(s, web)
 	kube := kubefake.NewClientset(ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "remedy-system", Name: "safety",
-		Labels: map[string]string{PolicyLabel: "true"}}, Data: map[string]string{"safety.rego": "package remedy.safety\n"}})
+		Labels: map[string]string{v1alpha1.PolicyLabel: "true"}}, Data: map[string]string{"safety.rego": "package remedy.safety\n"}})
 	kube.PrependReactor("create", "subjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, &authorizationv1.SubjectAccessReview{Status: authorizationv1.SubjectAccessReviewStatus{Allowed: true}}, nil
 	})
@@ -79,44 +80,44 @@ func appConfigMap() *corev1.ConfigMap {
 }
 
 // appHash is the data hash of the fixture's ConfigMap app.
-var appHash = ConfigMapDataHash(appConfigMap())
+var appHash = reloadrule.ConfigMapHash(appConfigMap())
 
 func TestCheckApproval(t *testing.T) {
-	declined := ReloadDeclined{ConfigMaps: map[string]string{"app": "a1"}}.Encode()
+	declined := reloadrule.Declined{ConfigMaps: map[string]string{"app": "a1"}}.Encode()
 	for _, tc := range []struct {
 		name     string
 		meta     map[string]string
 		template map[string]string
-		changes  []ConfigChange
+		changes  []reloadrule.ConfigChange
 		want     ApprovalCheck
 	}{
 		{
 			name:    "new data needs a decision",
-			changes: []ConfigChange{{ConfigMap: "app", Hash: "a2"}},
+			changes: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a2"}},
 			want:    ApprovalCheck{},
 		},
 		{
 			name:    "declined data is not asked again",
-			meta:    map[string]string{DeclinedAnnotation: declined},
-			changes: []ConfigChange{{ConfigMap: "app", Hash: "a1"}},
-			want:    ApprovalCheck{Declined: []ConfigChange{{ConfigMap: "app", Hash: "a1"}}, Current: true},
+			meta:    map[string]string{v1alpha1.DeclinedAnnotation: declined},
+			changes: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}},
+			want:    ApprovalCheck{Declined: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}}, Current: true},
 		},
 		{
 			name:    "newer data than the declined is asked about",
-			meta:    map[string]string{DeclinedAnnotation: declined},
-			changes: []ConfigChange{{ConfigMap: "app", Hash: "a2"}},
+			meta:    map[string]string{v1alpha1.DeclinedAnnotation: declined},
+			changes: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a2"}},
 			want:    ApprovalCheck{},
 		},
 		{
 			name:     "data already on the pod template rolls nothing",
-			template: map[string]string{ConfigHashAnnotation("app"): "a2"},
-			changes:  []ConfigChange{{ConfigMap: "app", Hash: "a2"}},
+			template: map[string]string{v1alpha1.ConfigHashAnnotation("app"): "a2"},
+			changes:  []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a2"}},
 			want:     ApprovalCheck{Current: true},
 		},
 		{
 			name:    "an unreadable annotation declines nothing",
-			meta:    map[string]string{DeclinedAnnotation: "{not json"},
-			changes: []ConfigChange{{ConfigMap: "app", Hash: "a1"}},
+			meta:    map[string]string{v1alpha1.DeclinedAnnotation: "{not json"},
+			changes: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}},
 			want:    ApprovalCheck{},
 		},
 	} {
@@ -139,13 +140,13 @@ func TestCheckApprovalWorkloadGone(t *testing.T) {
 }
 
 func TestDeclineReloadRecordsHashesEventAndMetric(t *testing.T) {
-	earlier := ReloadDeclined{ConfigMaps: map[string]string{"flags": "f1"}, Request: "reload-deployment-web-1", Decision: "Expired"}.Encode()
-	template := map[string]string{ConfigHashAnnotation("app"): "a0"}
-	r, kube, dyn, env := reloadFixture(t, map[string]string{DeclinedAnnotation: earlier}, template)
+	earlier := reloadrule.Declined{ConfigMaps: map[string]string{"flags": "f1"}, Request: "reload-deployment-web-1", Decision: "Expired"}.Encode()
+	template := map[string]string{v1alpha1.ConfigHashAnnotation("app"): "a0"}
+	r, kube, dyn, env := reloadFixture(t, map[string]string{v1alpha1.DeclinedAnnotation: earlier}, template)
 	counter := metrics.ReloadDeclined.WithLabelValues("prod", "Rejected")
 	before := testutil.ToFloat64(counter)
 	in := DeclineInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
-		Changes: []ConfigChange{{ConfigMap: "app", Hash: "a1"}}, Request: "reload-deployment-web-2",
+		Changes: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}}, Request: "reload-deployment-web-2",
 		Decision: Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "bob", Via: v1alpha1.DecidedViaKubectl, Message: "freeze"}}
 	for range 2 { // a retry changes nothing more
 		_, err := env.ExecuteActivity(r.DeclineReload, in)
@@ -154,8 +155,8 @@ func TestDeclineReloadRecordsHashesEventAndMetric(t *testing.T) {
 
 	obj, err := dyn.Resource(appsv1.SchemeGroupVersion.WithResource("deployments")).Namespace("shop").Get(t.Context(), "web", metav1.GetOptions{})
 	require.NoError(t, err)
-	got := ParseReloadDeclined(obj.GetAnnotations()[DeclinedAnnotation])
-	assert.Equal(t, ReloadDeclined{ConfigMaps: map[string]string{"flags": "f1", "app": "a1"}, Request: "reload-deployment-web-2", Decision: "Rejected"}, got)
+	got := reloadrule.ParseDeclined(obj.GetAnnotations()[v1alpha1.DeclinedAnnotation])
+	assert.Equal(t, reloadrule.Declined{ConfigMaps: map[string]string{"flags": "f1", "app": "a1"}, Request: "reload-deployment-web-2", Decision: "Rejected"}, got)
 	tmpl, _, _ := unstructuredAnnotations(obj.Object)
 	assert.Equal(t, template, tmpl, "the pod template is untouched: nothing rolls")
 
@@ -165,7 +166,7 @@ func TestDeclineReloadRecordsHashesEventAndMetric(t *testing.T) {
 	require.Len(t, evs.Items, 1)
 	ev := evs.Items[0]
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
-	assert.Equal(t, "ReloadDeclined", ev.Reason)
+	assert.Equal(t, "reloadrule.Declined", ev.Reason)
 	assert.Equal(t, "web", ev.Regarding.Name)
 	assert.Contains(t, ev.Note, "app=a1")
 	assert.Contains(t, ev.Note, "reload-deployment-web-2 Rejected by bob via kubectl")

@@ -11,10 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
 func TestReloadWritesRefusedInProtectedNamespaces(t *testing.T) {
-	changes := []ConfigChange{{ConfigMap: "app", Hash: appHash}}
+	changes := []reloadrule.ConfigChange{{ConfigMap: "app", Hash: appHash}}
 	calls := []struct {
 		name string
 		run  func(r *Reload) any
@@ -33,8 +34,8 @@ func TestReloadWritesRefusedInProtectedNamespaces(t *testing.T) {
 		labels    map[string]string
 		protected bool
 	}{
-		{"labelled protected", map[string]string{ProtectedLabel: "true"}, true},
-		{"labelled false", map[string]string{ProtectedLabel: "false"}, false},
+		{"labelled protected", map[string]string{v1alpha1.ProtectedLabel: "true"}, true},
+		{"labelled false", map[string]string{v1alpha1.ProtectedLabel: "false"}, false},
 		{"unlabelled", nil, false},
 	}
 	for _, c := range calls {
@@ -75,10 +76,10 @@ func TestIsProtectedNamespace(t *testing.T) {
 		want bool
 	}{
 		{corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}, true},
-		{corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{ProtectedLabel: "true"}}}, true},
-		{corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{ProtectedLabel: "yes"}}}, false},
+		{corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{v1alpha1.ProtectedLabel: "true"}}}, true},
+		{corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{v1alpha1.ProtectedLabel: "yes"}}}, false},
 		{corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-public"}}, false},
 	} {
-		assert.Equal(t, tc.want, IsProtectedNamespace(&tc.ns), "%s %v", tc.ns.Name, tc.ns.Labels)
+		assert.Equal(t, tc.want, v1alpha1.IsProtectedNamespace(&tc.ns), "%s %v", tc.ns.Name, tc.ns.Labels)
 	}
 }

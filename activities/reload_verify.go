@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
 // ReloadVerdict is what the live policies say about restarting one workload.
@@ -11,7 +12,7 @@ type ReloadVerdict struct {
 	// Policies name the ConfigReloadPolicies that select the workload now.
 	Policies []string `json:"policies"`
 	// Approval combines their approval strictly.
-	Approval ReloadApprovalRule `json:"approval"`
+	Approval reloadrule.ApprovalRule `json:"approval"`
 }
 
 // VerifyReload is the run's first step before it asks anyone or restarts:
@@ -38,11 +39,11 @@ func (r *Reload) VerifyReload(ctx context.Context, in ChangesInput) (ReloadVerdi
 			return ReloadVerdict{}, err
 		}
 		if obj, readErr := r.workload(ctx, in.Namespace, in.Kind, in.Name); readErr == nil {
-			return ReloadVerdict{}, r.refuse(ctx, obj, in.Kind, "Restart", "verify"+DescribeChanges(in.Changes), err)
+			return ReloadVerdict{}, r.refuse(ctx, obj, in.Kind, "Restart", "verify"+reloadrule.DescribeChanges(in.Changes), err)
 		}
 		return ReloadVerdict{}, err
 	}
-	v := ReloadVerdict{Approval: CombineReloadApproval(sel.policies)}
+	v := ReloadVerdict{Approval: reloadrule.CombineApproval(sel.policies)}
 	for _, p := range sel.policies {
 		v.Policies = append(v.Policies, p.Name)
 	}

@@ -17,6 +17,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // openRun is a Temporal whose every workflow ID's open run is the test
@@ -88,6 +90,6 @@ func (e reloadRun) ExecuteActivity(activityFn any, args ...any) (converter.Encod
 	var w struct{ Namespace, Kind, Name string }
 	require.NoError(e.t, json.Unmarshal(b, &w))
 	var res json.RawMessage
-	err = asRun(e.t, ReloadWorkflowID(w.Namespace, w.Kind, w.Name), e.r, activityFn, args[0], &res)
+	err = asRun(e.t, v1alpha1.ReloadWorkflowID(w.Namespace, w.Kind, w.Name), e.r, activityFn, args[0], &res)
 	return jsonValue(res), err
 }

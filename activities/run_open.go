@@ -56,7 +56,7 @@ const (
 
 // reload requires the caller to be the open reload run of the workload.
 func (o *OpenRuns) reload(ctx context.Context, namespace, kind, name string) error {
-	return o.callerIs(ctx, ReloadWorkflowID(namespace, kind, name), reloadWorkflowType)
+	return o.callerIs(ctx, v1alpha1.ReloadWorkflowID(namespace, kind, name), reloadWorkflowType)
 }
 
 // drift requires the caller to be the open drift run of the parent.
@@ -64,12 +64,12 @@ func (o *OpenRuns) drift(ctx context.Context, parentUID string) error {
 	if parentUID == "" {
 		return permanent(v1alpha1.ReasonSubjectMismatch, errors.New("a drift run acts only for a parent with a UID"))
 	}
-	return o.callerIs(ctx, DriftWorkflowID(parentUID), driftWorkflowType)
+	return o.callerIs(ctx, v1alpha1.DriftWorkflowID(parentUID), driftWorkflowType)
 }
 
 // alert requires the caller to be the open alert run of the rule's alert.
 func (o *OpenRuns) alert(ctx context.Context, namespace, rule, fingerprint string) error {
-	return o.callerIs(ctx, AlertWorkflowID(namespace, rule, fingerprint), alertWorkflowType)
+	return o.callerIs(ctx, v1alpha1.AlertWorkflowID(namespace, rule, fingerprint), alertWorkflowType)
 }
 
 // callerIs requires the calling run to be id's open run of workflowType on

@@ -29,7 +29,7 @@ func (unreachable) DescribeWorkflowExecution(context.Context, string, string) (*
 }
 
 func TestOpenRunsBindTheCallerToItsSubjectsOpenRun(t *testing.T) {
-	id := ReloadWorkflowID("shop", "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID("shop", "Deployment", "web")
 	tests := []struct {
 		name     string
 		callerID string
@@ -93,12 +93,12 @@ func openRunIs(typ, queue, runID string) func() (*OpenRuns, *openRunFake) {
 func TestOpenRunsRememberOnlyTheRunFoundOpen(t *testing.T) {
 	f := &openRunFake{typ: reloadWorkflowType}
 	runs := &OpenRuns{Temporal: f, TaskQueue: testTaskQueue}
-	id := ReloadWorkflowID("shop", "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID("shop", "Deployment", "web")
 	runs.remember(id, "an-earlier-run")
 	assert.False(t, runs.known(id, testRunID), "a continue-as-new's next run is a new run ID")
 	assert.True(t, runs.known(id, "an-earlier-run"))
 	for i := range maxOpenRuns + 1 {
-		runs.remember(ReloadWorkflowID("shop", "Deployment", string(rune('a'+i%26))+string(rune(i))), "r")
+		runs.remember(v1alpha1.ReloadWorkflowID("shop", "Deployment", string(rune('a'+i%26))+string(rune(i))), "r")
 	}
 	assert.LessOrEqual(t, len(runs.open), maxOpenRuns)
 }

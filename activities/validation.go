@@ -22,12 +22,6 @@ import (
 	"github.com/remedy-dev/remedy/internal/policy"
 )
 
-// PolicyLabel marks ConfigMaps whose *.rego keys make up the safety policy.
-const PolicyLabel = "remedy.dev/policy"
-
-// ProtectedLabel marks namespaces no action may touch.
-const ProtectedLabel = "remedy.dev/protected"
-
 // Validation holds the checks that run before anything changes. It uses the
 // worker's own identity, which may only read.
 type Validation struct {
@@ -205,10 +199,10 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 			return PolicyResult{}, classify(v1alpha1.ReasonPolicyDenied, err)
 		}
 		in.Namespace.Labels = ns.Labels
-		if IsProtectedNamespace(ns) {
+		if v1alpha1.IsProtectedNamespace(ns) {
 			return PolicyResult{Validation: v1alpha1.PolicyValidation{
 				PolicyName: builtinProtected,
-				Messages:   []string{ProtectedNamespaceMessage(ns.Name)},
+				Messages:   []string{v1alpha1.ProtectedNamespaceMessage(ns.Name)},
 			}}, nil
 		}
 	}
@@ -221,7 +215,7 @@ func (v *Validation) EvaluatePolicy(ctx context.Context, req actions.Request) (P
 	if len(set.Modules) == 0 {
 		// Fail closed: a missing policy must not read as "everything is allowed".
 		return PolicyResult{}, permanent(v1alpha1.ReasonPolicyMissing, fmt.Errorf(
-			"no safety policy is loaded: no ConfigMap in %s labelled %s=true has a *.rego key (install deploy/policies/safety.yaml)", v.ActionNamespace, PolicyLabel))
+			"no safety policy is loaded: no ConfigMap in %s labelled %s=true has a *.rego key (install deploy/policies/safety.yaml)", v.ActionNamespace, v1alpha1.PolicyLabel))
 	}
 	name := set.name()
 	verdict, err := v.Policy.EvalSafety(ctx, set.Modules, in)

@@ -13,7 +13,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 )
 
 // Message is Alertmanager's webhook payload, version 4. Fields added by
@@ -73,7 +73,7 @@ func decode(body []byte) (*Message, error) {
 		if !fingerprintRE.MatchString(a.Fingerprint) {
 			return nil, fmt.Errorf("alerts[%d]: fingerprint %q is not 16 hex digits", i, a.Fingerprint)
 		}
-		if fp := activities.Fingerprint(a.Labels); fp != a.Fingerprint {
+		if fp := alertmanager.Fingerprint(a.Labels); fp != a.Fingerprint {
 			return nil, fmt.Errorf("alerts[%d]: fingerprint %s is not the fingerprint %s of its labels", i, a.Fingerprint, fp)
 		}
 		if a.StartsAt.IsZero() {

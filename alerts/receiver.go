@@ -225,7 +225,7 @@ const deliveryParallelism = 16
 // signal starts the alert's workflow with a firing notification, or
 // signals it; a resolve for a workflow that is not open is nothing to do.
 func (h *Receiver) signal(ctx context.Context, rule *v1alpha1.RemediationRule, a Alert) error {
-	id := workflows.AlertWorkflowID(rule.Namespace, rule.Name, a.Fingerprint)
+	id := v1alpha1.AlertWorkflowID(rule.Namespace, rule.Name, a.Fingerprint)
 	note := workflows.AlertSignal{Status: a.Status, EndsAt: a.EndsAt}
 	if a.Status == workflows.AlertResolved {
 		err := h.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalAlert, note)

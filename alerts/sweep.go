@@ -10,7 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	workflowservice "go.temporal.io/api/workflowservice/v1"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -33,7 +33,7 @@ type Lister interface {
 // its list only once its sender (Prometheus, every resend delay) sends it again.
 type Sweep struct {
 	Temporal     Lister
-	Alertmanager *activities.Alertmanager
+	Alertmanager *alertmanager.Client
 	Every        time.Duration
 	// Grace after Alertmanager starts before its list is trusted (default DefaultSweepGrace).
 	Grace time.Duration

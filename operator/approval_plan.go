@@ -202,12 +202,12 @@ func expectedWorkflowIDs(rar *v1alpha1.RemediationApprovalRequest, subjectUID st
 		if subjectUID == "" {
 			return nil
 		}
-		return []string{workflows.ExecutionWorkflowID(rar.Namespace, s.Name, subjectUID)}
+		return []string{v1alpha1.ExecutionWorkflowID(rar.Namespace, s.Name, subjectUID)}
 	}
-	ids := []string{workflows.ReloadWorkflowID(rar.Namespace, s.Kind, s.Name)}
+	ids := []string{v1alpha1.ReloadWorkflowID(rar.Namespace, s.Kind, s.Name)}
 	for _, o := range rar.OwnerReferences {
 		if o.Kind == s.Kind && o.Name == s.Name {
-			ids = append(ids, workflows.DriftWorkflowID(string(o.UID)))
+			ids = append(ids, v1alpha1.DriftWorkflowID(string(o.UID)))
 		}
 	}
 	return ids

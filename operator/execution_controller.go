@@ -60,7 +60,7 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.checks.forget(req.NamespacedName)
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
-	id := workflows.ExecutionWorkflowID(kexec.Namespace, kexec.Name, string(kexec.UID))
+	id := v1alpha1.ExecutionWorkflowID(kexec.Namespace, kexec.Name, string(kexec.UID))
 
 	if !kexec.DeletionTimestamp.IsZero() {
 		r.checks.forget(req.NamespacedName)

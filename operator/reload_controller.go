@@ -141,7 +141,7 @@ func (r *ReloadReconciler) refuseProtected(ctx context.Context, p *v1alpha1.Conf
 	if err := r.Get(ctx, types.NamespacedName{Name: p.Namespace}, &ns); err != nil {
 		return false, fmt.Errorf("read namespace %s: %w", p.Namespace, err)
 	}
-	if !workflows.IsProtectedNamespace(&ns) {
+	if !v1alpha1.IsProtectedNamespace(&ns) {
 		return false, nil
 	}
 	status := protectedStatus(p, r.Clock.Now())
@@ -246,7 +246,7 @@ func (r *ReloadReconciler) observe(ctx context.Context, p *v1alpha1.ConfigReload
 // learns the same from the live policies before each restart, and the write
 // gate refuses an unapproved one, so a run started earlier without it still asks.)
 func (r *ReloadReconciler) signal(ctx context.Context, p *v1alpha1.ConfigReloadPolicy, s reloadSignal, approval *workflows.ReloadApproval) error {
-	id := workflows.ReloadWorkflowID(p.Namespace, s.Kind, s.Name)
+	id := v1alpha1.ReloadWorkflowID(p.Namespace, s.Kind, s.Name)
 	in := workflows.ReloadInput{Namespace: p.Namespace, Kind: s.Kind, Name: s.Name, Scope: s.Scope, Policy: p.Name, Approval: approval}
 	// Reconcile refused the policy if any of these did not parse; 0 takes the workflow's default.
 	in.Debounce, in.MaxWait = p.Spec.Debounce.Or(0), p.Spec.MaxWait.Or(0)
@@ -306,7 +306,7 @@ func (r *ReloadReconciler) updateDeclined(ctx context.Context, obj ctrlclient.Ob
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": d.ResourceVersion,
-		"annotations":     map[string]any{workflows.DeclinedAnnotation: value},
+		"annotations":     map[string]any{v1alpha1.DeclinedAnnotation: value},
 	}})
 	if err != nil {
 		return fmt.Errorf("encode declined update: %w", err)

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/workflows"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
 // reloadConfigMap is what planning needs of a selected ConfigMap.
@@ -35,7 +35,7 @@ type reloadWorkload struct {
 // reloadSignal asks the workload's reload workflow to apply one change.
 type reloadSignal struct {
 	Kind, Name, Scope string
-	Change            workflows.ConfigChange
+	Change            reloadrule.ConfigChange
 	// Repair marks the one-time restart of a workload the policy had seen
 	// whose pod template was restarted but carries no hash.
 	Repair bool
@@ -71,10 +71,10 @@ func configMapHash(cm *corev1.ConfigMap) string {
 		// From the operator's cache, which keeps the hash instead of the data.
 		return h
 	}
-	return workflows.ConfigMapDataHash(cm)
+	return reloadrule.ConfigMapHash(cm)
 }
 
-func scopeLabel(p *v1alpha1.ConfigReloadPolicy) string { return workflows.ReloadScopeLabel(p) }
+func scopeLabel(p *v1alpha1.ConfigReloadPolicy) string { return reloadrule.ScopeLabel(p) }
 
 // planReload decides, from the selected ConfigMaps and workloads alone, which
 // workloads get a baseline, which get a config-changed signal, and the status.
@@ -108,18 +108,18 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 		if w.Scope == "" {
 			continue
 		}
-		legacy := seen[w.Kind+"/"+w.Name] && w.Template[workflows.RestartedAtAnnotation] != "" && !hasConfigHash(w)
-		raw := w.Meta[workflows.DeclinedAnnotation]
-		declined := workflows.ParseReloadDeclined(raw)
+		legacy := seen[w.Kind+"/"+w.Name] && w.Template[v1alpha1.RestartedAtAnnotation] != "" && !hasConfigHash(w)
+		raw := w.Meta[v1alpha1.DeclinedAnnotation]
+		declined := reloadrule.ParseDeclined(raw)
 		stale := false
 		recorded := map[string]string{}
 		baseline := map[string]string{}
-		var changes []workflows.ConfigChange
+		var changes []reloadrule.ConfigChange
 		for _, cm := range cms {
 			if cm.Scope != w.Scope {
 				continue
 			}
-			key := workflows.ConfigHashAnnotation(cm.Name)
+			key := v1alpha1.ConfigHashAnnotation(cm.Name)
 			have := w.Meta[key]
 			if have == "" {
 				have = w.Template[key]
@@ -135,7 +135,7 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 				continue
 			default:
 				recorded[cm.Name] = have
-				changes = append(changes, workflows.ConfigChange{ConfigMap: cm.Name, Hash: cm.Hash})
+				changes = append(changes, reloadrule.ConfigChange{ConfigMap: cm.Name, Hash: cm.Hash})
 			}
 			if h, ok := declined.ConfigMaps[cm.Name]; ok && h != cm.Hash {
 				delete(declined.ConfigMaps, cm.Name)
@@ -159,7 +159,7 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 			out.signals = append(out.signals, reloadSignal{Kind: w.Kind, Name: w.Name, Scope: w.Scope, Change: c, Repair: legacy})
 		}
 		wr := v1alpha1.WorkloadRestart{Kind: w.Kind, Name: w.Name, ConfigHash: combinedHash(recorded)}
-		if t, err := time.Parse(time.RFC3339, w.Meta[workflows.LastReloadAnnotation]); err == nil {
+		if t, err := time.Parse(time.RFC3339, w.Meta[v1alpha1.LastReloadAnnotation]); err == nil {
 			wr.LastRestart = &metav1.Time{Time: t}
 		}
 		next.Workloads = append(next.Workloads, wr)
@@ -237,7 +237,7 @@ func invalidSpecMessage(err error) string {
 // protectedStatus reports a policy in a protected namespace, which restarts nothing.
 func protectedStatus(p *v1alpha1.ConfigReloadPolicy, now time.Time) *v1alpha1.ConfigReloadPolicyStatus {
 	return notReadyStatus(p, v1alpha1.ReasonProtectedNamespace,
-		workflows.ProtectedNamespaceMessage(p.Namespace)+": this policy records and restarts nothing", now)
+		v1alpha1.ProtectedNamespaceMessage(p.Namespace)+": this policy records and restarts nothing", now)
 }
 
 // notReadyStatus sets Ready=False with reason and message; nil when the status already says so.
@@ -258,7 +258,7 @@ func hasConfigHash(w reloadWorkload) bool { return anyConfigHash(w.Meta, w.Templ
 func anyConfigHash(annotations ...map[string]string) bool {
 	for _, m := range annotations {
 		for k := range m {
-			if strings.HasPrefix(k, workflows.ConfigHashAnnotationPrefix) {
+			if strings.HasPrefix(k, v1alpha1.ConfigHashAnnotationPrefix) {
 				return true
 			}
 		}

@@ -15,7 +15,7 @@ import (
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/workflows"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
 func TestConfigMapHashIgnoresMetadataAndOrder(t *testing.T) {
@@ -47,7 +47,7 @@ func crp(gated bool) *v1alpha1.ConfigReloadPolicy {
 }
 
 func TestPlanReload(t *testing.T) {
-	key := workflows.ConfigHashAnnotation
+	key := v1alpha1.ConfigHashAnnotation
 	cms := []reloadConfigMap{{Name: "app", Scope: "prod", Hash: "new"}, {Name: "other", Scope: "test", Hash: "t1"}}
 	tests := []struct {
 		name  string
@@ -74,31 +74,31 @@ func TestPlanReload(t *testing.T) {
 		{
 			name:        "recorded hash differs: signal",
 			workload:    reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", Meta: map[string]string{key("app"): "old"}},
-			wantSignals: []reloadSignal{{Kind: "Deployment", Name: "web", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}}},
+			wantSignals: []reloadSignal{{Kind: "Deployment", Name: "web", Scope: "prod", Change: reloadrule.ConfigChange{ConfigMap: "app", Hash: "new"}}},
 			wantPending: 1,
 		},
 		{
 			name:        "pod-template hash counts when metadata has none",
 			workload:    reloadWorkload{Kind: "StatefulSet", Name: "db", Scope: "prod", Template: map[string]string{key("app"): "old"}},
-			wantSignals: []reloadSignal{{Kind: "StatefulSet", Name: "db", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}}},
+			wantSignals: []reloadSignal{{Kind: "StatefulSet", Name: "db", Scope: "prod", Change: reloadrule.ConfigChange{ConfigMap: "app", Hash: "new"}}},
 			wantPending: 1,
 		},
 		{
 			name:        "seen workload restarted without hashes: one repair restart",
 			seen:        true,
-			workload:    reloadWorkload{Kind: "DaemonSet", Name: "agent", Scope: "prod", Template: map[string]string{workflows.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
-			wantSignals: []reloadSignal{{Kind: "DaemonSet", Name: "agent", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}, Repair: true}},
+			workload:    reloadWorkload{Kind: "DaemonSet", Name: "agent", Scope: "prod", Template: map[string]string{v1alpha1.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
+			wantSignals: []reloadSignal{{Kind: "DaemonSet", Name: "agent", Scope: "prod", Change: reloadrule.ConfigChange{ConfigMap: "app", Hash: "new"}, Repair: true}},
 			wantPending: 1,
 		},
 		{
 			name:          "first sight of a workload restarted without hashes: a baseline, no rollout",
-			workload:      reloadWorkload{Kind: "DaemonSet", Name: "agent", Scope: "prod", Template: map[string]string{workflows.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
+			workload:      reloadWorkload{Kind: "DaemonSet", Name: "agent", Scope: "prod", Template: map[string]string{v1alpha1.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
 			wantBaselines: []reloadBaseline{{Kind: "DaemonSet", Name: "agent", Annotations: map[string]string{key("app"): "new"}}},
 		},
 		{
 			name:          "another workload seen does not make this one seen",
 			seen:          true,
-			workload:      reloadWorkload{Kind: "Deployment", Name: "agent", Scope: "prod", Template: map[string]string{workflows.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
+			workload:      reloadWorkload{Kind: "Deployment", Name: "agent", Scope: "prod", Template: map[string]string{v1alpha1.RestartedAtAnnotation: "2024-01-15T08:30:00Z"}},
 			wantBaselines: []reloadBaseline{{Kind: "Deployment", Name: "agent", Annotations: map[string]string{key("app"): "new"}}},
 		},
 		{
@@ -115,21 +115,21 @@ func TestPlanReload(t *testing.T) {
 			name:        "approval required: signalled like any change, the workflow asks",
 			gated:       true,
 			workload:    reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", Meta: map[string]string{key("app"): "old"}},
-			wantSignals: []reloadSignal{{Kind: "Deployment", Name: "web", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}}},
+			wantSignals: []reloadSignal{{Kind: "Deployment", Name: "web", Scope: "prod", Change: reloadrule.ConfigChange{ConfigMap: "app", Hash: "new"}}},
 			wantPending: 1,
 		},
 		{
 			name:  "declined data is not signalled again",
 			gated: true,
 			workload: reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", Meta: map[string]string{key("app"): "old",
-				workflows.DeclinedAnnotation: declinedValue(map[string]string{"app": "new"})}},
+				v1alpha1.DeclinedAnnotation: declinedValue(map[string]string{"app": "new"})}},
 		},
 		{
 			name:  "data changed since the decline: signalled, stale entry removed",
 			gated: true,
 			workload: reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", ResourceVersion: "7", Meta: map[string]string{key("app"): "old",
-				workflows.DeclinedAnnotation: declinedValue(map[string]string{"app": "older"})}},
-			wantSignals:  []reloadSignal{{Kind: "Deployment", Name: "web", Scope: "prod", Change: workflows.ConfigChange{ConfigMap: "app", Hash: "new"}}},
+				v1alpha1.DeclinedAnnotation: declinedValue(map[string]string{"app": "older"})}},
+			wantSignals:  []reloadSignal{{Kind: "Deployment", Name: "web", Scope: "prod", Change: reloadrule.ConfigChange{ConfigMap: "app", Hash: "new"}}},
 			wantDeclined: []reloadDeclinedUpdate{{Kind: "Deployment", Name: "web", ResourceVersion: "7"}},
 			wantPending:  1,
 		},
@@ -137,7 +137,7 @@ func TestPlanReload(t *testing.T) {
 			name:  "data back to what rolled: stale entry removed, nothing signalled",
 			gated: true,
 			workload: reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", ResourceVersion: "8", Meta: map[string]string{key("app"): "new",
-				workflows.DeclinedAnnotation: declinedValue(map[string]string{"app": "older", "gone": "g1"})}},
+				v1alpha1.DeclinedAnnotation: declinedValue(map[string]string{"app": "older", "gone": "g1"})}},
 			wantDeclined: []reloadDeclinedUpdate{{Kind: "Deployment", Name: "web", ResourceVersion: "8", Value: declinedValue(map[string]string{"gone": "g1"})}},
 		},
 	}
@@ -177,13 +177,13 @@ func TestPlanReload(t *testing.T) {
 }
 
 func declinedValue(hashes map[string]string) string {
-	return workflows.ReloadDeclined{ConfigMaps: hashes}.Encode()
+	return reloadrule.Declined{ConfigMaps: hashes}.Encode()
 }
 
 func TestPlanReloadStatusIsStable(t *testing.T) {
 	p := crp(false)
 	wl := reloadWorkload{Kind: "Deployment", Name: "web", Scope: "prod", Meta: map[string]string{
-		workflows.ConfigHashAnnotation("app"): "h1", workflows.LastReloadAnnotation: "2026-01-02T03:04:05Z",
+		v1alpha1.ConfigHashAnnotation("app"): "h1", v1alpha1.LastReloadAnnotation: "2026-01-02T03:04:05Z",
 	}}
 	first := planReload(p, []reloadConfigMap{{Name: "app", Scope: "prod", Hash: "h1"}}, []reloadWorkload{wl}, time.Unix(100, 0))
 	require.NotNil(t, first.status)
@@ -198,10 +198,10 @@ func TestPlanReloadStatusIsStable(t *testing.T) {
 
 func TestConfigHashAnnotationFitsLongNames(t *testing.T) {
 	long := "a-very-long-configmap-name-that-goes-on-and-on-beyond-the-limit-of-annotations"
-	k := workflows.ConfigHashAnnotation(long)
+	k := v1alpha1.ConfigHashAnnotation(long)
 	assert.LessOrEqual(t, len(k)-len("remedy.dev/"), 63)
-	assert.NotEqual(t, k, workflows.ConfigHashAnnotation(long+"x"))
-	assert.Equal(t, "remedy.dev/config-hash-app", workflows.ConfigHashAnnotation("app"))
+	assert.NotEqual(t, k, v1alpha1.ConfigHashAnnotation(long+"x"))
+	assert.Equal(t, "remedy.dev/config-hash-app", v1alpha1.ConfigHashAnnotation("app"))
 }
 
 func TestProtectedStatus(t *testing.T) {
@@ -269,7 +269,7 @@ func TestInvalidSpecStatusNamesTheField(t *testing.T) {
 // hash: the policy's status may list a workload whose baseline the cache
 // does not show yet.
 func TestRepairWaitsForACacheBehindTheBaseline(t *testing.T) {
-	key := workflows.ConfigHashAnnotation("app")
+	key := v1alpha1.ConfigHashAnnotation("app")
 	cached := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
 	tests := []struct {
 		name       string

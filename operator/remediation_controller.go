@@ -57,7 +57,7 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.checks.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	id := workflows.RemediationWorkflowID(rr.Namespace, rr.Name, string(rr.UID))
+	id := v1alpha1.RemediationWorkflowID(rr.Namespace, rr.Name, string(rr.UID))
 
 	// A run started before v0.2 is recorded once it is open (run_binding.go).
 	if needsRun(rr.Status.WorkflowID, rr.Status.RunID, rr.Status.Phase) {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -79,7 +80,7 @@ func (q *SignalQueue) Run(ctx context.Context) {
 
 func (q *SignalQueue) send(ctx context.Context, s workflows.DriftSignal) {
 	logger := log.FromContext(ctx).WithValues("driftID", s.ID, "parent", s.Parent.Namespace+"/"+s.Parent.Name, "child", s.Child.Kind+"/"+s.Child.Name)
-	opts := client.StartWorkflowOptions{ID: workflows.DriftWorkflowID(s.Parent.UID), TaskQueue: workflows.TaskQueue}
+	opts := client.StartWorkflowOptions{ID: v1alpha1.DriftWorkflowID(s.Parent.UID), TaskQueue: workflows.TaskQueue}
 	var lastErr error
 	err := wait.ExponentialBackoffWithContext(ctx, q.backoff, func(ctx context.Context) (bool, error) {
 		_, lastErr = q.temporal.SignalWithStartWorkflow(ctx, opts.ID, workflows.SignalDrift, s, opts,

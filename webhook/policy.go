@@ -11,15 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // PolicyPath serves CREATE and UPDATE of the ConfigMaps labelled
 // PolicyLabel=true (deploy/webhook/policy.yaml).
 const PolicyPath = "/validate-v1-configmap-policy"
-
-// PolicyLabel marks the ConfigMaps whose *.rego keys make up the safety
-// policy (activities.PolicyLabel; a test keeps them equal).
-const PolicyLabel = "remedy.dev/policy"
 
 // Policy refuses a policy ConfigMap that would break the safety policy, so
 // that a bad edit is refused when it is made rather than failing (or, in the
@@ -45,11 +43,11 @@ func (p *Policy) Handle(ctx context.Context, req admission.Request) admission.Re
 	if cm.Namespace == "" {
 		cm.Namespace = req.Namespace
 	}
-	if cm.Namespace != p.Namespace || cm.Labels[PolicyLabel] != "true" {
+	if cm.Namespace != p.Namespace || cm.Labels[v1alpha1.PolicyLabel] != "true" {
 		return admission.Allowed("")
 	}
 	var list corev1.ConfigMapList
-	if err := p.Reader.List(ctx, &list, ctrlclient.InNamespace(cm.Namespace), ctrlclient.MatchingLabels{PolicyLabel: "true"}); err != nil {
+	if err := p.Reader.List(ctx, &list, ctrlclient.InNamespace(cm.Namespace), ctrlclient.MatchingLabels{v1alpha1.PolicyLabel: "true"}); err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list policy ConfigMaps: %w", err))
 	}
 	others := map[string]string{}
@@ -97,7 +95,7 @@ func (p *Policy) decide(ctx context.Context, name string, own, others map[string
 		}
 	}
 	return Verdict{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf(
-		"ConfigMap %s is labelled %s=true, so its *.rego keys are part of the safety policy, and with them the policy is broken: %v", name, PolicyLabel, err)}
+		"ConfigMap %s is labelled %s=true, so its *.rego keys are part of the safety policy, and with them the policy is broken: %v", name, v1alpha1.PolicyLabel, err)}
 }
 
 // addModules adds cm's *.rego keys to modules, named as the worker names them.

@@ -7,13 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/internal/policy"
 )
-
-func TestPolicyLabelIsTheWorkers(t *testing.T) {
-	assert.Equal(t, activities.PolicyLabel, PolicyLabel)
-}
 
 func TestPolicyDecide(t *testing.T) {
 	const (

@@ -14,7 +14,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/authz"
 	"github.com/remedy-dev/remedy/internal/policy"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // DefaultCompileBudget bounds the time one admission request spends
@@ -60,7 +59,7 @@ func (h *Requester) checkSpec(ctx context.Context, ns string, spec v1alpha1.Kube
 	case errors.As(err, &malformed):
 		return append(errs, malformed.Under(path)...), nil
 	case protected:
-		return errs, &authz.Denied{Msg: workflows.ProtectedNamespaceMessage(spec.Target.Namespace) + ": Remedy changes nothing there"}
+		return errs, &authz.Denied{Msg: v1alpha1.ProtectedNamespaceMessage(spec.Target.Namespace) + ": Remedy changes nothing there"}
 	case err != nil:
 		return errs, err
 	}
@@ -97,5 +96,5 @@ func (h *Requester) protected(ctx context.Context, name string) (bool, error) {
 	} else if err != nil {
 		return false, fmt.Errorf("read namespace %s: %w", name, err)
 	}
-	return workflows.IsProtectedNamespace(&ns), nil
+	return v1alpha1.IsProtectedNamespace(&ns), nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // watchedWorker starts the worker's watches before it polls, so the first
@@ -37,9 +38,9 @@ type watchedWorker struct {
 func policyWatches(cs kubernetes.Interface, actionNamespace string) (*activities.PolicyReads, cache.SharedIndexInformer, []informers.SharedInformerFactory) {
 	all := informers.NewSharedInformerFactory(cs, 0)
 	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(actionNamespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = activities.PolicyLabel + "=true" }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1alpha1.PolicyLabel + "=true" }))
 	accounts := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(actionNamespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = activities.ActionLabel }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1alpha1.ActionLabel }))
 	reads := &activities.PolicyReads{
 		Namespaces: all.Core().V1().Namespaces().Lister(),
 		Policies:   own.Core().V1().ConfigMaps().Lister().ConfigMaps(actionNamespace),

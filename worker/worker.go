@@ -26,6 +26,7 @@ import (
 	"github.com/remedy-dev/remedy/activities"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/policy"
 	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/internal/seal"
@@ -157,7 +158,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	w.RegisterActivity(statuses)
 	alerting := &activities.Alerts{Client: kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue, Runs: openRuns}
 	if o.AlertmanagerURL != "" {
-		am, err := activities.NewAlertmanager(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile)
+		am, err := alertmanager.New(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile)
 		if err != nil {
 			return nil, err
 		}

@@ -27,14 +27,6 @@ const (
 	AlertResolved = "resolved"
 )
 
-// AlertWorkflowID is the deterministic ID of one alert's workflow for one rule.
-func AlertWorkflowID(namespace, rule, fingerprint string) string {
-	return activities.AlertWorkflowID(namespace, rule, fingerprint)
-}
-
-// AlertGuardWorkflowID is the ID of a namespace's guard workflow.
-func AlertGuardWorkflowID(namespace string) string { return activities.AlertGuardWorkflowID(namespace) }
-
 // Search attributes of alert workflows.
 var (
 	AttrRule  = temporal.NewSearchAttributeKeyKeyword("RemedyRule")
@@ -257,7 +249,7 @@ func (r *alertRun) acquire(ctx workflow.Context) bool {
 }
 
 func (r *alertRun) release(ctx workflow.Context) {
-	err := workflow.SignalExternalWorkflow(ctx, AlertGuardWorkflowID(r.in.Namespace), "", SignalRelease, ReleaseRequest{AlertID: r.id, Nonce: r.nonce}).Get(ctx, nil)
+	err := workflow.SignalExternalWorkflow(ctx, v1alpha1.AlertGuardWorkflowID(r.in.Namespace), "", SignalRelease, ReleaseRequest{AlertID: r.id, Nonce: r.nonce}).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("permit not released", "error", err)
 	}

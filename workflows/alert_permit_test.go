@@ -13,6 +13,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
 )
 
@@ -50,7 +51,7 @@ func newPermitRun(t *testing.T) *permitRun {
 		})
 	env.OnActivity(alerts.AwaitRequest, mock.Anything, mock.Anything, mock.Anything).Return(
 		v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhaseCompleted}, nil)
-	env.OnSignalExternalWorkflow(mock.Anything, AlertGuardWorkflowID("shop"), "", SignalRelease, mock.Anything).Return(
+	env.OnSignalExternalWorkflow(mock.Anything, v1alpha1.AlertGuardWorkflowID("shop"), "", SignalRelease, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {
 			p.released = append(p.released, arg.(ReleaseRequest))
 			return nil
@@ -63,7 +64,7 @@ func (p *permitRun) at(d time.Duration, fn func()) { p.env.RegisterDelayedCallba
 func (p *permitRun) run() {
 	l := map[string]string{"alertname": "Latency", "namespace": "shop", "deployment": "web"}
 	p.env.ExecuteWorkflow(AlertWorkflow, AlertInput{Namespace: "shop", Rule: "latency",
-		Alert: alertrule.Alert{Labels: l, Fingerprint: activities.Fingerprint(l), StartsAt: time.Unix(0, 0)}})
+		Alert: alertrule.Alert{Labels: l, Fingerprint: alertmanager.Fingerprint(l), StartsAt: time.Unix(0, 0)}})
 }
 
 // A held run takes only the permit that answers its own request: one

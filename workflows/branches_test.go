@@ -133,8 +133,6 @@ var notRecorded = map[string]string{
 		"reads, never a run's reason (workflows/signals_test.go, test/integration/signal_warnings_test.go)",
 	"reason RefusedSignal": "the reason of a Warning Event the worker records outside the history for a signal whose payload " +
 		"Remedy's parts did not seal, refused before delivery, never a run's reason (test/integration/seal_test.go)",
-	"reason WorkflowLost": "written by the operator when a run's workflow is gone, so no workflow history reaches it " +
-		"(test/integration/workflow_lost_test.go)",
 	"reason GateUnknown": "an alert run held because Alertmanager cannot be read for spec.blockWhileFiring; stopping the " +
 		"package's shared Alertmanager would disturb every other alert test (activities/alert_gates_test.go)",
 	"reason CallbackNotConfigured": "reached only when a URL leaves the configuration between a drift's detection and its report, " +
@@ -376,15 +374,21 @@ func (s sources) consts(dir string) (values, types map[string]string) {
 	return values, types
 }
 
-// reasons are the values of every Reason* string constant.
+// reasons are the values of the Reason* constants (api/v1alpha1/reasons.go)
+// that the workflows and activities use: the reasons a run can end with.
 func (s sources) reasons() map[string]bool {
+	values, _ := s.consts("../api/v1alpha1")
 	out := map[string]bool{}
 	for _, d := range s.dirs {
-		values, _ := s.consts(d)
-		for n, v := range values {
-			if strings.HasPrefix(n, "Reason") {
-				out[v] = true
-			}
+		for _, f := range s.files[d] {
+			ast.Inspect(f, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "Reason") {
+					if v, ok := values[sel.Sel.Name]; ok {
+						out[v] = true
+					}
+				}
+				return true
+			})
 		}
 	}
 	return out

@@ -4,11 +4,7 @@
 package workflows
 
 import (
-	"fmt"
-
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/remedy-dev/remedy/activities"
 )
 
 // TaskQueue is the one task queue every Remedy worker polls.
@@ -39,21 +35,3 @@ var (
 
 // SearchAttributeNames lists the Keyword attributes a server must have registered.
 var SearchAttributeNames = []string{"RemedyKind", "RemedyTarget", "RemedyPhase", "ApprovalStatus", "RemedyRule", "RemedyAlert"}
-
-// ExecutionWorkflowID is the deterministic ID of a KubernetesExecution's workflow.
-func ExecutionWorkflowID(namespace, name, uid string) string {
-	return fmt.Sprintf("kexec/%s/%s/%s", namespace, name, uid)
-}
-
-// RemediationWorkflowID is the deterministic ID of a RemediationRequest's workflow.
-func RemediationWorkflowID(namespace, name, uid string) string {
-	return fmt.Sprintf("rr/%s/%s/%s", namespace, name, uid)
-}
-
-// DriftWorkflowID is the deterministic ID of a drifted parent's workflow.
-func DriftWorkflowID(parentUID string) string { return "drift/" + parentUID }
-
-// ReloadWorkflowID is the deterministic ID of one workload's reload workflow.
-func ReloadWorkflowID(namespace, kind, workload string) string {
-	return activities.ReloadWorkflowID(namespace, kind, workload)
-}

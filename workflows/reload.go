@@ -7,42 +7,12 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
-
-// The reload annotations, for the operator, which imports workflows but not activities.
-const (
-	ConfigHashAnnotationPrefix = activities.ConfigHashAnnotationPrefix
-	LastReloadAnnotation       = activities.LastReloadAnnotation
-	RestartedAtAnnotation      = actions.RestartedAtAnnotation
-	DeclinedAnnotation         = activities.DeclinedAnnotation
-)
-
-// ReloadDeclined is the value of DeclinedAnnotation.
-type ReloadDeclined = activities.ReloadDeclined
-
-// ParseReloadDeclined reads DeclinedAnnotation's value.
-func ParseReloadDeclined(value string) ReloadDeclined { return activities.ParseReloadDeclined(value) }
-
-// ConfigHashAnnotation is the annotation key recording one ConfigMap's hash.
-func ConfigHashAnnotation(configMap string) string { return activities.ConfigHashAnnotation(configMap) }
-
-// IsProtectedNamespace is the protected-namespace rule every Remedy write obeys.
-func IsProtectedNamespace(ns *corev1.Namespace) bool { return activities.IsProtectedNamespace(ns) }
-
-// ProtectedNamespaceMessage says why a write to namespace name is refused.
-func ProtectedNamespaceMessage(name string) string { return activities.ProtectedNamespaceMessage(name) }
-
-// ConfigMapDataHash is the hash of a ConfigMap's data that reloads record.
-func ConfigMapDataHash(cm *corev1.ConfigMap) string { return activities.ConfigMapDataHash(cm) }
-
-// ReloadScopeLabel is the label a policy's ConfigMaps and workloads share.
-func ReloadScopeLabel(p *v1alpha1.ConfigReloadPolicy) string { return activities.ReloadScopeLabel(p) }
 
 // ReloadApprovalOf combines the approval of every policy selecting a
 // workload with these labels: required if any requires it (the shortest
@@ -50,19 +20,16 @@ func ReloadScopeLabel(p *v1alpha1.ConfigReloadPolicy) string { return activities
 func ReloadApprovalOf(policies []v1alpha1.ConfigReloadPolicy, workload map[string]string) *ReloadApproval {
 	var selecting []v1alpha1.ConfigReloadPolicy
 	for i := range policies {
-		if activities.SelectsWorkload(&policies[i], workload) {
+		if reloadrule.Selects(&policies[i], workload) {
 			selecting = append(selecting, policies[i])
 		}
 	}
-	rule := activities.CombineReloadApproval(selecting)
+	rule := reloadrule.CombineApproval(selecting)
 	if !rule.Required {
 		return nil
 	}
 	return &ReloadApproval{Timeout: rule.Timeout}
 }
-
-// ConfigChange is the payload of the config-changed signal.
-type ConfigChange = activities.ConfigChange
 
 // Reload defaults, for inputs built without the CRD's defaulting.
 const (
@@ -88,12 +55,12 @@ type ReloadInput struct {
 	Scope     string        `json:"scope"`
 	Debounce  time.Duration `json:"debounce"`
 	// MaxWait bounds how far changes within the window push a pending restart.
-	MaxWait       time.Duration  `json:"maxWait,omitempty"`
-	RetryInitial  time.Duration  `json:"retryInitial"`
-	RetryMax      time.Duration  `json:"retryMax"`
-	Pending       []ConfigChange `json:"pending,omitempty"`
-	LastRestart   string         `json:"lastRestart,omitempty"`
-	TotalRestarts int            `json:"totalRestarts,omitempty"`
+	MaxWait       time.Duration             `json:"maxWait,omitempty"`
+	RetryInitial  time.Duration             `json:"retryInitial"`
+	RetryMax      time.Duration             `json:"retryMax"`
+	Pending       []reloadrule.ConfigChange `json:"pending,omitempty"`
+	LastRestart   string                    `json:"lastRestart,omitempty"`
+	TotalRestarts int                       `json:"totalRestarts,omitempty"`
 	// LastRestartAt is when the last restart was asked for, to the
 	// nanosecond: the leading-edge window runs from it.
 	LastRestartAt time.Time `json:"lastRestartAt,omitempty"`
@@ -101,7 +68,7 @@ type ReloadInput struct {
 	// is coalesced for a window after it, as after a restart.
 	LastAskAt time.Time `json:"lastAskAt,omitempty"`
 	// Applied are the hashes the last restart applied; repeats of them are not new.
-	Applied []ConfigChange `json:"applied,omitempty"`
+	Applied []reloadrule.ConfigChange `json:"applied,omitempty"`
 	// PendingSince is when the oldest pending change arrived: MaxWait runs from it.
 	PendingSince time.Time `json:"pendingSince,omitempty"`
 	// PushedAt is when the last change arrived while a restart was pending:
@@ -118,7 +85,7 @@ type ReloadInput struct {
 
 // ReloadStatus is what the status query returns.
 type ReloadStatus struct {
-	Pending []ConfigChange `json:"pending,omitempty"`
+	Pending []reloadrule.ConfigChange `json:"pending,omitempty"`
 	// DueAt is when the pending changes restart the workload (RFC3339); a
 	// change arriving before then pushes it, up to maxWait after the first.
 	DueAt         string `json:"dueAt,omitempty"`
@@ -171,7 +138,7 @@ func ReloadWorkflow(ctx workflow.Context, in ReloadInput) (ReloadResult, error) 
 	r := &reloadRun{in: in, sig: workflow.GetSignalChannel(ctx, SignalConfigChanged), coalesced: in.Coalesced,
 		lastRestartAt: in.LastRestartAt, lastAskAt: in.LastAskAt, applied: in.Applied,
 		pendingSince: in.PendingSince, pushedAt: in.PushedAt}
-	r.status.Pending = append([]ConfigChange(nil), in.Pending...)
+	r.status.Pending = append([]reloadrule.ConfigChange(nil), in.Pending...)
 	if len(r.status.Pending) > 0 && r.pendingSince.IsZero() {
 		r.pendingSince = workflow.Now(ctx)
 	}
@@ -368,7 +335,7 @@ type reloadRun struct {
 	// approval is the run's approval gate, created on the first ask.
 	approval *approvalGate
 	// rule is the selecting policies' combined approval, as last verified.
-	rule activities.ReloadApprovalRule
+	rule reloadrule.ApprovalRule
 	// approved names the request a person approved the pending changes in, until they are restarted.
 	approved string
 	// signals counts the config-changed signals this run received.
@@ -381,13 +348,13 @@ type reloadRun struct {
 	// the last one arrived while a restart was pending (zero: none did).
 	pendingSince, pushedAt time.Time
 	// applied holds the hashes of the last restart.
-	applied []ConfigChange
+	applied []reloadrule.ConfigChange
 }
 
 // absorb merges a change into the pending set; it reports whether the change
 // is new, so repeated signals of a hash already pending (replays, several
 // operators) neither push the due time nor count as debounced.
-func (r *reloadRun) absorb(ctx workflow.Context, c ConfigChange) bool {
+func (r *reloadRun) absorb(ctx workflow.Context, c reloadrule.ConfigChange) bool {
 	r.signals++
 	if r.isApplied(c) {
 		return false
@@ -414,7 +381,7 @@ func (r *reloadRun) absorb(ctx workflow.Context, c ConfigChange) bool {
 
 // isApplied reports whether c is the data the last restart applied, and
 // nothing newer for its ConfigMap is pending.
-func (r *reloadRun) isApplied(c ConfigChange) bool {
+func (r *reloadRun) isApplied(c reloadrule.ConfigChange) bool {
 	for _, p := range r.status.Pending {
 		if p.ConfigMap == c.ConfigMap {
 			return false
@@ -431,7 +398,7 @@ func (r *reloadRun) isApplied(c ConfigChange) bool {
 // drain absorbs every signal already delivered.
 func (r *reloadRun) drain(ctx workflow.Context) bool {
 	changed := false
-	var c ConfigChange
+	var c reloadrule.ConfigChange
 	for r.sig.ReceiveAsync(&c) {
 		changed = r.absorb(ctx, c) || changed
 	}
@@ -444,7 +411,7 @@ func (r *reloadRun) timerOrChange(ctx workflow.Context, timer workflow.Future) (
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(timer, func(workflow.Future) { fired = true })
 	sel.AddReceive(r.sig, func(ch workflow.ReceiveChannel, _ bool) {
-		var c ConfigChange
+		var c reloadrule.ConfigChange
 		ch.Receive(ctx, &c)
 		changed = r.absorb(ctx, c)
 	})
@@ -455,7 +422,7 @@ func (r *reloadRun) timerOrChange(ctx workflow.Context, timer workflow.Future) (
 // restart runs one intent: the pending changes as they are now. A new change
 // arriving meanwhile cancels it (a retrying intent is stale) and reports superseded.
 func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
-	intent := append([]ConfigChange(nil), r.status.Pending...)
+	intent := append([]reloadrule.ConfigChange(nil), r.status.Pending...)
 	asked := workflow.Now(ctx)
 	token := asked.UTC().Format(time.RFC3339)
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, reloadOptions(r.in)))
@@ -472,7 +439,7 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(fut, func(f workflow.Future) { done, err = true, f.Get(ctx, &res) })
 		sel.AddReceive(r.sig, func(ch workflow.ReceiveChannel, _ bool) {
-			var c ConfigChange
+			var c reloadrule.ConfigChange
 			ch.Receive(ctx, &c)
 			if r.absorb(ctx, c) && !superseded {
 				superseded, newer = true, workflow.Now(ctx)
@@ -508,10 +475,10 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 }
 
 // appliedAfter records the intent's hashes as the applied ones, one per ConfigMap.
-func appliedAfter(applied, intent []ConfigChange) []ConfigChange {
-	out := append([]ConfigChange(nil), intent...)
+func appliedAfter(applied, intent []reloadrule.ConfigChange) []reloadrule.ConfigChange {
+	out := append([]reloadrule.ConfigChange(nil), intent...)
 	for _, a := range applied {
-		if !slices.ContainsFunc(intent, func(c ConfigChange) bool { return c.ConfigMap == a.ConfigMap }) {
+		if !slices.ContainsFunc(intent, func(c reloadrule.ConfigChange) bool { return c.ConfigMap == a.ConfigMap }) {
 			out = append(out, a)
 		}
 	}
@@ -519,8 +486,8 @@ func appliedAfter(applied, intent []ConfigChange) []ConfigChange {
 }
 
 // pendingAfter drops the changes the intent applied, keeping newer hashes.
-func pendingAfter(pending, applied []ConfigChange) []ConfigChange {
-	var left []ConfigChange
+func pendingAfter(pending, applied []reloadrule.ConfigChange) []reloadrule.ConfigChange {
+	var left []reloadrule.ConfigChange
 	for _, p := range pending {
 		keep := true
 		for _, a := range applied {

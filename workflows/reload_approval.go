@@ -13,6 +13,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
 // ReloadApproval is the policy's spec.approval as the run started with it.
@@ -58,7 +59,7 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 		return false, fmt.Errorf("check pending changes: %w", err)
 	}
 	if len(check.Declined) > 0 {
-		logger.Info("not asking again about declined data", "changes", activities.DescribeChanges(check.Declined))
+		logger.Info("not asking again about declined data", "changes", reloadrule.DescribeChanges(check.Declined))
 		r.status.Pending = pendingAfter(r.status.Pending, check.Declined)
 	}
 	if len(r.status.Pending) == 0 || check.Current {
@@ -66,7 +67,7 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 		return len(r.status.Pending) > 0, nil
 	}
 
-	intent := append([]ConfigChange(nil), r.status.Pending...)
+	intent := append([]reloadrule.ConfigChange(nil), r.status.Pending...)
 	name := ReloadApprovalRequestName(r.in.Kind, r.in.Name, workflow.Now(ctx))
 	target := v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: r.in.Kind, Namespace: r.in.Namespace, Name: r.in.Name}
 	policy := "ConfigReloadPolicy"
@@ -90,7 +91,7 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 		Opened: func(workflow.Context, time.Time) { r.status.ApprovalRequest = name },
 		Superseded: func() string {
 			if r.drain(ctx) {
-				return "newer ConfigMap data arrived: " + activities.DescribeChanges(r.status.Pending)
+				return "newer ConfigMap data arrived: " + reloadrule.DescribeChanges(r.status.Pending)
 			}
 			return ""
 		},
@@ -103,7 +104,7 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	switch {
 	case errors.Is(err, errApprovalSuperseded):
 		r.lastAskAt = workflow.Now(ctx)
-		logger.Info("approval request superseded", "approvalRequest", name, "pending", activities.DescribeChanges(r.status.Pending))
+		logger.Info("approval request superseded", "approvalRequest", name, "pending", reloadrule.DescribeChanges(r.status.Pending))
 		return false, nil
 	case err != nil && reasonOf(err, "") == v1alpha1.ReasonNotFound:
 		// The workload (the RAR's owner) or the RAR went away while asking.

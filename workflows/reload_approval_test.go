@@ -15,6 +15,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
 // gatedEnv is a reload environment whose approval activities record what the
@@ -30,7 +31,7 @@ type gatedEnv struct {
 func newGatedEnv(t *testing.T, check func(activities.ChangesInput) activities.ApprovalCheck) *gatedEnv {
 	env, restarts := newReloadEnv(t, restarted)
 	g := &gatedEnv{env: env, restarts: restarts}
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: ReloadWorkflowID("shop", "Deployment", "web")})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: v1alpha1.ReloadWorkflowID("shop", "Deployment", "web")})
 	env.RegisterActivity(&activities.Approvals{})
 	env.OnActivity(reload.CheckApproval, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ChangesInput) (activities.ApprovalCheck, error) {
@@ -58,7 +59,7 @@ func needsApproval(activities.ChangesInput) activities.ApprovalCheck {
 	return activities.ApprovalCheck{}
 }
 
-func gatedInput(timeout time.Duration, pending ...ConfigChange) ReloadInput {
+func gatedInput(timeout time.Duration, pending ...reloadrule.ConfigChange) ReloadInput {
 	in := reloadInput(pending...)
 	in.Approval, in.Policy = &ReloadApproval{Timeout: timeout}, "reload-web"
 	return in
@@ -73,7 +74,7 @@ func (g *gatedEnv) signalLatest(at time.Duration, name string, s ApprovalSignal)
 }
 
 func TestReloadApprovalDecisions(t *testing.T) {
-	change := ConfigChange{ConfigMap: "app", Hash: "a1"}
+	change := reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}
 	for _, tc := range []struct {
 		name         string
 		decide       func(g *gatedEnv)
@@ -131,7 +132,7 @@ func TestReloadApprovalDecisions(t *testing.T) {
 			assert.True(t, strings.HasPrefix(ask.Name, "reload-deployment-web-"), ask.Name)
 			assert.Equal(t, v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}, ask.Subject)
 			assert.Empty(t, ask.SubjectUID, "the activity reads the workload's current UID")
-			assert.Equal(t, ReloadWorkflowID("shop", "Deployment", "web"), ask.WorkflowID)
+			assert.Equal(t, v1alpha1.ReloadWorkflowID("shop", "Deployment", "web"), ask.WorkflowID)
 			assert.Contains(t, ask.Context.Reason, "app=a1")
 			assert.Equal(t, "restart", ask.Context.Action)
 			assert.Equal(t, "ConfigReloadPolicy/reload-web", ask.Context.PolicyEvaluation.PolicyName)
@@ -148,7 +149,7 @@ func TestReloadApprovalDecisions(t *testing.T) {
 
 			if tc.wantDecision == v1alpha1.DecisionApproved {
 				require.Len(t, *g.restarts, 1, "exactly one restart")
-				assert.Equal(t, []activities.ConfigChange{change}, (*g.restarts)[0].in.Changes)
+				assert.Equal(t, []reloadrule.ConfigChange{change}, (*g.restarts)[0].in.Changes)
 				assert.Equal(t, ask.Name, (*g.restarts)[0].in.ApprovalRequest, "the restart names the approved request for the write gate")
 				assert.Empty(t, g.declined)
 				assert.Equal(t, 1, st.TotalRestarts)
@@ -157,7 +158,7 @@ func TestReloadApprovalDecisions(t *testing.T) {
 			assert.Empty(t, *g.restarts, "a declined change never rolls")
 			require.Len(t, g.declined, 1)
 			assert.Equal(t, activities.DeclineInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
-				Changes: []activities.ConfigChange{change}, Request: ask.Name, Decision: g.recorded[0].Decision, Policy: "reload-web"}, g.declined[0])
+				Changes: []reloadrule.ConfigChange{change}, Request: ask.Name, Decision: g.recorded[0].Decision, Policy: "reload-web"}, g.declined[0])
 			assert.Zero(t, st.TotalRestarts)
 		})
 	}
@@ -167,8 +168,8 @@ func TestReloadApprovalSupersededByNewerData(t *testing.T) {
 	g := newGatedEnv(t, needsApproval)
 	// While the first request is open the data changes again: it is closed
 	// as superseded and the newest hashes are coalesced for a window and asked about.
-	signalAt(g.env, time.Minute, ConfigChange{ConfigMap: "app", Hash: "a2"})
-	signalAt(g.env, time.Minute+time.Second, ConfigChange{ConfigMap: "flags", Hash: "f1"})
+	signalAt(g.env, time.Minute, reloadrule.ConfigChange{ConfigMap: "app", Hash: "a2"})
+	signalAt(g.env, time.Minute+time.Second, reloadrule.ConfigChange{ConfigMap: "flags", Hash: "f1"})
 	// The relay of a decision on the first request arrives late: it must not decide the second.
 	g.env.RegisterDelayedCallback(func() {
 		g.env.SignalWorkflow(SignalApprove, ApprovalSignal{Approver: "carol", Via: "kubectl", Request: g.asked[0].Name})
@@ -181,7 +182,7 @@ func TestReloadApprovalSupersededByNewerData(t *testing.T) {
 		}, DecideRequest{Approved: true, Approver: "carol", Request: g.asked[0].Name})
 	}, 2*time.Minute+time.Second)
 	g.signalLatest(3*time.Minute, SignalApprove, ApprovalSignal{Approver: "alice"})
-	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, ConfigChange{ConfigMap: "app", Hash: "a1"}))
+	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}))
 	st := reloadResult(t, g.env)
 
 	require.Len(t, g.asked, 2)
@@ -202,7 +203,7 @@ func TestReloadApprovalSupersededByNewerData(t *testing.T) {
 	assert.ErrorContains(t, refused, "is not open")
 
 	require.Len(t, *g.restarts, 1, "one restart, with the newest hashes")
-	assert.Equal(t, []activities.ConfigChange{{ConfigMap: "app", Hash: "a2"}, {ConfigMap: "flags", Hash: "f1"}}, (*g.restarts)[0].in.Changes)
+	assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a2"}, {ConfigMap: "flags", Hash: "f1"}}, (*g.restarts)[0].in.Changes)
 	assert.Empty(t, g.declined, "superseded is not declined")
 	assert.Equal(t, 1, st.TotalRestarts)
 }
@@ -215,7 +216,7 @@ func TestReloadApprovalSkipsDeclinedAndCurrentData(t *testing.T) {
 	}{
 		{
 			name:  "already declined: not asked again, nothing rolls",
-			check: activities.ApprovalCheck{Declined: []activities.ConfigChange{{ConfigMap: "app", Hash: "a1"}}},
+			check: activities.ApprovalCheck{Declined: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}}},
 		},
 		{
 			name:         "already on the pod template: baseline only, no request",
@@ -225,7 +226,7 @@ func TestReloadApprovalSkipsDeclinedAndCurrentData(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newGatedEnv(t, func(activities.ChangesInput) activities.ApprovalCheck { return tc.check })
-			g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, ConfigChange{ConfigMap: "app", Hash: "a1"}))
+			g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}))
 			st := reloadResult(t, g.env)
 			assert.Empty(t, g.asked)
 			assert.Empty(t, g.recorded)
@@ -238,15 +239,15 @@ func TestReloadApprovalSkipsDeclinedAndCurrentData(t *testing.T) {
 
 func TestReloadApprovalAsksOnlyAboutUndeclinedData(t *testing.T) {
 	g := newGatedEnv(t, func(in activities.ChangesInput) activities.ApprovalCheck {
-		return activities.ApprovalCheck{Declined: []activities.ConfigChange{{ConfigMap: "app", Hash: "a1"}}}
+		return activities.ApprovalCheck{Declined: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}}}
 	})
 	g.signalLatest(time.Minute, SignalApprove, ApprovalSignal{Approver: "alice"})
-	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, ConfigChange{ConfigMap: "app", Hash: "a1"}, ConfigChange{ConfigMap: "flags", Hash: "f1"}))
+	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}, reloadrule.ConfigChange{ConfigMap: "flags", Hash: "f1"}))
 	reloadResult(t, g.env)
 	require.Len(t, g.asked, 1)
 	assert.NotContains(t, g.asked[0].Context.Reason, "app=")
 	require.Len(t, *g.restarts, 1)
-	assert.Equal(t, []activities.ConfigChange{{ConfigMap: "flags", Hash: "f1"}}, (*g.restarts)[0].in.Changes)
+	assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "flags", Hash: "f1"}}, (*g.restarts)[0].in.Changes)
 }
 
 func TestReloadApprovalStatusNamesTheOpenRequest(t *testing.T) {
@@ -258,11 +259,11 @@ func TestReloadApprovalStatusNamesTheOpenRequest(t *testing.T) {
 		require.NoError(t, v.Get(&during))
 	}, time.Minute)
 	g.signalLatest(2*time.Minute, SignalReject, ApprovalSignal{Approver: "bob"})
-	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, ConfigChange{ConfigMap: "app", Hash: "a1"}))
+	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}))
 	reloadResult(t, g.env)
 	require.Len(t, g.asked, 1)
 	assert.Equal(t, g.asked[0].Name, during.ApprovalRequest)
-	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: "a1"}}, during.Pending)
+	assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}}, during.Pending)
 }
 
 func TestReloadApprovalRequestName(t *testing.T) {
@@ -281,12 +282,12 @@ func TestReloadApprovalRequestName(t *testing.T) {
 func TestReloadOverlappingPoliciesCombineStrictly(t *testing.T) {
 	verifyAs(t, func(activities.ChangesInput) (activities.ReloadVerdict, error) {
 		return activities.ReloadVerdict{Policies: []string{"fast", "gated"},
-			Approval: activities.ReloadApprovalRule{Required: true, Timeout: 7 * time.Minute, Policies: []string{"gated"}}}, nil
+			Approval: reloadrule.ApprovalRule{Required: true, Timeout: 7 * time.Minute, Policies: []string{"gated"}}}, nil
 	})
 	g := newGatedEnv(t, needsApproval)
 	g.signalLatest(time.Minute, SignalApprove, ApprovalSignal{Approver: "carol", Via: "kubectl"})
 	start := g.env.Now()
-	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"})
+	in := reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"})
 	in.Policy = "fast"
 	g.env.ExecuteWorkflow(ReloadWorkflow, in)
 	st := reloadResult(t, g.env)
@@ -310,7 +311,7 @@ func TestReloadUnverifiedStartWritesNothing(t *testing.T) {
 			v1alpha1.ReasonSubjectMismatch, nil)
 	})
 	g := newGatedEnv(t, needsApproval)
-	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Minute, ConfigChange{ConfigMap: "app", Hash: "a1"}))
+	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Minute, reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}))
 
 	require.True(t, g.env.IsWorkflowCompleted())
 	var app *temporal.ApplicationError

@@ -19,9 +19,10 @@ import (
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
-func reloadInput(pending ...ConfigChange) ReloadInput {
+func reloadInput(pending ...reloadrule.ConfigChange) ReloadInput {
 	return ReloadInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
 		Debounce: 5 * time.Second, RetryInitial: time.Second, RetryMax: 30 * time.Second, Pending: pending}
 }
@@ -69,7 +70,7 @@ func restarted(activities.RestartInput) (activities.RestartResult, error) {
 	return activities.RestartResult{Restarted: true}, nil
 }
 
-func signalAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, c ConfigChange) {
+func signalAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, c reloadrule.ConfigChange) {
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalConfigChanged, c) }, d)
 }
 
@@ -86,17 +87,17 @@ func TestReloadRestartsAtOnceThenCoalescesWithinTheWindow(t *testing.T) {
 	env, calls := newReloadEnv(t, restarted)
 	start := env.Now()
 	for i := 1; i < 20; i++ {
-		signalAt(env, time.Duration(i)*200*time.Millisecond, ConfigChange{ConfigMap: "app", Hash: fmt.Sprintf("h%d", i)})
+		signalAt(env, time.Duration(i)*200*time.Millisecond, reloadrule.ConfigChange{ConfigMap: "app", Hash: fmt.Sprintf("h%d", i)})
 	}
-	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"}))
+	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "h0"}))
 
 	st := reloadResult(t, env)
 	require.Len(t, *calls, 2, "the first edit restarts at once; the 19 after it, within the window, restart once")
 	first, second := (*calls)[0], (*calls)[1]
-	assert.Equal(t, []activities.ConfigChange{{ConfigMap: "app", Hash: "h0"}}, first.in.Changes)
+	assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "h0"}}, first.in.Changes)
 	assert.Equal(t, start, first.at, "no restart within the window: the leading edge restarts at once")
 	assert.Zero(t, first.in.Coalesced)
-	assert.Equal(t, []activities.ConfigChange{{ConfigMap: "app", Hash: "h19"}}, second.in.Changes)
+	assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "h19"}}, second.in.Changes)
 	assert.Equal(t, 18, second.in.Coalesced)
 	assert.Equal(t, start.Add(3800*time.Millisecond+5*time.Second), second.at, "each edit within the window pushed it: due one window after the last edit")
 	assert.Equal(t, 2, st.TotalRestarts)
@@ -108,37 +109,37 @@ func TestReloadLeadingEdgeTiming(t *testing.T) {
 	tests := []struct {
 		name        string
 		lastRestart time.Duration // before the start; 0: never restarted
-		signals     map[time.Duration]ConfigChange
-		want        [][]ConfigChange
+		signals     map[time.Duration]reloadrule.ConfigChange
+		want        [][]reloadrule.ConfigChange
 		wantAt      []time.Duration
 	}{
 		{
 			name: "never restarted: at once",
-			want: [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{0},
+			want: [][]reloadrule.ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{0},
 		},
 		{
 			name: "last restart older than the window: at once", lastRestart: 6 * time.Second,
-			want: [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{0},
+			want: [][]reloadrule.ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{0},
 		},
 		{
 			name: "last restart within the window: when the window closes", lastRestart: 2 * time.Second,
-			want: [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{3 * time.Second},
+			want: [][]reloadrule.ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{3 * time.Second},
 		},
 		{
 			name: "two ConfigMaps edited within the window give one restart", lastRestart: time.Second,
-			signals: map[time.Duration]ConfigChange{time.Second: {ConfigMap: "flags", Hash: "f1"}},
-			want:    [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}, {ConfigMap: "flags", Hash: "f1"}}},
+			signals: map[time.Duration]reloadrule.ConfigChange{time.Second: {ConfigMap: "flags", Hash: "f1"}},
+			want:    [][]reloadrule.ConfigChange{{{ConfigMap: "app", Hash: "a1"}, {ConfigMap: "flags", Hash: "f1"}}},
 			wantAt:  []time.Duration{6 * time.Second}, // flags, within the window, pushed it to a window after itself
 		},
 		{
 			name:    "a repeat of the applied hash restarts nothing",
-			signals: map[time.Duration]ConfigChange{4 * time.Second: {ConfigMap: "app", Hash: "a1"}},
-			want:    [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{0},
+			signals: map[time.Duration]reloadrule.ConfigChange{4 * time.Second: {ConfigMap: "app", Hash: "a1"}},
+			want:    [][]reloadrule.ConfigChange{{{ConfigMap: "app", Hash: "a1"}}}, wantAt: []time.Duration{0},
 		},
 		{
 			name:    "each restart opens a window of its own",
-			signals: map[time.Duration]ConfigChange{4 * time.Second: {ConfigMap: "app", Hash: "a2"}, 9 * time.Second: {ConfigMap: "app", Hash: "a3"}},
-			want:    [][]ConfigChange{{{ConfigMap: "app", Hash: "a1"}}, {{ConfigMap: "app", Hash: "a2"}}, {{ConfigMap: "app", Hash: "a3"}}},
+			signals: map[time.Duration]reloadrule.ConfigChange{4 * time.Second: {ConfigMap: "app", Hash: "a2"}, 9 * time.Second: {ConfigMap: "app", Hash: "a3"}},
+			want:    [][]reloadrule.ConfigChange{{{ConfigMap: "app", Hash: "a1"}}, {{ConfigMap: "app", Hash: "a2"}}, {{ConfigMap: "app", Hash: "a3"}}},
 			wantAt:  []time.Duration{0, 5 * time.Second, 10 * time.Second},
 		},
 	}
@@ -149,7 +150,7 @@ func TestReloadLeadingEdgeTiming(t *testing.T) {
 			for d, c := range tt.signals {
 				signalAt(env, d, c)
 			}
-			in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"})
+			in := reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"})
 			if tt.lastRestart > 0 {
 				in.LastRestartAt = start.Add(-tt.lastRestart)
 			}
@@ -173,7 +174,7 @@ func TestReloadRetriesWithBoundedBackoffAndFixedToken(t *testing.T) {
 		}
 		return activities.RestartResult{Restarted: true}, nil
 	})
-	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"}))
+	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}))
 
 	st := reloadResult(t, env)
 	require.Len(t, *calls, 4)
@@ -202,8 +203,8 @@ func TestReloadNewerHashSupersedesFailingIntent(t *testing.T) {
 		return activities.RestartResult{Restarted: true}, nil
 	})
 	start := env.Now()
-	signalAt(env, 10*time.Second, ConfigChange{ConfigMap: "app", Hash: "fresh"})
-	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "stale"}))
+	signalAt(env, 10*time.Second, reloadrule.ConfigChange{ConfigMap: "app", Hash: "fresh"})
+	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "stale"}))
 
 	st := reloadResult(t, env)
 	last := (*calls)[len(*calls)-1]
@@ -223,7 +224,7 @@ func TestReloadEndsWhenWorkloadIsGone(t *testing.T) {
 	env, calls := newReloadEnvOf(t, &s, func(activities.RestartInput) (activities.RestartResult, error) {
 		return activities.RestartResult{}, temporal.NewNonRetryableApplicationError("gone", v1alpha1.ReasonWorkloadGone, nil)
 	})
-	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"}, ConfigChange{ConfigMap: "flags", Hash: "b1"}))
+	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}, reloadrule.ConfigChange{ConfigMap: "flags", Hash: "b1"}))
 	st := reloadResult(t, env)
 	assert.Len(t, *calls, 1)
 	assert.Empty(t, st.Pending)
@@ -244,11 +245,11 @@ func TestReloadStatusQueryShowsPending(t *testing.T) {
 	env, _ := newReloadEnv(t, restarted)
 	var during ReloadStatus
 	queryStatusAt(t, env, 2*time.Second, &during)
-	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "a1"})
+	in := reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"})
 	in.LastRestartAt = env.Now().Add(-time.Second)
 	env.ExecuteWorkflow(ReloadWorkflow, in)
 	after := reloadResult(t, env)
-	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: "a1"}}, during.Pending)
+	assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}}, during.Pending)
 	assert.Equal(t, in.LastRestartAt.Add(5*time.Second).UTC().Format(time.RFC3339Nano), during.DueAt)
 	assert.Empty(t, after.Pending)
 	assert.NotEmpty(t, after.LastRestart)
@@ -260,16 +261,16 @@ func TestReloadContinuesAsNewCarryingPending(t *testing.T) {
 	})
 	// Every intent keeps failing until a newer change supersedes it, cycle after cycle.
 	for i := 1; i <= maxCyclesPerRun; i++ {
-		signalAt(env, time.Duration(i)*10*time.Second, ConfigChange{ConfigMap: "app", Hash: fmt.Sprintf("h%d", i)})
+		signalAt(env, time.Duration(i)*10*time.Second, reloadrule.ConfigChange{ConfigMap: "app", Hash: fmt.Sprintf("h%d", i)})
 	}
-	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"}))
+	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "h0"}))
 
 	require.True(t, env.IsWorkflowCompleted())
 	var can *workflow.ContinueAsNewError
 	require.ErrorAs(t, env.GetWorkflowError(), &can)
 	var next ReloadInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: fmt.Sprintf("h%d", maxCyclesPerRun)}}, next.Pending)
+	assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "app", Hash: fmt.Sprintf("h%d", maxCyclesPerRun)}}, next.Pending)
 	assert.Equal(t, "web", next.Name)
 	assert.NotEmpty(t, *calls)
 }
@@ -277,7 +278,7 @@ func TestReloadContinuesAsNewCarryingPending(t *testing.T) {
 // editEvery signals n new hashes of "app", one every gap from gap on.
 func editEvery(env *testsuite.TestWorkflowEnvironment, n int, gap time.Duration) {
 	for i := 1; i <= n; i++ {
-		signalAt(env, time.Duration(i)*gap, ConfigChange{ConfigMap: "app", Hash: fmt.Sprintf("h%d", i)})
+		signalAt(env, time.Duration(i)*gap, reloadrule.ConfigChange{ConfigMap: "app", Hash: fmt.Sprintf("h%d", i)})
 	}
 }
 
@@ -294,17 +295,17 @@ func continuedInput(t *testing.T, env *testsuite.TestWorkflowEnvironment) Reload
 func TestReloadContinuesAsNewInsideTheWindowAndStillRestarts(t *testing.T) {
 	env, calls := newReloadEnv(t, restarted)
 	start := env.Now()
-	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"})
+	in := reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "h0"})
 	in.Debounce = time.Minute
 	in.LastRestartAt, in.LastRestart, in.TotalRestarts = start.Add(-time.Second), "2026-01-02T03:04:05Z", 3
-	in.Applied = []ConfigChange{{ConfigMap: "app", Hash: "old"}}
+	in.Applied = []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "old"}}
 	// Edits far faster than the window: each would add events to one run forever.
 	editEvery(env, maxReloadSignalsPerRun+50, 100*time.Millisecond)
 	env.ExecuteWorkflow(ReloadWorkflow, in)
 
 	next := continuedInput(t, env)
 	assert.Empty(t, *calls, "nothing restarts within the window")
-	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: fmt.Sprintf("h%d", maxReloadSignalsPerRun)}}, next.Pending)
+	assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "app", Hash: fmt.Sprintf("h%d", maxReloadSignalsPerRun)}}, next.Pending)
 	assert.Equal(t, maxReloadSignalsPerRun, next.Coalesced, "every edit after h0 was folded in")
 	assert.True(t, in.LastRestartAt.Equal(next.LastRestartAt), "the window carries over")
 	assert.Equal(t, in.LastRestart, next.LastRestart)
@@ -334,16 +335,16 @@ func TestReloadSeedCoalescing(t *testing.T) {
 	env, calls := newReloadEnv(t, restarted)
 	start := env.Now()
 	editEvery(env, 9, 500*time.Millisecond)
-	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"})
+	in := reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "h0"})
 	in.Debounce = 3 * time.Second
 	env.ExecuteWorkflow(ReloadWorkflow, in)
 
 	st := reloadResult(t, env)
 	require.Len(t, *calls, 2, "the leading edge, then one trailing restart")
 	assert.Equal(t, start, (*calls)[0].at)
-	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: "h0"}}, (*calls)[0].in.Changes)
+	assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "h0"}}, (*calls)[0].in.Changes)
 	assert.Equal(t, start.Add(4500*time.Millisecond+3*time.Second), (*calls)[1].at, "a window after the last edit")
-	assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: "h9"}}, (*calls)[1].in.Changes)
+	assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "h9"}}, (*calls)[1].in.Changes)
 	assert.Equal(t, 8, (*calls)[1].in.Coalesced, "h1..h9 in one restart")
 	assert.Equal(t, 2, st.TotalRestarts)
 }
@@ -354,7 +355,7 @@ func TestReloadMaxWaitBoundsThePush(t *testing.T) {
 	env, calls := newReloadEnv(t, restarted)
 	start := env.Now()
 	editEvery(env, 40, 500*time.Millisecond) // h1 at 0.5 s .. h40 at 20 s
-	in := reloadInput(ConfigChange{ConfigMap: "app", Hash: "h0"})
+	in := reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "h0"})
 	in.Debounce, in.MaxWait = 3*time.Second, 8250*time.Millisecond
 	var dueDuring ReloadStatus
 	queryStatusAt(t, env, 7*time.Second, &dueDuring)
@@ -374,7 +375,7 @@ func TestReloadMaxWaitBoundsThePush(t *testing.T) {
 	require.Len(t, *calls, len(want))
 	for i, w := range want {
 		assert.Equal(t, w.at, (*calls)[i].at.Sub(start), "restart %d", i)
-		assert.Equal(t, []ConfigChange{{ConfigMap: "app", Hash: w.hash}}, (*calls)[i].in.Changes, "restart %d", i)
+		assert.Equal(t, []reloadrule.ConfigChange{{ConfigMap: "app", Hash: w.hash}}, (*calls)[i].in.Changes, "restart %d", i)
 	}
 	assert.Equal(t, start.Add(8750*ms).UTC().Format(time.RFC3339Nano), dueDuring.DueAt, "the status shows the bounded due time")
 }

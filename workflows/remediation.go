@@ -165,7 +165,7 @@ func (r *remediationRun) runSteps(ctx workflow.Context) (failure string, postFai
 // startStep starts the step's execution workflow as a child of this one.
 func (r *remediationRun) startStep(ctx workflow.Context, i int, ref activities.StepRef) *stepRun {
 	step := r.in.Spec.Steps[i]
-	id := ExecutionWorkflowID(r.in.Namespace, ref.Name, ref.UID)
+	id := v1alpha1.ExecutionWorkflowID(r.in.Namespace, ref.Name, ref.UID)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
 		TaskQueue:             TaskQueue,

@@ -22,7 +22,7 @@ func deployment(replicas any, restartedAt string) *unstructured.Unstructured {
 		_ = unstructured.SetNestedField(obj.Object, replicas, "spec", "replicas")
 	}
 	if restartedAt != "" {
-		_ = unstructured.SetNestedField(obj.Object, restartedAt, "spec", "template", "metadata", "annotations", RestartedAtAnnotation)
+		_ = unstructured.SetNestedField(obj.Object, restartedAt, "spec", "template", "metadata", "annotations", v1alpha1.RestartedAtAnnotation)
 	}
 	return obj
 }
@@ -116,7 +116,7 @@ func TestRestartPlan(t *testing.T) {
 	assert.False(t, p.NoOp)
 	assert.False(t, p.Rollback.Available)
 	assert.NotEmpty(t, p.Rollback.Reason)
-	assert.Equal(t, RestartedAtAnnotation+": never", p.Change.Before)
+	assert.Equal(t, v1alpha1.RestartedAtAnnotation+": never", p.Change.Before)
 	assert.JSONEq(t, `{"metadata":{"resourceVersion":"42"},"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-21T10:00:00Z"}}}}}`, p.Patch)
 
 	again, err := restart{}.Plan(deployment(nil, req.Token), req)

@@ -7,9 +7,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
-// RestartedAtAnnotation is the pod-template annotation `kubectl rollout restart` uses too.
-const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
-
 type restart struct{}
 
 func init() { register(restart{}) }
@@ -33,12 +30,12 @@ func (restart) Validate(req Request) error {
 }
 
 func (restart) Plan(obj *unstructured.Unstructured, req Request) (Plan, error) {
-	before, _, _ := unstructured.NestedString(obj.Object, "spec", "template", "metadata", "annotations", RestartedAtAnnotation)
+	before, _, _ := unstructured.NestedString(obj.Object, "spec", "template", "metadata", "annotations", v1alpha1.RestartedAtAnnotation)
 	if before == "" {
 		before = "never"
 	}
 	p := Plan{
-		Change: change(obj, "restarted", RestartedAtAnnotation+": "+before, RestartedAtAnnotation+": "+req.Token),
+		Change: change(obj, "restarted", v1alpha1.RestartedAtAnnotation+": "+before, v1alpha1.RestartedAtAnnotation+": "+req.Token),
 		Rollback: v1alpha1.RollbackInformation{
 			Available: false,
 			Reason:    "a rolling restart cannot be undone",
@@ -47,7 +44,7 @@ func (restart) Plan(obj *unstructured.Unstructured, req Request) (Plan, error) {
 		NoOp: before == req.Token,
 	}
 	patch, err := mergePatch(obj, map[string]any{"spec": map[string]any{"template": map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{RestartedAtAnnotation: req.Token}},
+		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.RestartedAtAnnotation: req.Token}},
 	}}})
 	p.Patch = patch
 	return p, err

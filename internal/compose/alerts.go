@@ -15,8 +15,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/alerts"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/operator"
 )
 
@@ -77,9 +77,9 @@ func ServeAlerts(ctx context.Context, cfg *rest.Config, tc alerts.Temporal, list
 			srv.TLSConfig.ClientCAs, srv.TLSConfig.ClientAuth = pool, tls.VerifyClientCertIfGiven
 		}
 	}
-	var am *activities.Alertmanager
+	var am *alertmanager.Client
 	if o.AlertmanagerURL != "" {
-		if am, err = activities.NewAlertmanager(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile); err != nil {
+		if am, err = alertmanager.New(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile); err != nil {
 			return "", err
 		}
 	}

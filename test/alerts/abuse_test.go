@@ -16,8 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -108,7 +108,7 @@ func TestForgedAlertStartsWriteNothing(t *testing.T) {
 	ns := tenant(t, "web")
 	rule := createRule(t, restartRule(ns, "forged", "Forged"))
 	l := labels(ns, "Forged", "deployment", "web")
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	in := workflows.AlertInput{Namespace: ns, Rule: rule.Name, Alert: alertrule.Alert{Labels: l, Fingerprint: fp, StartsAt: time.Now()}}
 	other := in
 	other.Alert.Labels = labels(ns, "Forged", "deployment", "other")
@@ -119,20 +119,20 @@ func TestForgedAlertStartsWriteNothing(t *testing.T) {
 	ghost.Rule = "no-such-rule"
 	unmatched := in
 	unmatched.Alert.Labels = labels(ns, "NotForged", "deployment", "web")
-	unmatched.Alert.Fingerprint = activities.Fingerprint(unmatched.Alert.Labels)
+	unmatched.Alert.Fingerprint = alertmanager.Fingerprint(unmatched.Alert.Labels)
 	for _, tc := range []struct {
 		name string
 		id   string
 		in   workflows.AlertInput
 		want string
 	}{
-		{"under another ID", workflows.AlertWorkflowID(ns, rule.Name, fp) + "-forged", in, "is not the workflow of alert"},
-		{"an alert Alertmanager does not hold", workflows.AlertWorkflowID(ns, rule.Name, fp), in, "not firing in Alertmanager"},
-		{"labels that are not the fingerprint's", workflows.AlertWorkflowID(ns, rule.Name, fp), other, "is not the fingerprint"},
-		{"another namespace's subject under this alert's ID", workflows.AlertWorkflowID(ns, rule.Name, fp), elsewhere, "is not the workflow of alert"},
-		{"another rule's ID", workflows.AlertWorkflowID(ns, "other-rule", fp), in, "is not the workflow of alert"},
-		{"a rule that does not exist", workflows.AlertWorkflowID(ns, ghost.Rule, fp), ghost, "not found"},
-		{"an alert the rule does not match", workflows.AlertWorkflowID(ns, rule.Name, unmatched.Alert.Fingerprint), unmatched, "does not match the alert's labels"},
+		{"under another ID", v1alpha1.AlertWorkflowID(ns, rule.Name, fp) + "-forged", in, "is not the workflow of alert"},
+		{"an alert Alertmanager does not hold", v1alpha1.AlertWorkflowID(ns, rule.Name, fp), in, "not firing in Alertmanager"},
+		{"labels that are not the fingerprint's", v1alpha1.AlertWorkflowID(ns, rule.Name, fp), other, "is not the fingerprint"},
+		{"another namespace's subject under this alert's ID", v1alpha1.AlertWorkflowID(ns, rule.Name, fp), elsewhere, "is not the workflow of alert"},
+		{"another rule's ID", v1alpha1.AlertWorkflowID(ns, "other-rule", fp), in, "is not the workflow of alert"},
+		{"a rule that does not exist", v1alpha1.AlertWorkflowID(ns, ghost.Rule, fp), ghost, "not found"},
+		{"an alert the rule does not match", v1alpha1.AlertWorkflowID(ns, rule.Name, unmatched.Alert.Fingerprint), unmatched, "does not match the alert's labels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run, err := harness.Temporal().ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: tc.id, TaskQueue: workflows.TaskQueue}, workflows.AlertWorkflow, tc.in)
@@ -177,7 +177,7 @@ func TestTemporalDownAnswers503AndAlertmanagerRetries(t *testing.T) {
 	assert.Zero(t, got.Status.Matches, "nothing reached Temporal")
 
 	harness.SetAlertsTemporal(nil)
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	ruleStatus(t, rule, 90*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == v1alpha1.AlertDone
@@ -192,10 +192,10 @@ func TestSuspendedRuleStartsNothing(t *testing.T) {
 	r.Spec.Suspend = true
 	rule := createRule(t, r)
 	l := labels(ns, "Suspended", "deployment", "web")
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	fire(t, l)
 	time.Sleep(3 * time.Second)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	_, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
 	require.Error(t, err, "the receiver started no run for a suspended rule")
 

@@ -12,10 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // Alertmanager's own API admits only its basic-auth users: an alert posted
@@ -57,23 +56,23 @@ func TestUnauthenticatedAlertmanagerPostStartsNothing(t *testing.T) {
 	// the authenticated alert would carry the forged one, had it been held.
 	real := labels(ns, "AMAuth", "deployment", "web")
 	fire(t, real)
-	fp := activities.Fingerprint(real)
+	fp := alertmanager.Fingerprint(real)
 	done := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == v1alpha1.AlertDone
 	})
-	assert.Nil(t, record(done, activities.Fingerprint(forged)), "the forged alert never reached the rule")
+	assert.Nil(t, record(done, alertmanager.Fingerprint(forged)), "the forged alert never reached the rule")
 	assert.Equal(t, int64(1), done.Status.Matches)
-	held, err := (&activities.Alertmanager{URL: am.URL, Client: am.Client()}).Active(context.Background(), ns)
+	held, err := (&alertmanager.Client{URL: am.URL, Client: am.Client()}).Active(context.Background(), ns)
 	require.NoError(t, err)
 	require.Len(t, held, 1, "Alertmanager holds only the authenticated alert")
 	assert.Equal(t, fp, held[0].Fingerprint)
-	_, err = harness.Temporal().DescribeWorkflowExecution(context.Background(), workflows.AlertWorkflowID(ns, rule.Name, activities.Fingerprint(forged)), "")
+	_, err = harness.Temporal().DescribeWorkflowExecution(context.Background(), v1alpha1.AlertWorkflowID(ns, rule.Name, alertmanager.Fingerprint(forged)), "")
 	var nf *serviceerror.NotFound
 	assert.ErrorAs(t, err, &nf, "no run for the forged alert")
 	assert.Len(t, requestsOf(t, ns, rule.Name), 1)
 	resolve(t, real)
-	harness.WaitClosed(t, workflows.AlertWorkflowID(ns, rule.Name, fp), 60*time.Second)
+	harness.WaitClosed(t, v1alpha1.AlertWorkflowID(ns, rule.Name, fp), 60*time.Second)
 }
 
 // A notification posted straight to the receiver without its credentials
@@ -86,7 +85,7 @@ func TestUnauthenticatedNotificationToTheReceiverStartsNothing(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, notify(t, token, message("firing", time.Now(), l)))
 	}
 	// The receiver answers only once it handed every alert to Temporal.
-	_, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), workflows.AlertWorkflowID(ns, rule.Name, activities.Fingerprint(l)), "")
+	_, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), v1alpha1.AlertWorkflowID(ns, rule.Name, alertmanager.Fingerprint(l)), "")
 	var nf *serviceerror.NotFound
 	assert.ErrorAs(t, err, &nf, "no run started")
 	got := ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true })

@@ -14,11 +14,10 @@ import (
 	"golang.org/x/sync/errgroup"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // benchGroupWait is the group_wait of the harness's Alertmanager route
@@ -45,10 +44,10 @@ func BenchmarkAlertToRemediation(b *testing.B) {
 	b.ResetTimer()
 	for i := range samples {
 		l := labels(ns, fmt.Sprintf("BenchLatency%02d", i), "deployment", fmt.Sprintf("web-%02d", i))
-		fp := activities.Fingerprint(l)
+		fp := alertmanager.Fingerprint(l)
 		posted := time.Now()
 		postTo(b, harness.Alertmanager(), amAlert{Labels: l, StartsAt: posted, EndsAt: posted.Add(time.Hour)})
-		toRun = append(toRun, startedAt(b, workflows.AlertWorkflowID(ns, rule.Name, fp), 30*time.Second).Sub(posted))
+		toRun = append(toRun, startedAt(b, v1alpha1.AlertWorkflowID(ns, rule.Name, fp), 30*time.Second).Sub(posted))
 		toRemediation = append(toRemediation, remediationStartedAt(b, ns, fp, 60*time.Second).Sub(posted))
 	}
 	b.StopTimer()
@@ -104,7 +103,7 @@ func burst(b *testing.B, groups, perGroup int, am *devenv.Alertmanager) time.Dur
 	for i := range groups * perGroup {
 		l := labels(ns, fmt.Sprintf("Burst%02d", i%groups), "deployment", "web", "pod", fmt.Sprintf("web-%04d", i))
 		batches[i%groups] = append(batches[i%groups], amAlert{Labels: l, StartsAt: now, EndsAt: now.Add(time.Hour)})
-		ids = append(ids, workflows.AlertWorkflowID(ns, rule.Name, activities.Fingerprint(l)))
+		ids = append(ids, v1alpha1.AlertWorkflowID(ns, rule.Name, alertmanager.Fingerprint(l)))
 	}
 	send := func(batch []amAlert) error {
 		postTo(b, am, batch...)
@@ -214,7 +213,7 @@ func remediationStartedAt(b *testing.B, ns, fingerprint string, timeout time.Dur
 		require.NoError(b, harness.Kube().List(context.Background(), &l, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{"remedy.dev/alert": fingerprint}))
 		if len(l.Items) > 0 {
 			rr := l.Items[0]
-			return startedAt(b, workflows.RemediationWorkflowID(ns, rr.Name, string(rr.UID)), time.Until(deadline))
+			return startedAt(b, v1alpha1.RemediationWorkflowID(ns, rr.Name, string(rr.UID)), time.Until(deadline))
 		}
 		require.True(b, time.Now().Before(deadline), "no RemediationRequest for alert %s within %s", fingerprint, timeout)
 		time.Sleep(10 * time.Millisecond)

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -27,7 +27,7 @@ func heldRule(ns, name, matcher string) *v1alpha1.RemediationRule {
 
 func guardState(t *testing.T, ns string) workflows.GuardState {
 	t.Helper()
-	v, err := harness.Temporal().QueryWorkflow(context.Background(), workflows.AlertGuardWorkflowID(ns), "", workflows.QueryStatus)
+	v, err := harness.Temporal().QueryWorkflow(context.Background(), v1alpha1.AlertGuardWorkflowID(ns), "", workflows.QueryStatus)
 	require.NoError(t, err)
 	var s workflows.GuardState
 	require.NoError(t, v.Get(&s))
@@ -72,6 +72,6 @@ func TestNamespaceBudgetIsAPercentOfWorkloads(t *testing.T) {
 		resolve(t, a.Labels)
 	}
 	for _, a := range batch {
-		harness.WaitClosed(t, workflows.AlertWorkflowID(ns, rule.Name, activities.Fingerprint(a.Labels)), 60*time.Second)
+		harness.WaitClosed(t, v1alpha1.AlertWorkflowID(ns, rule.Name, alertmanager.Fingerprint(a.Labels)), 60*time.Second)
 	}
 }

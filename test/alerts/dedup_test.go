@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/alerts"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -42,7 +42,7 @@ func notifyRaw(t testing.TB, token string, body []byte) int {
 func message(status string, startsAt time.Time, ls ...map[string]string) alerts.Message {
 	m := alerts.Message{Version: "4", GroupKey: "{}:{alertname=\"replay\"}", Status: status, Receiver: "remedy"}
 	for _, l := range ls {
-		m.Alerts = append(m.Alerts, alerts.Alert{Status: status, Labels: l, StartsAt: startsAt, Fingerprint: activities.Fingerprint(l)})
+		m.Alerts = append(m.Alerts, alerts.Alert{Status: status, Labels: l, StartsAt: startsAt, Fingerprint: alertmanager.Fingerprint(l)})
 	}
 	return m
 }
@@ -56,7 +56,7 @@ func TestSameAlertFiveTimesAndReplayedIsOneRun(t *testing.T) {
 	for range 5 {
 		fire(t, l)
 	}
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == v1alpha1.AlertDone

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -11,7 +12,7 @@ import (
 // explain logs what the alert's run says it is doing, for a failing test.
 func explain(t *testing.T, ns, rule, fp string) {
 	t.Helper()
-	id := workflows.AlertWorkflowID(ns, rule, fp)
+	id := v1alpha1.AlertWorkflowID(ns, rule, fp)
 	v, err := harness.Temporal().QueryWorkflow(context.Background(), id, "", workflows.QueryStatus)
 	if err != nil {
 		t.Logf("query %s: %v", id, err)

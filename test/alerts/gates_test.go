@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -36,7 +36,7 @@ func TestFreezeHoldsAnAlertUntilTheWindowOpens(t *testing.T) {
 		Times: []v1alpha1.TimeRange{{StartTime: now.Truncate(time.Minute).Format("15:04"), EndTime: end.Format("15:04")}}}}}
 	rule := createRule(t, r)
 	l := labels(ns, "FrozenLatency", "deployment", "web")
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	held := firedAndHeld(t, rule, l, v1alpha1.ReasonFrozen)
 	rec := record(held, fp)
 	assert.Equal(t, v1alpha1.AlertQueued, rec.Phase)
@@ -57,7 +57,7 @@ func TestFreezeHoldsAnAlertUntilTheWindowOpens(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseCompleted, rrs[0].Status.Phase, rrs[0].Status.Message)
 
 	resolve(t, l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	harness.WaitClosed(t, id, 30*time.Second)
 	harness.ReplayHistory(t, id, "alert-frozen.json")
 }
@@ -71,8 +71,8 @@ func TestFreezeRequireApprovalAsksAPerson(t *testing.T) {
 	r.Spec.Freeze = &v1alpha1.FreezeSpec{Action: v1alpha1.FreezeRequireApproval, TimeIntervals: []v1alpha1.TimeInterval{{}}}
 	rule := createRule(t, r)
 	l := labels(ns, "FrozenAsk", "deployment", "web")
-	fp := activities.Fingerprint(l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	fp := alertmanager.Fingerprint(l)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	fire(t, l)
 	asked := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
@@ -124,10 +124,10 @@ func TestGateHoldsTheRunWhileTheBlockingAlertFires(t *testing.T) {
 	r.Spec.BlockWhileFiring = []string{fmt.Sprintf(`alertname="ClusterDegraded",cluster=%q`, ns)}
 	rule := createRule(t, r)
 	l := labels(ns, "GatedLatency", "deployment", "web")
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	held := firedAndHeld(t, rule, l, v1alpha1.ReasonGatedByAlert)
 	assert.Equal(t, v1alpha1.AlertQueued, record(held, fp).Phase)
-	assert.Contains(t, record(held, fp).Message, "alert ClusterDegraded ("+activities.Fingerprint(blocking)+") fires")
+	assert.Contains(t, record(held, fp).Message, "alert ClusterDegraded ("+alertmanager.Fingerprint(blocking)+") fires")
 	time.Sleep(3 * time.Second)
 	assert.Empty(t, requestsOf(t, ns, rule.Name), "nothing runs while the blocking alert fires")
 
@@ -139,18 +139,18 @@ func TestGateHoldsTheRunWhileTheBlockingAlertFires(t *testing.T) {
 	require.Len(t, requestsOf(t, ns, rule.Name), 1)
 
 	resolve(t, l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	harness.WaitClosed(t, id, 30*time.Second)
 	harness.ReplayHistory(t, id, "alert-gated.json")
 }
 
 // amSilence is a silence as Alertmanager's API reads it.
 type amSilence struct {
-	ID        string                      `json:"id"`
-	Matchers  []activities.SilenceMatcher `json:"matchers"`
-	EndsAt    time.Time                   `json:"endsAt"`
-	CreatedBy string                      `json:"createdBy"`
-	Comment   string                      `json:"comment"`
+	ID        string                        `json:"id"`
+	Matchers  []alertmanager.SilenceMatcher `json:"matchers"`
+	EndsAt    time.Time                     `json:"endsAt"`
+	CreatedBy string                        `json:"createdBy"`
+	Comment   string                        `json:"comment"`
 	Status    struct {
 		State string `json:"state"`
 	} `json:"status"`
@@ -178,8 +178,8 @@ func TestSilenceHeldWhileRemediating(t *testing.T) {
 	r.Spec.Silence = &v1alpha1.SilenceSpec{Enabled: true, Duration: v1alpha1.DurationOf(10 * time.Second)}
 	rule := createRule(t, r)
 	l := labels(ns, "SilencedLatency", "deployment", "web")
-	fp := activities.Fingerprint(l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	fp := alertmanager.Fingerprint(l)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	fire(t, l)
 
 	running := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
@@ -190,7 +190,7 @@ func TestSilenceHeldWhileRemediating(t *testing.T) {
 	require.NotEmpty(t, sid, "the silence's ID is in the rule's status")
 	s := silence(t, sid)
 	assert.Equal(t, "active", s.Status.State)
-	assert.Equal(t, activities.SilenceCreator, s.CreatedBy)
+	assert.Equal(t, alertmanager.SilenceCreator, s.CreatedBy)
 	assert.Contains(t, s.Comment, id)
 	got := map[string]string{}
 	for _, m := range s.Matchers {
@@ -233,7 +233,7 @@ func TestSilenceHeldWhileRemediating(t *testing.T) {
 // firedAndHeld fires the alert and waits until the rule records it held for reason.
 func firedAndHeld(t *testing.T, rule *v1alpha1.RemediationRule, l map[string]string, reason string) *v1alpha1.RemediationRule {
 	t.Helper()
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	fire(t, l)
 	return ruleStatus(t, rule, 30*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)

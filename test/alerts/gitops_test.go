@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -56,7 +56,7 @@ func refusedAsGitOps(t *testing.T, ns, deployment string) (*v1alpha1.AlertRecord
 	rule := createRule(t, restartRule(ns, "gitops", "GitOps"))
 	l := labels(ns, "GitOps", "deployment", deployment)
 	firedUntil(t, rule, l, v1alpha1.AlertRefused)
-	rec := record(ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true }), activities.Fingerprint(l))
+	rec := record(ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true }), alertmanager.Fingerprint(l))
 	assert.Equal(t, v1alpha1.ReasonGitOpsManaged, rec.Reason)
 	assert.Empty(t, requestsOf(t, ns, rule.Name), "nothing ran")
 	return rec, l

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -20,7 +21,7 @@ import (
 func TestGuardContinuesAsNewWithItsState(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
-	id := workflows.AlertGuardWorkflowID(ns)
+	id := v1alpha1.AlertGuardWorkflowID(ns)
 	// The permit goes to a workflow that does not exist: the guard releases
 	// it at once, so the target's cooldown is all it holds.
 	acq := activities.GuardAcquire{AlertID: "alert/" + ns + "/none/0000000000000000", Rule: "none", Target: "Deployment/none",

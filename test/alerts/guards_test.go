@@ -14,10 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // A flapping alert is remediated MaxRuns times within the window; the next
@@ -29,8 +28,8 @@ func TestFlappingAlertTripsTheCircuitBreaker(t *testing.T) {
 	r.Spec.CircuitBreaker = &v1alpha1.CircuitBreakerSpec{MaxRuns: 2, Window: v1alpha1.DurationOf(time.Hour)}
 	rule := createRule(t, r)
 	l := labels(ns, "Flapping", "deployment", "web")
-	fp := activities.Fingerprint(l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	fp := alertmanager.Fingerprint(l)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	defer func() {
 		if t.Failed() {
 			explain(t, ns, rule.Name, fp)
@@ -163,7 +162,7 @@ func shadowDiff(t *testing.T, extra ...rbacv1.PolicyRule) string {
 			Parameters: &v1alpha1.ActionParameters{Replicas: &three}}}}}}
 	rule := createRule(t, r)
 	l := labels(ns, "Shadow", "deployment", "web")
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	fire(t, l)
 	defer func() {
 		if t.Failed() {
@@ -183,7 +182,7 @@ func shadowDiff(t *testing.T, extra ...rbacv1.PolicyRule) string {
 	resolve(t, l)
 	harness.WaitClosed(t, rec.WorkflowID, 30*time.Second)
 	harness.ReplayHistory(t, rec.WorkflowID, "alert-shadow.json")
-	harness.WaitClosed(t, workflows.AlertGuardWorkflowID(ns), 30*time.Second)
-	harness.ReplayHistory(t, workflows.AlertGuardWorkflowID(ns), "alert-guard-idle.json")
+	harness.WaitClosed(t, v1alpha1.AlertGuardWorkflowID(ns), 30*time.Second)
+	harness.ReplayHistory(t, v1alpha1.AlertGuardWorkflowID(ns), "alert-guard-idle.json")
 	return rec.DryRun[0]
 }

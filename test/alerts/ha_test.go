@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -102,8 +102,8 @@ func TestTwoReplicasAndAReplayedNotificationAreOneRun(t *testing.T) {
 	}
 	wg.Wait()
 
-	fp := activities.Fingerprint(l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	fp := alertmanager.Fingerprint(l)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == v1alpha1.AlertDone

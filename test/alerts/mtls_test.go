@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/pki"
@@ -131,7 +131,7 @@ func TestAlertmanagerWithAClientCertificateDelivers(t *testing.T) {
 	a := amAlert{Labels: l, StartsAt: time.Now().Add(-time.Second), EndsAt: time.Now().Add(time.Hour)}
 	postTo(t, harness.Alertmanager(), a)
 	postTo(t, am, a)
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == v1alpha1.AlertDone
@@ -189,14 +189,14 @@ func TestClientCertificatesAndTokens(t *testing.T) {
 func silenceFor(t testing.TB, am *devenv.Alertmanager, labels map[string]string) {
 	t.Helper()
 	s := struct {
-		Matchers  []activities.SilenceMatcher `json:"matchers"`
-		StartsAt  time.Time                   `json:"startsAt"`
-		EndsAt    time.Time                   `json:"endsAt"`
-		CreatedBy string                      `json:"createdBy"`
-		Comment   string                      `json:"comment"`
+		Matchers  []alertmanager.SilenceMatcher `json:"matchers"`
+		StartsAt  time.Time                     `json:"startsAt"`
+		EndsAt    time.Time                     `json:"endsAt"`
+		CreatedBy string                        `json:"createdBy"`
+		Comment   string                        `json:"comment"`
 	}{StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), CreatedBy: "test", Comment: "delivered by another Alertmanager"}
 	for k, v := range labels {
-		s.Matchers = append(s.Matchers, activities.SilenceMatcher{Name: k, Value: v, IsEqual: true})
+		s.Matchers = append(s.Matchers, alertmanager.SilenceMatcher{Name: k, Value: v, IsEqual: true})
 	}
 	postJSON(t, am.Client(), am.URL+"/api/v2/silences", s)
 }

@@ -14,10 +14,9 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // ownedBy makes obj's controller owner.
@@ -83,7 +82,7 @@ func TestPodAlertsAreGuardedByTheirOwningWorkload(t *testing.T) {
 	})
 	ran, refused := map[string]int{}, map[string]int{}
 	for pod, owner := range owners {
-		rec := record(got, activities.Fingerprint(labels(ns, "PodUnhealthy", "pod", pod)))
+		rec := record(got, alertmanager.Fingerprint(labels(ns, "PodUnhealthy", "pod", pod)))
 		require.NotNil(t, rec, pod)
 		assert.Equal(t, owner, rec.Target, "%s is guarded as its owning workload", pod)
 		switch rec.Phase {
@@ -101,6 +100,6 @@ func TestPodAlertsAreGuardedByTheirOwningWorkload(t *testing.T) {
 	for pod := range owners {
 		l := labels(ns, "PodUnhealthy", "pod", pod)
 		resolve(t, l)
-		harness.WaitClosed(t, workflows.AlertWorkflowID(ns, rule.Name, activities.Fingerprint(l)), 30*time.Second)
+		harness.WaitClosed(t, v1alpha1.AlertWorkflowID(ns, rule.Name, alertmanager.Fingerprint(l)), 30*time.Second)
 	}
 }

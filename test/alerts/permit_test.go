@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -29,8 +29,8 @@ func TestForgedPermitLeavesAHeldRunHeld(t *testing.T) {
 	r.Spec.CircuitBreaker = &v1alpha1.CircuitBreakerSpec{MaxRuns: 5, Window: v1alpha1.DurationOf(time.Hour)}
 	rule := createRule(t, r)
 	holder, held := labels(ns, "Holder", "deployment", "web"), labels(ns, "Held", "deployment", "web")
-	hfp, fp := activities.Fingerprint(holder), activities.Fingerprint(held)
-	holderID, id := workflows.AlertWorkflowID(ns, rule.Name, hfp), workflows.AlertWorkflowID(ns, rule.Name, fp)
+	hfp, fp := alertmanager.Fingerprint(holder), alertmanager.Fingerprint(held)
+	holderID, id := v1alpha1.AlertWorkflowID(ns, rule.Name, hfp), v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	fire(t, holder)
 	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, hfp)
@@ -47,7 +47,7 @@ func TestForgedPermitLeavesAHeldRunHeld(t *testing.T) {
 	for _, p := range []workflows.Permit{{Granted: true}, {Granted: true, RequestNonce: "00000000000000000000000000000000"}} {
 		require.NoError(t, tc.SignalWorkflow(ctx, id, "", workflows.SignalPermit, p))
 	}
-	require.NoError(t, tc.SignalWorkflow(ctx, workflows.AlertGuardWorkflowID(ns), "", workflows.SignalRelease, workflows.ReleaseRequest{AlertID: holderID}))
+	require.NoError(t, tc.SignalWorkflow(ctx, v1alpha1.AlertGuardWorkflowID(ns), "", workflows.SignalRelease, workflows.ReleaseRequest{AlertID: holderID}))
 
 	// A query is answered once the workflow task that handles every
 	// signal recorded before it completed: what the held run did with the

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -35,8 +35,8 @@ func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 			// A guard that holds nothing for long ends soon after the runs.
 			r.Spec.CircuitBreaker = &v1alpha1.CircuitBreakerSpec{MaxRuns: 3, Window: v1alpha1.DurationOf(time.Second)}
 			rule := createRule(t, r)
-			fp := activities.Fingerprint(held)
-			id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+			fp := alertmanager.Fingerprint(held)
+			id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 			opts := client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}
 			if how == "timed out" {
 				opts.WorkflowExecutionTimeout = 20 * time.Second
@@ -85,7 +85,7 @@ func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 
 			next := labels(ns, "Next", "deployment", "web")
 			fire(t, next)
-			nfp := activities.Fingerprint(next)
+			nfp := alertmanager.Fingerprint(next)
 			ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 				rec := record(r, nfp)
 				return rec != nil && rec.Phase == v1alpha1.AlertRunning
@@ -93,10 +93,10 @@ func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 			assert.False(t, holds(), "the permit was reclaimed")
 			resolve(t, next)
 			resolve(t, held)
-			harness.WaitClosed(t, workflows.AlertWorkflowID(ns, rule.Name, nfp), 60*time.Second)
+			harness.WaitClosed(t, v1alpha1.AlertWorkflowID(ns, rule.Name, nfp), 60*time.Second)
 			if how == "terminated" {
-				harness.WaitClosed(t, workflows.AlertGuardWorkflowID(ns), 60*time.Second)
-				harness.ReplayHistory(t, workflows.AlertGuardWorkflowID(ns), "alert-guard-reclaim.json")
+				harness.WaitClosed(t, v1alpha1.AlertGuardWorkflowID(ns), 60*time.Second)
+				harness.ReplayHistory(t, v1alpha1.AlertGuardWorkflowID(ns), "alert-guard-reclaim.json")
 			}
 		})
 	}

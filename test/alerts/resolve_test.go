@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/client"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -24,7 +24,7 @@ func TestResolveCancelsAPendingApproval(t *testing.T) {
 	r.Spec.Approval = &v1alpha1.ApprovalSpec{Required: true, Timeout: v1alpha1.DurationOf(time.Hour)}
 	rule := createRule(t, r)
 	l := labels(ns, "NeedsApproval", "deployment", "web")
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	fire(t, l)
 	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
@@ -33,7 +33,7 @@ func TestResolveCancelsAPendingApproval(t *testing.T) {
 	var rars v1alpha1.RemediationApprovalRequestList
 	require.NoError(t, harness.Kube().List(context.Background(), &rars, ctrlclient.InNamespace(ns)))
 	require.Len(t, rars.Items, 1)
-	assert.Equal(t, workflows.AlertWorkflowID(ns, rule.Name, fp), rars.Items[0].Spec.WorkflowID)
+	assert.Equal(t, v1alpha1.AlertWorkflowID(ns, rule.Name, fp), rars.Items[0].Spec.WorkflowID)
 
 	resolve(t, l)
 	got := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
@@ -44,10 +44,10 @@ func TestResolveCancelsAPendingApproval(t *testing.T) {
 	rar := harness.Eventually(t, &rars.Items[0], 30*time.Second, func(a *v1alpha1.RemediationApprovalRequest) bool { return a.Status.Decision != "" })
 	assert.Equal(t, v1alpha1.DecisionExpired, rar.Status.Decision)
 	assert.Contains(t, rar.Status.DecisionMessage, "the alert resolved")
-	harness.WaitClosed(t, workflows.AlertWorkflowID(ns, rule.Name, fp), 30*time.Second)
+	harness.WaitClosed(t, v1alpha1.AlertWorkflowID(ns, rule.Name, fp), 30*time.Second)
 	assert.Empty(t, requestsOf(t, ns, rule.Name), "nothing ran")
 	assert.Equal(t, int64(0), got.Status.RunsStarted)
-	harness.ReplayHistory(t, workflows.AlertWorkflowID(ns, rule.Name, fp), "alert-resolved-approval.json")
+	harness.ReplayHistory(t, v1alpha1.AlertWorkflowID(ns, rule.Name, fp), "alert-resolved-approval.json")
 }
 
 // A rejected approval runs nothing and records the refusal.
@@ -57,8 +57,8 @@ func TestRejectedApprovalRunsNothing(t *testing.T) {
 	r.Spec.Approval = &v1alpha1.ApprovalSpec{Required: true}
 	rule := createRule(t, r)
 	l := labels(ns, "Rejected", "deployment", "web")
-	fp := activities.Fingerprint(l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	fp := alertmanager.Fingerprint(l)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	fire(t, l)
 	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
@@ -88,7 +88,7 @@ func TestLostResolveIsFoundByTheSweep(t *testing.T) {
 	ns := tenant(t, "web")
 	rule := createRule(t, restartRule(ns, "sweep", "Swept"))
 	l := labels(ns, "Swept", "deployment", "web")
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	fire(t, l)
 	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
@@ -97,5 +97,5 @@ func TestLostResolveIsFoundByTheSweep(t *testing.T) {
 	harness.SetAlertsTemporal(lostResolves{harness.Temporal()})
 	t.Cleanup(func() { harness.SetAlertsTemporal(nil) })
 	resolve(t, l)
-	harness.WaitClosed(t, workflows.AlertWorkflowID(ns, rule.Name, fp), 30*time.Second)
+	harness.WaitClosed(t, v1alpha1.AlertWorkflowID(ns, rule.Name, fp), 30*time.Second)
 }

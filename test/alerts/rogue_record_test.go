@@ -13,8 +13,8 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // TestRogueRunWritesNoRuleStatus: a workflow of the attacker's, on its own
@@ -29,8 +29,8 @@ func TestRogueRunWritesNoRuleStatus(t *testing.T) {
 	ns := tenant(t, "web")
 	rule := createRule(t, restartRule(ns, "rogue-record", "RogueRecord"))
 	l := labels(ns, "RogueRecord", "deployment", "web")
-	fp := activities.Fingerprint(l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	fp := alertmanager.Fingerprint(l)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	fire(t, l)
 	rule = ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)

@@ -10,10 +10,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // An alert posted to Alertmanager reaches the rule, which restarts the
@@ -24,7 +23,7 @@ func TestAlertRestartsTheDeploymentInTheAuthorsName(t *testing.T) {
 	l := labels(ns, "HighLatency", "deployment", "web")
 	fire(t, l)
 
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	r := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == v1alpha1.AlertDone
@@ -43,7 +42,7 @@ func TestAlertRestartsTheDeploymentInTheAuthorsName(t *testing.T) {
 	assert.NotEmpty(t, d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"], "restarted")
 
 	resolve(t, l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	harness.WaitClosed(t, id, 30*time.Second)
 	harness.ReplayHistory(t, id, "alert-done.json")
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -68,7 +69,7 @@ func holdPermit(t *testing.T, id, runID string) {
 	t.Helper()
 	ctx := context.Background()
 	ns := strings.Split(id, "/")[1]
-	gid := activities.AlertGuardWorkflowID(ns)
+	gid := v1alpha1.AlertGuardWorkflowID(ns)
 	_, err := harness.Temporal().SignalWithStartWorkflow(ctx, gid, workflows.SignalAcquire,
 		activities.GuardAcquire{AlertID: id, RunID: runID, Rule: "rogue", Target: id, MaxConcurrent: 2, Slots: 2},
 		client.StartWorkflowOptions{ID: gid, TaskQueue: workflows.TaskQueue}, "AlertGuardWorkflow", map[string]any{"state": map[string]any{"namespace": ns}})
@@ -160,7 +161,7 @@ func TestSilencesPassTheGate(t *testing.T) {
 	// Another namespace's alert, firing, claimed for this rule.
 	far := labels(elsewhere, "GateSilence", "deployment", "db")
 	fire(t, far)
-	farID := workflows.AlertWorkflowID(ns, rule.Name, activities.Fingerprint(far))
+	farID := v1alpha1.AlertWorkflowID(ns, rule.Name, alertmanager.Fingerprint(far))
 	rogue(t, queue, farID)
 	_, err := ask(t, farID, "hold", activities.SilenceInput{Subject: activities.AlertSubject{Namespace: ns, Rule: rule.Name,
 		Alert: alertOf(far)}, Duration: 24 * time.Hour})
@@ -169,7 +170,7 @@ func TestSilencesPassTheGate(t *testing.T) {
 
 	// This namespace's alert: the rogue holds its workflow ID before it fires.
 	near := labels(ns, "GateSilence", "deployment", "web")
-	nearID := workflows.AlertWorkflowID(ns, rule.Name, activities.Fingerprint(near))
+	nearID := v1alpha1.AlertWorkflowID(ns, rule.Name, alertmanager.Fingerprint(near))
 	rogue(t, queue, nearID)
 	fire(t, near)
 	hold := activities.SilenceInput{Subject: activities.AlertSubject{Namespace: ns, Rule: rule.Name, Alert: alertOf(near)}, Duration: 30 * time.Second}
@@ -215,7 +216,7 @@ func TestSilencesPassTheGate(t *testing.T) {
 
 // alertOf is the alert with labels l, as a workflow's input names it.
 func alertOf(l map[string]string) alertrule.Alert {
-	return alertrule.Alert{Labels: l, Fingerprint: activities.Fingerprint(l), StartsAt: time.Now()}
+	return alertrule.Alert{Labels: l, Fingerprint: alertmanager.Fingerprint(l), StartsAt: time.Now()}
 }
 
 func askEnd(t *testing.T, id, silenceID string) error {
@@ -228,7 +229,7 @@ func askEnd(t *testing.T, id, silenceID string) error {
 func personSilence(t *testing.T, l map[string]string) string {
 	t.Helper()
 	now := time.Now().UTC()
-	body, err := json.Marshal(activities.Silence{Matchers: activities.EqualMatchers(l), StartsAt: now, EndsAt: now.Add(time.Hour),
+	body, err := json.Marshal(alertmanager.Silence{Matchers: alertmanager.EqualMatchers(l), StartsAt: now, EndsAt: now.Add(time.Hour),
 		CreatedBy: "oncall-alice", Comment: "maintenance"})
 	require.NoError(t, err)
 	resp, err := harness.Alertmanager().Client().Post(harness.Alertmanager().URL+"/api/v2/silences", "application/json", strings.NewReader(string(body)))

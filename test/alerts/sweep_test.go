@@ -10,11 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // sweeps reads the receiver's sweep counter (it runs in this process).
@@ -74,11 +73,11 @@ func TestAlertmanagerDownSweepDegradesGracefully(t *testing.T) {
 // it returns the alert's workflow ID.
 func firedUntil(t *testing.T, rule *v1alpha1.RemediationRule, l map[string]string, phase string) string {
 	t.Helper()
-	fp := activities.Fingerprint(l)
+	fp := alertmanager.Fingerprint(l)
 	fire(t, l)
 	ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
 		rec := record(r, fp)
 		return rec != nil && rec.Phase == phase
 	})
-	return workflows.AlertWorkflowID(rule.Namespace, rule.Name, fp)
+	return v1alpha1.AlertWorkflowID(rule.Namespace, rule.Name, fp)
 }

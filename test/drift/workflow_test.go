@@ -153,7 +153,7 @@ func reportTo(t *testing.T, ns string, rep kv1.DriftReporting) {
 
 func to(urls ...string) kv1.DriftReporting { return kv1.DriftReporting{CallbackURLs: urls} }
 
-func (d drifted) workflowID() string { return workflows.DriftWorkflowID(string(d.dep.UID)) }
+func (d drifted) workflowID() string { return v1alpha1.DriftWorkflowID(string(d.dep.UID)) }
 
 // signal sends the drift as the webhook does: signal-with-start.
 func (d drifted) signalWithStart(t *testing.T) {

@@ -156,7 +156,7 @@ func TestWorkerDownDuringDebounceRestartsOnceWhenBack(t *testing.T) {
 	gen := f.waitRollout(t, f.generation(t))
 
 	f.edit(t, "c")
-	id := workflows.ReloadWorkflowID(f.ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(f.ns, "Deployment", "web")
 	require.Eventually(t, func() bool {
 		var st workflows.ReloadStatus
 		v, err := harness.Temporal().QueryWorkflow(context.Background(), id, "", workflows.QueryStatus)
@@ -183,7 +183,7 @@ func TestEditsFasterThanTheDebounceContinueAsNewAndStillRestart(t *testing.T) {
 	f.edit(t, "b")
 	gen := f.waitRollout(t, f.generation(t))
 	ctx := context.Background()
-	id := workflows.ReloadWorkflowID(f.ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(f.ns, "Deployment", "web")
 	d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")
 	require.NoError(t, err)
 	firstRun := d.GetWorkflowExecutionInfo().GetExecution().GetRunId()

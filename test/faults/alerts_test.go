@@ -19,13 +19,12 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	remedyoperator "github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/test/procs"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // alerting is a real Alertmanager routed, as docs/alerts.md configures it,
@@ -131,8 +130,8 @@ func alertRequests(t *testing.T, ns, rule string) int {
 // sends the notification again: the alert runs once.
 func alertReceipt(t *testing.T, p *parts, what string) string {
 	ns, gen, rule, l := alertCase(t, "receipt", "FaultReceipt", 3)
-	fp := activities.Fingerprint(l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	fp := alertmanager.Fingerprint(l)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	rules := "/apis/remedy.dev/v1alpha1/namespaces/" + ns + "/remediationrules"
 	hold := p.proxy.HoldBefore(t, func(r *http.Request, _ []byte) bool { return r.Method == http.MethodGet && r.URL.Path == rules })
 	harness.FireAlert(t, p.alerting.am, l)
@@ -163,7 +162,7 @@ func alertReceipt(t *testing.T, p *parts, what string) string {
 func tally(t *testing.T, p *parts, got *v1alpha1.RemediationRule, l map[string]string, gen int64, firings, runs int) string {
 	t.Helper()
 	ns, rule := got.Namespace, got.Name
-	id := workflows.AlertWorkflowID(ns, rule, activities.Fingerprint(l))
+	id := v1alpha1.AlertWorkflowID(ns, rule, alertmanager.Fingerprint(l))
 	harness.ResolveAlert(t, p.alerting.am, l)
 	harness.WaitClosed(t, id, time.Minute)
 	assert.Equal(t, int64(firings), got.Status.Matches, "each firing matched once")
@@ -181,8 +180,8 @@ func tally(t *testing.T, p *parts, got *v1alpha1.RemediationRule, l map[string]s
 // third firing trips the breaker (2 runs): nothing lost, nothing doubled.
 func alertFlap(t *testing.T, p *parts, what string) string {
 	ns, gen, rule, l := alertCase(t, "flap", "FaultFlap", 2)
-	fp := activities.Fingerprint(l)
-	id := workflows.AlertWorkflowID(ns, rule.Name, fp)
+	fp := alertmanager.Fingerprint(l)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
 	ran := func(n int64, timeout time.Duration) {
 		t.Helper()
 		ruleAlert(t, rule, fp, timeout, func(r *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool {

@@ -407,7 +407,7 @@ func reloadDebounce(t *testing.T, p *parts, what string) string {
 	rolled := settled(t, ns, "web")
 	require.Equal(t, gen+rollout, rolled, "the leading edge rolled once")
 	edit("c")
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	require.Eventually(t, func() bool {
 		var st workflows.ReloadStatus
 		tc := procs.Env().Temporal
@@ -518,7 +518,7 @@ func driftOpen(t *testing.T, p *parts, what string) string {
 	}, time.Minute, 200*time.Millisecond, "the Deployment controller made a traced ReplicaSet")
 	rsGen := rs.Generation
 	require.NoError(t, harness.Kube().Patch(ctx, &rs, ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":2}}`))))
-	id := workflows.DriftWorkflowID(string(dep.UID))
+	id := v1alpha1.DriftWorkflowID(string(dep.UID))
 	require.Eventually(t, func() bool {
 		d, err := procs.Env().Temporal.DescribeWorkflowExecution(ctx, id, "")
 		return err == nil && d.WorkflowExecutionInfo.GetCloseTime() == nil && p.callbacks.count(string(dep.UID), "Detected") == 1

@@ -19,9 +19,9 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 	"github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 var executeScale = execute("scale")
@@ -274,7 +274,7 @@ func TestReloadNeverTrustsADataHashAnnotation(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns,
 		Labels: map[string]string{"reload": "true", "env": "prod"}, Annotations: map[string]string{"remedy.dev/data-hash": "forged"}}}
 	require.NoError(t, harness.Kube().Create(ctx, cm))
-	want := workflows.ConfigMapDataHash(&corev1.ConfigMap{})
+	want := reloadrule.ConfigMapHash(&corev1.ConfigMap{})
 
 	gen := waitBaseline(t, web, "app")
 	assert.Equal(t, want, currentHash(t, web, "app"), "the baseline is the data's hash")

@@ -54,7 +54,7 @@ func TestOnlyTheWorkerCreatesApprovalRequests(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
 	grant(t, ns, "mallory", "create", "approve")
-	rar := forgedRequest(ns, "mine", workflows.ReloadWorkflowID(ns, "Deployment", "web"), time.Now().Add(time.Hour))
+	rar := forgedRequest(ns, "mine", v1alpha1.ReloadWorkflowID(ns, "Deployment", "web"), time.Now().Add(time.Hour))
 
 	for user, c := range map[string]ctrlclient.Client{"mallory": impersonating(t, "mallory"), "cluster-admin": harness.Kube()} {
 		err := c.Create(ctx, rar.DeepCopy())
@@ -141,7 +141,7 @@ func TestKubectlDecisionAfterRequiredByIsRefused(t *testing.T) {
 	ns := harness.Namespace(t)
 	grant(t, ns, "carol", "approve")
 	requiredBy := time.Now().Add(-time.Minute).Truncate(time.Second)
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	// The request's workflow still runs (its timer has yet to record Expired):
 	// a workflow that is gone would let the operator expire the request first.
 	runIdle(t, id)
@@ -165,7 +165,7 @@ func TestStaleRecordOfADecisionIsAConflict(t *testing.T) {
 	ns := harness.Namespace(t)
 	grant(t, ns, "carol", "approve")
 	worker := asWorker(t)
-	rar := forgedRequest(ns, "stale", workflows.ReloadWorkflowID(ns, "Deployment", "web"), time.Now().Add(time.Hour))
+	rar := forgedRequest(ns, "stale", v1alpha1.ReloadWorkflowID(ns, "Deployment", "web"), time.Now().Add(time.Hour))
 	require.NoError(t, worker.Create(ctx, rar))
 	stale := rar.DeepCopy()
 	require.NoError(t, impersonating(t, "carol").Status().Patch(ctx, rar, decisionPatch("Approved", "ship it", "")))

@@ -32,7 +32,7 @@ func TestRogueWorkflowCannotRestartAReloadWorkload(t *testing.T) {
 	gen := openWindow(t, web, cm, "v1")
 	applied := web.Spec.Template.Annotations[hashKey("app")]
 
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	setData(t, cm, "v2")
 	var st workflows.ReloadStatus
 	waitPending(t, id, func(s workflows.ReloadStatus) bool {
@@ -56,7 +56,7 @@ func TestRogueWorkflowCannotRestartAReloadWorkload(t *testing.T) {
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(web), web))
 	assert.Equal(t, gen, web.Generation, "nothing rolled")
 	assert.Equal(t, applied, web.Spec.Template.Annotations[hashKey("app")], "the pod template carries the applied data only")
-	assert.NotContains(t, web.Annotations, workflows.DeclinedAnnotation, "no decline recorded")
+	assert.NotContains(t, web.Annotations, v1alpha1.DeclinedAnnotation, "no decline recorded")
 
 	// The genuine run restarts with the pending data when its window closes.
 	waitTemplateHash(t, web, "app", st.Pending[0].Hash)

@@ -53,7 +53,7 @@ func TestScaleCompletesWithRollbackWindow(t *testing.T) {
 	})
 
 	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady)
-	assert.Equal(t, workflows.ExecutionWorkflowID(ns, "scale-web", string(k.UID)), k.Status.WorkflowID)
+	assert.Equal(t, v1alpha1.ExecutionWorkflowID(ns, "scale-web", string(k.UID)), k.Status.WorkflowID)
 	require.NotNil(t, k.Status.RollbackInformation)
 	assert.True(t, k.Status.RollbackInformation.Available)
 	assert.Equal(t, "scale", k.Status.RollbackInformation.RollbackAction)
@@ -123,9 +123,9 @@ spec:
 
 	var d appsv1.Deployment
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "api"}, &d))
-	got := d.Spec.Template.Annotations[actions.RestartedAtAnnotation]
+	got := d.Spec.Template.Annotations[v1alpha1.RestartedAtAnnotation]
 	require.NotEmpty(t, got)
-	assert.Equal(t, actions.RestartedAtAnnotation+": "+got, k.Status.ExecutionResults.ResourcesAffected[0].After)
+	assert.Equal(t, v1alpha1.RestartedAtAnnotation+": "+got, k.Status.ExecutionResults.ResourcesAffected[0].After)
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-restart.json")
 }
 
@@ -175,7 +175,7 @@ func TestMissingPermissionFailsForbidden(t *testing.T) {
 
 	var d appsv1.Deployment
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "locked"}, &d))
-	assert.Empty(t, d.Spec.Template.Annotations[actions.RestartedAtAnnotation])
+	assert.Empty(t, d.Spec.Template.Annotations[v1alpha1.RestartedAtAnnotation])
 	harness.ReplayHistory(t, k.Status.WorkflowID, "execution-forbidden.json")
 }
 

@@ -18,6 +18,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -117,7 +118,7 @@ func TestForgedStartsWriteNothing(t *testing.T) {
 	}{
 		{"execution that does not exist", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
 			in := workflows.ExecutionInput{Namespace: ns, Name: "ghost", UID: "33333333-3333-3333-3333-333333333333", Spec: scaleSpec(ns, "web", 5)}
-			return again(workflows.ExecutionWorkflowID(ns, in.Name, in.UID)), workflows.ExecutionWorkflow, in
+			return again(v1alpha1.ExecutionWorkflowID(ns, in.Name, in.UID)), workflows.ExecutionWorkflow, in
 		}},
 		{"execution that finished", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
 			k := waitPhase(t, createExecution(t, ns, "done", scaleSpec(ns, "web", 5)), v1alpha1.PhaseCompleted)
@@ -128,7 +129,7 @@ func TestForgedStartsWriteNothing(t *testing.T) {
 		{"remediation that does not exist", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
 			in := workflows.RemediationInput{Namespace: ns, Name: "ghost", UID: "44444444-4444-4444-4444-444444444444",
 				Spec: v1alpha1.RemediationRequestSpec{Steps: []v1alpha1.RemediationStep{{Name: "scale", Execution: scaleSpec(ns, "web", 5)}}}}
-			return again(workflows.RemediationWorkflowID(ns, in.Name, in.UID)), workflows.RemediationWorkflow, in
+			return again(v1alpha1.RemediationWorkflowID(ns, in.Name, in.UID)), workflows.RemediationWorkflow, in
 		}},
 		{"remediation that finished", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
 			rr := &v1alpha1.RemediationRequest{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: ns}, Spec: v1alpha1.RemediationRequestSpec{
@@ -141,8 +142,8 @@ func TestForgedStartsWriteNothing(t *testing.T) {
 		}},
 		{"reload of a workload no policy selects", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
 			in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Policy: "reload",
-				Pending: []workflows.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}}}
-			return again(workflows.ReloadWorkflowID(ns, "Deployment", "web")), workflows.ReloadWorkflow, in
+				Pending: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}}}
+			return again(v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")), workflows.ReloadWorkflow, in
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,9 +17,9 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 func serviceAccountUser(name string) string {
@@ -111,7 +111,7 @@ func TestReloadRestartRunsAsRemedyReload(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond)
 
 	setData(t, cm, "v1")
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	var last string
 	require.Eventually(t, func() bool {
 		d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")

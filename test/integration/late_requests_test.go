@@ -94,7 +94,7 @@ func TestDecisionOnCanceledRequestIsRefused(t *testing.T) {
 	ghost := v1alpha1.ObjectRef{APIVersion: v1alpha1.GroupVersion.String(), Kind: "KubernetesExecution", Namespace: ns, Name: "ghost"}
 	rar := &v1alpha1.RemediationApprovalRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ghost-approval"},
-		Spec: v1alpha1.RemediationApprovalRequestSpec{SubjectRef: ghost, WorkflowID: workflows.ExecutionWorkflowID(ns, "ghost", "gone"),
+		Spec: v1alpha1.RemediationApprovalRequestSpec{SubjectRef: ghost, WorkflowID: v1alpha1.ExecutionWorkflowID(ns, "ghost", "gone"),
 			RequiredBy:      metav1.NewTime(time.Now().Add(time.Hour)),
 			ApprovalContext: v1alpha1.ApprovalContext{Reason: "test", Action: "scale", Target: target(ns, "web")}},
 	}

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/metrics"
@@ -26,7 +25,7 @@ import (
 const brokenRego = "package remedy.safety\n\ndeny contains msg if {\n"
 
 func policyConfigMap(ns, name, rego string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{activities.PolicyLabel: "true"}},
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{v1alpha1.PolicyLabel: "true"}},
 		Data: map[string]string{"policy.rego": rego}}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -82,7 +83,7 @@ func TestReloadApprovedByKubectlRollsOnce(t *testing.T) {
 	ns, _, web, cm, gen := gatedReload(t)
 	grant(t, ns, "carol", "approve")
 	grant(t, ns, "eve")
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 
 	setData(t, cm, "v1")
 	rar := waitApprovalRequests(t, ns, "web", 1)
@@ -113,7 +114,7 @@ func TestReloadApprovedByKubectlRollsOnce(t *testing.T) {
 	stableGeneration(t, web, gen+1, 500*time.Millisecond)
 	assert.Equal(t, hash, currentHash(t, web, "app"), "the baseline follows the approved restart")
 	require.Eventually(t, func() bool { return replicaSets(t, web) == 2 }, reloadTimeout, 100*time.Millisecond, "one new ReplicaSet: one rollout")
-	assert.Empty(t, web.Annotations[workflows.DeclinedAnnotation])
+	assert.Empty(t, web.Annotations[v1alpha1.DeclinedAnnotation])
 
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))
 	assert.Equal(t, v1alpha1.DecisionApproved, rar.Status.Decision)
@@ -128,7 +129,7 @@ func TestReloadRejectedRollsNothingUntilDataChanges(t *testing.T) {
 	ctx := context.Background()
 	ns, env, web, cm, gen := gatedReload(t)
 	grant(t, ns, "carol", "approve")
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	declined := counterValue(metrics.ReloadDeclined.WithLabelValues(env, string(v1alpha1.DecisionRejected)))
 
 	setData(t, cm, "v1")
@@ -136,17 +137,17 @@ func TestReloadRejectedRollsNothingUntilDataChanges(t *testing.T) {
 	require.NoError(t, impersonating(t, "carol").Status().Patch(ctx, rar, decisionPatch("Rejected", "change freeze", "")))
 
 	web = harness.Eventually(t, web, reloadTimeout, func(d *appsv1.Deployment) bool {
-		return d.Annotations[workflows.DeclinedAnnotation] != ""
+		return d.Annotations[v1alpha1.DeclinedAnnotation] != ""
 	})
 	// The API server bumps a Deployment's generation for metadata annotations
 	// too; the pod template, and so the ReplicaSet, stay as they were.
 	assert.Equal(t, gen+1, web.Generation)
 	template := web.Spec.Template.Annotations
 	assert.Empty(t, template[hashKey("app")], "the pod template is untouched")
-	assert.Empty(t, template[workflows.RestartedAtAnnotation])
+	assert.Empty(t, template[v1alpha1.RestartedAtAnnotation])
 	gen = web.Generation
 	harness.WaitClosed(t, id, reloadTimeout)
-	d := workflows.ParseReloadDeclined(web.Annotations[workflows.DeclinedAnnotation])
+	d := reloadrule.ParseDeclined(web.Annotations[v1alpha1.DeclinedAnnotation])
 	assert.Equal(t, rar.Name, d.Request)
 	assert.Equal(t, string(v1alpha1.DecisionRejected), d.Decision)
 	require.Contains(t, d.ConfigMaps, "app")
@@ -182,14 +183,14 @@ func TestReloadRejectedRollsNothingUntilDataChanges(t *testing.T) {
 	assert.NotEqual(t, rar.Name, next.Name)
 	assert.NotContains(t, next.Spec.ApprovalContext.Reason, "app="+v1)
 	web = harness.Eventually(t, web, reloadTimeout, func(d *appsv1.Deployment) bool {
-		return d.Annotations[workflows.DeclinedAnnotation] == ""
+		return d.Annotations[v1alpha1.DeclinedAnnotation] == ""
 	})
 	out, err := temporalCLIAs(t, ns, "alice", "workflow", "signal", "--workflow-id", id, "--name", "reject",
 		"--input", `{"approver":"alice","request":"`+next.Name+`"}`)
 	require.NoError(t, err, out)
 	harness.WaitClosed(t, id, reloadTimeout)
 	web = harness.Eventually(t, web, reloadTimeout, func(d *appsv1.Deployment) bool {
-		return workflows.ParseReloadDeclined(d.Annotations[workflows.DeclinedAnnotation]).Request == next.Name
+		return reloadrule.ParseDeclined(d.Annotations[v1alpha1.DeclinedAnnotation]).Request == next.Name
 	})
 	assert.Equal(t, template, web.Spec.Template.Annotations)
 	assert.Equal(t, 1, replicaSets(t, web), "no rollout")

@@ -15,10 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // The seed's coalescing through the operator and worker: 10 edits 0.5 s
@@ -38,7 +37,7 @@ func TestReloadBurstRollsAtOnceAndOnceAfterTheBurst(t *testing.T) {
 		setData(t, cm, fmt.Sprintf("v%d", i))
 		lastEdit = time.Now()
 	}
-	final := workflows.ConfigMapDataHash(cm)
+	final := reloadrule.ConfigMapHash(cm)
 	web = waitTemplateHash(t, web, "app", final)
 	rolled := time.Now()
 	assert.GreaterOrEqual(t, rolled.Sub(lastEdit), 3*time.Second, "the trailing restart comes a window after the last edit")
@@ -96,16 +95,16 @@ func TestReloadNewPolicyRecordsBaselineOfRestartedWorkload(t *testing.T) {
 	scope := "env-" + ns
 	const restartedAt = "2026-01-02T03:04:05Z"
 	web := reloadDeployment(t, ns, "web", scope, func(d *appsv1.Deployment) {
-		d.Spec.Template.Annotations = map[string]string{actions.RestartedAtAnnotation: restartedAt}
+		d.Spec.Template.Annotations = map[string]string{v1alpha1.RestartedAtAnnotation: restartedAt}
 	})
 	cm := reloadConfigMap(t, ns, "app", scope, "v0")
 	reloadPolicy(t, ns, 3*time.Second)
 
 	gen := waitBaseline(t, web, "app")
-	assert.Equal(t, workflows.ConfigMapDataHash(cm), web.Annotations[hashKey("app")])
+	assert.Equal(t, reloadrule.ConfigMapHash(cm), web.Annotations[hashKey("app")])
 	stableGeneration(t, web, gen, 3*time.Second)
-	assert.Equal(t, map[string]string{actions.RestartedAtAnnotation: restartedAt}, web.Spec.Template.Annotations, "the pod template was not touched")
-	_, err := harness.Temporal().DescribeWorkflowExecution(ctx, workflows.ReloadWorkflowID(ns, "Deployment", "web"), "")
+	assert.Equal(t, map[string]string{v1alpha1.RestartedAtAnnotation: restartedAt}, web.Spec.Template.Annotations, "the pod template was not touched")
+	_, err := harness.Temporal().DescribeWorkflowExecution(ctx, v1alpha1.ReloadWorkflowID(ns, "Deployment", "web"), "")
 	assert.Error(t, err, "no reload run was started")
 
 	// The policy lists the workload now; its recorded hash is wiped (a
@@ -114,6 +113,6 @@ func TestReloadNewPolicyRecordsBaselineOfRestartedWorkload(t *testing.T) {
 		func(p *v1alpha1.ConfigReloadPolicy) bool { return len(p.Status.Workloads) == 1 })
 	wipe := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, hashKey("app"))
 	require.NoError(t, harness.Kube().Patch(ctx, web, ctrlclient.RawPatch(types.MergePatchType, []byte(wipe))))
-	web = waitTemplateHash(t, web, "app", workflows.ConfigMapDataHash(cm))
-	assert.NotEqual(t, restartedAt, web.Spec.Template.Annotations[actions.RestartedAtAnnotation], "the repair restart rolled the pods")
+	web = waitTemplateHash(t, web, "app", reloadrule.ConfigMapHash(cm))
+	assert.NotEqual(t, restartedAt, web.Spec.Template.Annotations[v1alpha1.RestartedAtAnnotation], "the repair restart rolled the pods")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -60,7 +61,7 @@ func TestReloadApprovalOfMyappDoesNotCoverApp(t *testing.T) {
 	setData(t, myapp, "v1")
 	approved := waitApprovalRequests(t, ns, "web", 1)
 	require.NoError(t, impersonating(t, "carol").Status().Patch(ctx, approved, decisionPatch("Approved", "ship myapp", "carol")))
-	h := workflows.ConfigMapDataHash(&corev1.ConfigMap{Data: map[string]string{"value": "v1"}})
+	h := reloadrule.ConfigMapHash(&corev1.ConfigMap{Data: map[string]string{"value": "v1"}})
 	web = waitTemplateHash(t, web, "myapp", h)
 	assert.Contains(t, approved.Spec.ApprovalContext.Reason, "myapp="+h)
 	assert.NotContains(t, approved.Spec.ApprovalContext.Reason, " app="+h)
@@ -76,7 +77,7 @@ func TestReloadApprovalOfMyappDoesNotCoverApp(t *testing.T) {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	in := activities.RestartInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: env, Policy: "reload",
-		Changes: []activities.ConfigChange{{ConfigMap: "app", Hash: h}}, RestartedAt: time.Now().UTC().Format(time.RFC3339),
+		Changes: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: h}}, RestartedAt: time.Now().UTC().Format(time.RFC3339),
 		ApprovalRequest: approved.Name}
 	run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "rogue-restart-" + ns, TaskQueue: queue}, "RogueRestart", in)
 	require.NoError(t, err)

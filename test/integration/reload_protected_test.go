@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -27,7 +26,7 @@ import (
 func protect(t *testing.T, ns string) {
 	t.Helper()
 	require.NoError(t, harness.Kube().Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		ctrlclient.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+activities.ProtectedLabel+`":"true"}}}`))))
+		ctrlclient.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.ProtectedLabel+`":"true"}}}`))))
 }
 
 // warningEvent waits for a Warning Event with reason ProtectedNamespace about the named object.
@@ -70,7 +69,7 @@ func TestReloadInProtectedNamespaceRestartsNothing(t *testing.T) {
 	// Labelled from creation, so no cache can have seen it unprotected.
 	ns := "p-" + string(uuid.NewUUID())[:8]
 	require.NoError(t, harness.Kube().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{activities.ProtectedLabel: "true"}}}))
+		Labels: map[string]string{v1alpha1.ProtectedLabel: "true"}}}))
 	env := "protected-" + ns
 	web := reloadDeployment(t, ns, "web", env)
 	cm := reloadConfigMap(t, ns, "app", env, "v0")
@@ -89,7 +88,7 @@ func TestReloadInProtectedNamespaceRestartsNothing(t *testing.T) {
 	stableGeneration(t, web, web.Generation, 3*time.Second)
 	assert.Empty(t, web.Annotations[hashKey("app")], "not even a baseline is written")
 	assert.Empty(t, web.Spec.Template.Annotations)
-	_, err := harness.Temporal().DescribeWorkflowExecution(ctx, workflows.ReloadWorkflowID(ns, "Deployment", "web"), "")
+	_, err := harness.Temporal().DescribeWorkflowExecution(ctx, v1alpha1.ReloadWorkflowID(ns, "Deployment", "web"), "")
 	var nf *serviceerror.NotFound
 	assert.ErrorAs(t, err, &nf, "no reload workflow is started")
 }
@@ -103,7 +102,7 @@ func TestReloadRefusedWhenNamespaceBecomesProtected(t *testing.T) {
 	gen := openWindow(t, web, cm, "v0.1")
 
 	setData(t, cm, "v1")
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	waitPending(t, id, func(st workflows.ReloadStatus) bool { return len(st.Pending) == 1 && st.DueAt != "" })
 	protect(t, ns)
 

@@ -23,7 +23,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/metrics"
@@ -89,7 +88,7 @@ func setData(t testing.TB, cm *corev1.ConfigMap, value string) {
 	require.NoError(t, harness.Kube().Update(context.Background(), cm))
 }
 
-func hashKey(cm string) string { return workflows.ConfigHashAnnotation(cm) }
+func hashKey(cm string) string { return v1alpha1.ConfigHashAnnotation(cm) }
 
 // waitBaseline waits until the operator recorded a baseline for cm and returns the generation then.
 func waitBaseline(t testing.TB, d *appsv1.Deployment, cm string) int64 {
@@ -174,7 +173,7 @@ func TestReloadCoalescesBurstIntoOneRolloutPerWorkload(t *testing.T) {
 		stableGeneration(t, d, want, 500*time.Millisecond)
 	}
 	assert.Equal(t, final, currentHash(t, api, "app"), "baseline follows the restart")
-	assert.NotEmpty(t, web.Spec.Template.Annotations[actions.RestartedAtAnnotation])
+	assert.NotEmpty(t, web.Spec.Template.Annotations[v1alpha1.RestartedAtAnnotation])
 	assert.GreaterOrEqual(t, counterValue(metrics.ReloadRestarts.WithLabelValues("prod"))-restarts, 2.0)
 	assert.Greater(t, counterValue(metrics.ReloadDebounced.WithLabelValues("prod")), debounced, "edits folded into the restart are counted")
 
@@ -205,7 +204,7 @@ func TestReloadCoalescesBurstIntoOneRolloutPerWorkload(t *testing.T) {
 	assert.Equal(t, []string{"app", "app-test"}, p.Status.WatchedConfigMaps)
 	assert.True(t, meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady))
 
-	harness.ReplayHistory(t, workflows.ReloadWorkflowID(ns, "Deployment", "web"), "reload-coalesced.json")
+	harness.ReplayHistory(t, v1alpha1.ReloadWorkflowID(ns, "Deployment", "web"), "reload-coalesced.json")
 }
 
 func TestReloadTwoConfigMapsEditedTogetherGiveOneRollout(t *testing.T) {
@@ -282,11 +281,11 @@ func denyRestarts(t *testing.T, ns string) (lift func()) {
 	ctx := context.Background()
 	lift = denyInNamespace(t, ns, "deny-restarts-"+ns, []admissionv1.OperationType{admissionv1.Update},
 		admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
-		`!has(object.spec.template.metadata.annotations) || !('`+actions.RestartedAtAnnotation+`' in object.spec.template.metadata.annotations)`,
+		`!has(object.spec.template.metadata.annotations) || !('`+v1alpha1.RestartedAtAnnotation+`' in object.spec.template.metadata.annotations)`,
 		"restarts are frozen")
 
 	probe := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
-	patch := ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"`+actions.RestartedAtAnnotation+`":"probe"}}}}}`))
+	patch := ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"`+v1alpha1.RestartedAtAnnotation+`":"probe"}}}}}`))
 	deadline := time.Now().Add(reloadTimeout)
 	for harness.Kube().Patch(ctx, probe, patch, ctrlclient.DryRunAll) == nil {
 		require.True(t, time.Now().Before(deadline), "admission policy never enforced")
@@ -367,7 +366,7 @@ func TestReloadRetriesTransientFailureWithBackoff(t *testing.T) {
 			lift := denyRestarts(t, ns)
 
 			setData(t, cm, "v1")
-			id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+			id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 			waitFailedAttempts(t, id, 2)
 			stableGeneration(t, web, gen, 100*time.Millisecond)
 			assert.GreaterOrEqual(t, counterValue(metrics.ReloadErrors.WithLabelValues(env)), 2.0)
@@ -461,7 +460,7 @@ func TestReloadSurvivesWorkerLossDuringDebounce(t *testing.T) {
 	w := startWorker()
 
 	setData(t, cm, "v1")
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	waitPending(t, id, func(st workflows.ReloadStatus) bool { return st.DueAt != "" && len(st.Pending) == 1 })
 	stableGeneration(t, web, gen, 100*time.Millisecond)
 	w.Stop()
@@ -517,7 +516,7 @@ func TestReloadOfADeletedWorkloadDropsItsChange(t *testing.T) {
 	waitBaseline(t, web, "app")
 	openWindow(t, web, cm, "v0.1")
 	setData(t, cm, "v1")
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	waitPending(t, id, func(st workflows.ReloadStatus) bool { return len(st.Pending) == 1 && st.DueAt != "" })
 	require.NoError(t, harness.Kube().Delete(ctx, web))
 

@@ -17,6 +17,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/reloadrule"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -121,7 +122,7 @@ func TestReloadPolicyAuthorMayRestartUntilTheGrantIsRevoked(t *testing.T) {
 	assert.Contains(t, ev.Note, "nothing restarted")
 	assert.Contains(t, ev.Note, "the author of ConfigReloadPolicy "+ns+"/reload")
 	assert.Contains(t, ev.Note, `user "oncall-olga" cannot execute`)
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	harness.WaitClosed(t, id, reloadTimeout)
 	err := harness.Temporal().GetWorkflow(ctx, id, "").Get(ctx, nil)
 	var app *temporal.ApplicationError
@@ -161,9 +162,9 @@ func TestForgedReloadStartWritesNothing(t *testing.T) {
 	web = harness.Eventually(t, web, reloadTimeout, func(d *appsv1.Deployment) bool { return d.Annotations["deployment.kubernetes.io/revision"] != "" })
 	gen, annotations := web.Generation, web.Annotations
 
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod", Policy: "reload",
-		Pending: []workflows.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}, {ConfigMap: "kubectl.kubernetes.io/restartedAt", Hash: "now"}}}
+		Pending: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}, {ConfigMap: "kubectl.kubernetes.io/restartedAt", Hash: "now"}}}
 	run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.ReloadWorkflow, in)
 	require.NoError(t, err)
 	err = run.Get(ctx, nil)
@@ -188,11 +189,11 @@ func TestForgedReloadStartCannotSkipApproval(t *testing.T) {
 	ns, env, web, cm, gen := gatedReload(t)
 	next := cm.DeepCopy()
 	next.Data = map[string]string{"value": "v1"}
-	hash := workflows.ConfigMapDataHash(next)
+	hash := reloadrule.ConfigMapHash(next)
 
-	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
 	in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: env, Policy: "reload", Debounce: time.Second,
-		Pending: []workflows.ConfigChange{{ConfigMap: "app", Hash: hash}}}
+		Pending: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: hash}}}
 	_, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.ReloadWorkflow, in)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = harness.Temporal().TerminateWorkflow(ctx, id, "", "test over") })

@@ -15,7 +15,6 @@ import (
 	"github.com/remedy-dev/remedy/internal/image"
 	"github.com/remedy-dev/remedy/internal/release"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 func createRemediation(t *testing.T, ns, name string, steps ...v1alpha1.RemediationStep) *v1alpha1.RemediationRequest {
@@ -57,7 +56,7 @@ func TestRemediationRunsStepsInOrder(t *testing.T) {
 	k := stepExecution(t, ns, "recover-scale")
 	assert.Equal(t, "RemediationRequest", metav1.GetControllerOf(k).Kind, "steps are owned by the request")
 	k = harness.Eventually(t, k, runTimeout, func(k *v1alpha1.KubernetesExecution) bool { return k.Status.Phase == v1alpha1.PhaseCompleted })
-	assert.Equal(t, workflows.ExecutionWorkflowID(ns, "recover-scale", string(k.UID)), k.Status.WorkflowID)
+	assert.Equal(t, v1alpha1.ExecutionWorkflowID(ns, "recover-scale", string(k.UID)), k.Status.WorkflowID)
 	assert.Equal(t, int32(2), replicasOf(t, ns, "web"))
 	harness.ReplayHistory(t, rr.Status.WorkflowID, "remediation-completed.json")
 	// The step's own run, a child that waited for the request to finalize it.

@@ -169,7 +169,7 @@ func TestForgedWorkflowStartDoesNothing(t *testing.T) {
 	for name, in := range forged {
 		t.Run(name, func(t *testing.T) {
 			in.Spec.Requester = admin
-			id, res := forgedRun[workflows.ExecutionResult](t, workflows.ExecutionWorkflowID(in.Namespace, in.Name, in.UID), workflows.ExecutionWorkflow, in)
+			id, res := forgedRun[workflows.ExecutionResult](t, v1alpha1.ExecutionWorkflowID(in.Namespace, in.Name, in.UID), workflows.ExecutionWorkflow, in)
 			assert.Equal(t, v1alpha1.PhaseFailed, res.Status.Phase)
 			assert.Equal(t, "SubjectMismatch", res.Status.Reason, res.Status.Message)
 			if in.Name == "ghost" {
@@ -190,7 +190,7 @@ func TestForgedRemediationStartDoesNothing(t *testing.T) {
 			Steps:     []v1alpha1.RemediationStep{{Name: "scale", Execution: scaleSpec(ns, "web", 9)}},
 			Requester: &v1alpha1.Requester{Username: "system:admin", Groups: []string{"system:masters"}},
 		}}
-	id, res := forgedRun[workflows.RemediationResult](t, workflows.RemediationWorkflowID(in.Namespace, in.Name, in.UID), workflows.RemediationWorkflow, in)
+	id, res := forgedRun[workflows.RemediationResult](t, v1alpha1.RemediationWorkflowID(in.Namespace, in.Name, in.UID), workflows.RemediationWorkflow, in)
 	assert.Equal(t, v1alpha1.PhaseFailed, res.Status.Phase)
 	assert.Equal(t, "SubjectMismatch", res.Status.Reason, res.Status.Message)
 	assert.Nil(t, res.Status.Steps[0].ExecutionRef, "no step was created")

@@ -127,7 +127,7 @@ func TestDeletingAnExecutionBeforeItsWorkflowIDIsWrittenCancelsItsWorkflow(t *te
 	spec := scaleSpec(ns, "web", 2)
 	spec.Approval = &v1alpha1.ApprovalSpec{Required: true, Timeout: v1alpha1.DurationOf(time.Hour)}
 	k := createExecution(t, ns, "scale-doomed", spec)
-	id := workflows.ExecutionWorkflowID(ns, k.Name, string(k.UID))
+	id := v1alpha1.ExecutionWorkflowID(ns, k.Name, string(k.UID))
 
 	require.Eventually(t, func() bool {
 		s, err := workflowStatus(id)

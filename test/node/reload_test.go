@@ -16,7 +16,6 @@ import (
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // TestReloadIsACompletedRollout: a ConfigMap edit reloads the Deployment
@@ -56,7 +55,7 @@ func TestReloadIsACompletedRollout(t *testing.T) {
 		},
 	}
 	require.NoError(t, harness.Kube().Create(ctx, d))
-	hash := workflows.ConfigHashAnnotation("settings")
+	hash := v1alpha1.ConfigHashAnnotation("settings")
 	harness.Eventually(t, d, runTimeout, func(d *appsv1.Deployment) bool { return d.Annotations[hash] != "" })
 	before := available(t, ns, "web", 2)
 	oldPods := podNames(t, ns)

@@ -1,4 +1,4 @@
-package activities
+package alertmanager
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
-
-	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // alertmanagerHTTPConfig is the part of amtool's --http.config.file (and
@@ -55,12 +53,12 @@ func readAlertmanagerCredentials(file string) (user, password string, err error)
 	return c.BasicAuth.Username, password, nil
 }
 
-// NewAlertmanagerClient is the HTTP client the worker reads (and writes)
+// NewHTTPClient is the HTTP client the worker reads (and writes)
 // Alertmanager's API with: it authenticates with the basic_auth of
 // httpConfigFile (amtool's --http.config.file format), read again for each
 // request so a rotated Secret applies at once. A file that cannot be read
 // now fails here, at start.
-func NewAlertmanagerClient(httpConfigFile string) (*http.Client, error) {
+func NewHTTPClient(httpConfigFile string) (*http.Client, error) {
 	if _, _, err := readAlertmanagerCredentials(httpConfigFile); err != nil {
 		return nil, err
 	}
@@ -83,19 +81,19 @@ func (a *alertmanagerAuth) RoundTrip(r *http.Request) (*http.Response, error) {
 	return a.next.RoundTrip(r)
 }
 
-// NewAlertmanager is the Alertmanager at url, read with the credentials of
+// New is the Alertmanager at url, read with the credentials of
 // httpConfigFile. Alert runs act only on alerts an authenticated
 // Alertmanager holds: anyone may post to one without web authentication,
 // so a URL without credentials is refused.
-func NewAlertmanager(url, httpConfigFile string) (*Alertmanager, error) {
+func New(url, httpConfigFile string) (*Client, error) {
 	if httpConfigFile == "" {
 		return nil, fmt.Errorf("alertmanager %s: no credentials (--alertmanager-http-config-file): Remedy acts only on an Alertmanager with web authentication, since anyone may post alerts to one without", url)
 	}
-	c, err := NewAlertmanagerClient(httpConfigFile)
+	c, err := NewHTTPClient(httpConfigFile)
 	if err != nil {
 		return nil, err
 	}
-	return &Alertmanager{URL: url, Client: c}, nil
+	return &Client{URL: url, Client: c}, nil
 }
 
 // RequiresAuth asks Alertmanager's API without credentials and expects a
@@ -103,7 +101,7 @@ func NewAlertmanager(url, httpConfigFile string) (*Alertmanager, error) {
 // authentication are ignored, and anyone may post alerts to it. A 2xx is
 // a permanent refusal to act on what it holds; anything else (unreachable)
 // is retried.
-func (a *Alertmanager) RequiresAuth(ctx context.Context) error {
+func (a *Client) RequiresAuth(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(a.URL, "/")+"/api/v2/status", nil)
 	if err != nil {
 		return fmt.Errorf("build alertmanager request: %w", err)
@@ -117,8 +115,15 @@ func (a *Alertmanager) RequiresAuth(ctx context.Context) error {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("alertmanager %s answers without credentials, so anyone may have posted this alert: Remedy acts only on an Alertmanager with web authentication (--web.config.file)", a.URL))
+		return &OpenError{Err: fmt.Errorf("alertmanager %s answers without credentials, so anyone may have posted this alert: Remedy acts only on an Alertmanager with web authentication (--web.config.file)", a.URL)}
 	default:
 		return fmt.Errorf("probe alertmanager authentication: %s", resp.Status)
 	}
 }
+
+// OpenError is an Alertmanager that answers without credentials: what it
+// holds may have been posted by anyone, so nothing it says may be acted on.
+type OpenError struct{ Err error }
+
+func (e *OpenError) Error() string { return e.Err.Error() }
+func (e *OpenError) Unwrap() error { return e.Err }

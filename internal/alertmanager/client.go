@@ -1,4 +1,4 @@
-package activities
+package alertmanager
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Alertmanager reads active alerts from Alertmanager's API v2. The URL comes
+// Client reads active alerts from Alertmanager's API v2. The URL comes
 // from the worker's configuration only, never from a workflow's input.
-type Alertmanager struct {
+type Client struct {
 	URL    string
 	Client *http.Client
 }
@@ -37,7 +37,7 @@ type ActiveAlert struct {
 // Active lists the alerts Alertmanager holds whose namespace label is
 // namespace, or all of them for "" (silenced and inhibited ones included:
 // they still fire).
-func (a *Alertmanager) Active(ctx context.Context, namespace string) ([]ActiveAlert, error) {
+func (a *Client) Active(ctx context.Context, namespace string) ([]ActiveAlert, error) {
 	var filter []string
 	if namespace != "" {
 		filter = []string{fmt.Sprintf("namespace=%q", namespace)}
@@ -47,10 +47,10 @@ func (a *Alertmanager) Active(ctx context.Context, namespace string) ([]ActiveAl
 
 // Matching lists the firing alerts (silenced and inhibited ones included)
 // that satisfy every matcher of filter, in Alertmanager's syntax.
-func (a *Alertmanager) Matching(ctx context.Context, filter []string) ([]ActiveAlert, error) {
+func (a *Client) Matching(ctx context.Context, filter []string) ([]ActiveAlert, error) {
 	q := url.Values{"active": {"true"}, "silenced": {"true"}, "inhibited": {"true"}, "unprocessed": {"true"}, "filter": filter}
 	var out []ActiveAlert
-	if err := a.call(ctx, http.MethodGet, "/api/v2/alerts?"+q.Encode(), nil, &out); err != nil {
+	if err := a.Call(ctx, http.MethodGet, "/api/v2/alerts?"+q.Encode(), nil, &out); err != nil {
 		return nil, fmt.Errorf("list alertmanager alerts: %w", err)
 	}
 	return out, nil
@@ -59,18 +59,18 @@ func (a *Alertmanager) Matching(ctx context.Context, filter []string) ([]ActiveA
 // Started is when Alertmanager started (its status's uptime). It holds no
 // alerts across a restart: until its senders have sent them again, an
 // alert missing from its list may still fire.
-func (a *Alertmanager) Started(ctx context.Context) (time.Time, error) {
+func (a *Client) Started(ctx context.Context) (time.Time, error) {
 	var st struct {
 		Uptime time.Time `json:"uptime"`
 	}
-	if err := a.call(ctx, http.MethodGet, "/api/v2/status", nil, &st); err != nil {
+	if err := a.Call(ctx, http.MethodGet, "/api/v2/status", nil, &st); err != nil {
 		return time.Time{}, fmt.Errorf("read alertmanager status: %w", err)
 	}
 	return st.Uptime, nil
 }
 
-// call sends one request to Alertmanager's API and decodes a 200's body into out.
-func (a *Alertmanager) call(ctx context.Context, method, path string, body, out any) error {
+// Call sends one request to Alertmanager's API and decodes a 200's body into out.
+func (a *Client) Call(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
@@ -97,7 +97,7 @@ func (a *Alertmanager) call(ctx context.Context, method, path string, body, out 
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return &amError{Status: resp.StatusCode, Msg: fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(b))}
+		return &APIError{Status: resp.StatusCode, Msg: fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(b))}
 	}
 	if out == nil {
 		return nil
@@ -108,13 +108,13 @@ func (a *Alertmanager) call(ctx context.Context, method, path string, body, out 
 	return nil
 }
 
-// amError is a non-200 answer of Alertmanager's API.
-type amError struct {
+// APIError is a non-200 answer of Alertmanager's API.
+type APIError struct {
 	Status int
 	Msg    string
 }
 
-func (e *amError) Error() string { return e.Msg }
+func (e *APIError) Error() string { return e.Msg }
 
 // Fingerprint is Alertmanager's fingerprint of a label set.
 func Fingerprint(labels map[string]string) string {

@@ -1,8 +1,7 @@
-package activities
+package alertmanager
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,9 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/temporal"
-
-	"github.com/remedy-dev/remedy/internal/alertrule"
 )
 
 // The worker reads Alertmanager with the basic_auth of amtool's
@@ -53,7 +49,7 @@ func TestAlertmanagerClientAuthenticates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got = nil
-			a, err := NewAlertmanager(am.URL, write("http.yml", tc.config))
+			a, err := New(am.URL, write("http.yml", tc.config))
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
@@ -69,7 +65,7 @@ func TestAlertmanagerClientAuthenticates(t *testing.T) {
 	t.Run("rotated", func(t *testing.T) {
 		got = nil
 		f := write("rotated.yml", "basic_auth:\n  username: remedy\n  password: old\n")
-		a, err := NewAlertmanager(am.URL, f)
+		a, err := New(am.URL, f)
 		require.NoError(t, err)
 		_, err = a.Active(context.Background(), "")
 		require.NoError(t, err)
@@ -79,55 +75,7 @@ func TestAlertmanagerClientAuthenticates(t *testing.T) {
 		assert.Equal(t, [][2]string{{"remedy", "old"}, {"remedy", "new"}}, got, "read again for each request")
 	})
 
-	_, err := NewAlertmanager(am.URL, "")
+	_, err := New(am.URL, "")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--alertmanager-http-config-file")
-}
-
-// An Alertmanager that answers without credentials confirms no alert:
-// credentials sent to it are ignored, and anyone may have posted the alert.
-func TestAlertOfAnOpenAlertmanagerIsNotConfirmed(t *testing.T) {
-	labels := map[string]string{"alertname": "Latency", "namespace": "demo"}
-	alert := []map[string]any{{"fingerprint": Fingerprint(labels), "labels": labels, "status": map[string]string{"state": "active"}}}
-	serve := func(authenticated bool) *httptest.Server {
-		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, _, ok := r.BasicAuth(); authenticated && !ok {
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			if r.URL.Path == "/api/v2/status" {
-				_, _ = w.Write([]byte(`{}`))
-				return
-			}
-			_ = json.NewEncoder(w).Encode(alert)
-		}))
-		t.Cleanup(s.Close)
-		return s
-	}
-	cfg := filepath.Join(t.TempDir(), "http.yml")
-	require.NoError(t, os.WriteFile(cfg, []byte("basic_auth: {username: remedy, password: x}\n"), 0o600))
-	subject := AlertSubject{Namespace: "demo", Rule: "latency", Alert: alertrule.Alert{Labels: labels, Fingerprint: Fingerprint(labels)}}
-	for _, tc := range []struct {
-		name          string
-		authenticated bool
-		err           string
-	}{
-		{"authenticated", true, ""},
-		{"open", false, "answers without credentials"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			am, err := NewAlertmanager(serve(tc.authenticated).URL, cfg)
-			require.NoError(t, err)
-			err = (&Alerts{Alertmanager: am}).firing(context.Background(), subject)
-			if tc.err == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.err)
-			var ae *temporal.ApplicationError
-			require.ErrorAs(t, err, &ae)
-			assert.True(t, ae.NonRetryable())
-		})
-	}
 }

@@ -1,4 +1,4 @@
-package activities
+package alertmanager
 
 import (
 	"context"
@@ -55,9 +55,9 @@ func EqualMatchers(labels map[string]string) []SilenceMatcher {
 }
 
 // Silences lists the silences Remedy created (every state).
-func (a *Alertmanager) Silences(ctx context.Context) ([]Silence, error) {
+func (a *Client) Silences(ctx context.Context) ([]Silence, error) {
 	var all []Silence
-	if err := a.call(ctx, http.MethodGet, "/api/v2/silences", nil, &all); err != nil {
+	if err := a.Call(ctx, http.MethodGet, "/api/v2/silences", nil, &all); err != nil {
 		return nil, fmt.Errorf("list alertmanager silences: %w", err)
 	}
 	return slices.DeleteFunc(all, func(s Silence) bool { return s.CreatedBy != SilenceCreator }), nil
