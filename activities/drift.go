@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/remedy-dev/remedy/activities/actions"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // Parents of drifts: the worker reads them to verify a drift and to tell

@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // Execution holds the activities of one KubernetesExecution run.

@@ -27,8 +27,9 @@ import (
 // worker, the operator, the webhooks, the job executor. Not scanned: `remedy
 // dev` and the installer (they run as the person who starts them), the
 // kubectl plugin (it writes with its user's own credentials), tests, hack/.
-var productPackages = []string{"./activities/...", "./alerts", "./operator", "./webhook/...", "./worker", "./workflows",
-	"./internal/alertrule", "./internal/alertmanager", "./internal/authz", "./internal/metrics", "./internal/policy", "./internal/reloadrule", "./cmd/remedy"}
+var productPackages = []string{"./activities/...", "./alerts", "./operator/...", "./webhook/...", "./worker", "./workflows",
+	"./internal/actions", "./internal/alertrule", "./internal/alertmanager", "./internal/authz", "./internal/metrics", "./internal/policy",
+	"./internal/reloadrule", "./internal/webhookauth", "./cmd/remedy"}
 
 // devFiles are the files of cmd/remedy that make up `remedy dev`, not the product.
 var devFiles = []string{"cmd/remedy/dev.go", "cmd/remedy/devalerts.go", "cmd/remedy/devdir.go", "cmd/remedy/devmetrics.go", "cmd/remedy/demoapp.go"}
@@ -45,10 +46,10 @@ var writeExceptions = map[string]string{
 	"activities/reload.go patchWorkload":                   "patches through the client (*Reload).pass takes from the gate's Writer, bound to the workload",
 	"activities/drift_decision.go (*Drift).editAnnotation": "patches through writer.Resource(), the gate's Writer bound to the drift parent",
 	// The action catalog writes only through the client its caller hands it.
-	"activities/actions/run.go run":                                "writes through the ResourceInterface it is handed: a gate Writer's, an Inspector's, or the job executor's",
-	"activities/actions/ownership.go takeOwnership":                "as run",
-	"activities/actions/ownership.go ApplyAs":                      "as run",
-	"activities/actions/removeinit.go (removeInitContainer).Apply": "a dry run, through the client it is handed",
+	"internal/actions/run.go run":                                "writes through the ResourceInterface it is handed: a gate Writer's, an Inspector's, or the job executor's",
+	"internal/actions/ownership.go takeOwnership":                "as run",
+	"internal/actions/ownership.go ApplyAs":                      "as run",
+	"internal/actions/removeinit.go (removeInitContainer).Apply": "a dry run, through the client it is handed",
 	// The job executor: a Job of Remedy's own in its action namespace, created
 	// after Gate.Check; the Pod then writes as the action's ServiceAccount.
 	"activities/job.go (*Jobs).ensure":        "creates Remedy's own executor Job in the action namespace, after Gate.Check passed the write",
@@ -250,7 +251,7 @@ func writeCall(info *types.Info, call *ast.CallExpr) string {
 		return "a REST client's " + name
 	case pkg == "net/http" && slices.Contains([]string{"Do", "Post", "PostForm"}, name):
 		return "an HTTP request sent (net/http " + name + ")"
-	case pkg == "github.com/remedy-dev/remedy/activities/actions" && (name == "ApplyOnce" || name == "Run" && !readMode(fn.Pkg(), info, call.Args[len(call.Args)-1])):
+	case pkg == "github.com/remedy-dev/remedy/internal/actions" && (name == "ApplyOnce" || name == "Run" && !readMode(fn.Pkg(), info, call.Args[len(call.Args)-1])):
 		return "an action applied (actions." + name + ")"
 	case pkg == "github.com/remedy-dev/remedy/internal/alertmanager" && name == "Call" && !isConst(info, call.Args[1], "GET"):
 		return "an Alertmanager write"

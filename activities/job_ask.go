@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // GateClient is how `remedy exec` asks the exec gate (job_gate.go).

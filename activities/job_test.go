@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/internal/release"
 )
 

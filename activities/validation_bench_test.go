@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/internal/policy"
 )
 

@@ -18,6 +18,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/webhookauth"
 )
 
 // The drift webhook reads parents of the default policy's kinds from
@@ -38,8 +39,8 @@ type DriftOptions struct {
 	Port     int
 	CertFile string
 	KeyFile  string
-	// ClientAuth admits only the API server's client certificate.
-	ClientAuth ClientAuth
+	// webhookauth.ClientAuth admits only the API server's client certificate.
+	ClientAuth webhookauth.ClientAuth
 	// DefaultMode is log or enforce.
 	DefaultMode kv1.Mode
 	// QueueSize bounds the signal queue and the parent-write queue.

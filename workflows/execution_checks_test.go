@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // The read-only checks of a new run are local activities; only the step that

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // A run whose target is already in the desired state writes nothing: it

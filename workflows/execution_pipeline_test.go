@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 func withConditions(in ExecutionInput, pre, post []v1alpha1.Condition) ExecutionInput {

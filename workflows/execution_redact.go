@@ -6,8 +6,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // redactChange is the workflow.GetVersion change ID of publishing the

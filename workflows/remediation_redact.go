@@ -4,7 +4,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // remediationFailureReadable is the workflow.GetVersion change ID of a

@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // saga fakes the world of a RemediationRequest's steps: Deployments with

@@ -14,7 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/activities/actions"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // runExec is the job executor's entrypoint. It runs as the action's

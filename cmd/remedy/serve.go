@@ -18,8 +18,9 @@ import (
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/alerts"
 	"github.com/remedy-dev/remedy/internal/compose"
+	"github.com/remedy-dev/remedy/internal/webhookauth"
 	"github.com/remedy-dev/remedy/operator"
-	"github.com/remedy-dev/remedy/webhook"
+	"github.com/remedy-dev/remedy/operator/admission"
 	"github.com/remedy-dev/remedy/worker"
 )
 
@@ -167,10 +168,10 @@ func envOr(key, def string) string {
 	return def
 }
 
-func webhookOptions(port int, certDir string, clients webhook.ClientAuth, workerUser, operatorUser, policyNamespace string) *webhook.OperatorOptions {
+func webhookOptions(port int, certDir string, clients webhookauth.ClientAuth, workerUser, operatorUser, policyNamespace string) *admission.OperatorOptions {
 	if port == 0 {
 		return nil
 	}
-	return &webhook.OperatorOptions{Port: port, CertDir: certDir, ClientAuth: clients, TrustedRecorders: []string{workerUser}, WorkerUser: workerUser,
+	return &admission.OperatorOptions{Port: port, CertDir: certDir, ClientAuth: clients, TrustedRecorders: []string{workerUser}, WorkerUser: workerUser,
 		OperatorUser: operatorUser, PolicyNamespace: policyNamespace}
 }

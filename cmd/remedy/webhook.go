@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/webhookauth"
 	"github.com/remedy-dev/remedy/webhook"
 )
 
@@ -21,8 +22,8 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // clientAuthFlags registers the flags that restrict a webhook server to the
 // API server's client certificate.
-func clientAuthFlags(fs *flag.FlagSet) *webhook.ClientAuth {
-	var c webhook.ClientAuth
+func clientAuthFlags(fs *flag.FlagSet) *webhookauth.ClientAuth {
+	var c webhookauth.ClientAuth
 	fs.StringVar(&c.CAFile, "client-ca-file", "", "PEM CA bundle that must sign the API server's client certificate; "+
 		"without it the webhook accepts any TLS client (set it in production, docs/drift.md)")
 	fs.StringVar(&c.Name, "client-name", "", "CommonName or DNS name the client certificate must carry (empty: any certificate the CA signed)")

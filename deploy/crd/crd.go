@@ -1,6 +1,6 @@
 // Package crd holds Remedy's generated CustomResourceDefinitions, so the
 // admission webhook can check an object against the very schema and CEL
-// rules the API server applies (webhook/schema.go).
+// rules the API server applies (operator/admission/schema.go).
 package crd
 
 import "embed"

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 
-	"github.com/remedy-dev/remedy/activities/actions"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // ExecuteVerb on ActionsResource (resourceName = the action) is the

@@ -16,13 +16,21 @@ import (
 const module = "github.com/remedy-dev/remedy/"
 
 // TestLayering keeps the import graph pointing one way: the composer
-// (cmd/remedy and this package) is the only place the parts meet. The
-// operator and the webhook reach activities only through workflows' names.
+// (cmd/remedy and this package) is the only place the parts meet; the
+// processes that only start or signal runs (the operator, its admission, the
+// drift webhook, the receiver) import no activity package, and what every
+// process shares (the leaves) imports no process.
 func TestLayering(t *testing.T) {
-	graph := importGraph(t, filepath.Join("..", ".."))
-	for _, tc := range []struct{ from, must string }{
+	root := filepath.Join("..", "..")
+	graph := importGraph(t, root)
+	processes := []string{"operator", "webhook", "worker", "alerts", "activities", "workflows", "cmd", "internal/compose", "internal/devenv"}
+	leaves := []string{"api/v1alpha1", "api/kausality/v1alpha1", "internal/actions", "internal/alertmanager", "internal/alertrule",
+		"internal/authz", "internal/metrics", "internal/policy", "internal/reloadrule", "internal/runs", "internal/seal", "internal/webhookauth"}
+	rules := []struct{ from, must string }{
 		{"operator", "webhook"},
 		{"operator", "worker"},
+		{"operator/admission", "activities"},
+		{"operator/admission", "workflows"},
 		{"webhook", "operator"},
 		{"worker", "operator"},
 		{"worker", "webhook"},
@@ -31,14 +39,28 @@ func TestLayering(t *testing.T) {
 		{"internal/devenv", "webhook"},
 		{"internal/devenv", "worker"},
 		{"internal/devenv", "internal/compose"},
-	} {
+	}
+	for _, leaf := range leaves {
+		for _, p := range processes {
+			rules = append(rules, struct{ from, must string }{leaf, p})
+		}
+	}
+	for _, tc := range rules {
 		reach := reachable(graph, tc.from)
-		require.NotEmpty(t, graph[tc.from], "%s has imports", tc.from)
+		require.DirExists(t, filepath.Join(root, tc.from))
 		for p := range reach {
-			assert.False(t, p == tc.must || strings.HasPrefix(p, tc.must+"/"), "%s imports %s (through the graph)", tc.from, p)
+			assert.False(t, within(p, tc.must), "%s imports %s (through the graph)", tc.from, p)
+		}
+	}
+	for _, from := range []string{"operator", "operator/admission", "webhook", "alerts"} {
+		require.NotEmpty(t, graph[from], "%s has imports", from)
+		for _, p := range graph[from] {
+			assert.False(t, within(p, "activities"), "%s imports the activity package %s: take the contract from api/ or a leaf", from, p)
 		}
 	}
 }
+
+func within(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
 
 // importGraph maps each package directory under root (relative, slash
 // separated) to the module packages its non-test files import.

@@ -17,16 +17,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/remedy-dev/remedy/internal/devenv"
+	"github.com/remedy-dev/remedy/internal/webhookauth"
 	"github.com/remedy-dev/remedy/operator"
-	"github.com/remedy-dev/remedy/webhook"
+	"github.com/remedy-dev/remedy/operator/admission"
 	"github.com/remedy-dev/remedy/worker"
 )
 
 // Operator builds the operator's manager and, when hooks is set, serves the
 // approval and requester webhooks on it.
-func Operator(cfg *rest.Config, o operator.Options, hooks *webhook.OperatorOptions) (manager.Manager, error) {
+func Operator(cfg *rest.Config, o operator.Options, hooks *admission.OperatorOptions) (manager.Manager, error) {
 	if hooks != nil {
-		srv, err := webhook.NewOperatorServer(*hooks)
+		srv, err := admission.NewOperatorServer(*hooks)
 		if err != nil {
 			return nil, err
 		}
@@ -37,7 +38,7 @@ func Operator(cfg *rest.Config, o operator.Options, hooks *webhook.OperatorOptio
 		return nil, err
 	}
 	if hooks != nil {
-		if err := webhook.RegisterOperatorWebhooks(mgr, cfg, *hooks); err != nil {
+		if err := admission.RegisterOperatorWebhooks(mgr, cfg, *hooks); err != nil {
 			return nil, err
 		}
 	}
@@ -128,11 +129,11 @@ func NewOperator(ctx context.Context, e *devenv.Env, o RemedyOptions) (ctrl.Mana
 	if err != nil {
 		return nil, err
 	}
-	var hooks *webhook.OperatorOptions
+	var hooks *admission.OperatorOptions
 	if wh := e.Kube.WebhookInstallOptions; wh.LocalServingPort != 0 {
 		// The operator serves the admission webhooks envtest registered.
 		worker := "system:serviceaccount:" + devenv.Namespace + ":remedy-worker"
-		hooks = &webhook.OperatorOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		hooks = &admission.OperatorOptions{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
 			ClientAuth: clientAuth(e), TrustedRecorders: []string{worker}, WorkerUser: worker,
 			OperatorUser: "system:serviceaccount:" + devenv.Namespace + ":remedy-operator", PolicyNamespace: devenv.Namespace}
 	}
@@ -141,6 +142,6 @@ func NewOperator(ctx context.Context, e *devenv.Env, o RemedyOptions) (ctrl.Mana
 }
 
 // clientAuth admits only the API server's client certificate.
-func clientAuth(e *devenv.Env) webhook.ClientAuth {
-	return webhook.ClientAuth{CAFile: e.WebhookClientCA, Name: devenv.APIServerClientName}
+func clientAuth(e *devenv.Env) webhookauth.ClientAuth {
+	return webhookauth.ClientAuth{CAFile: e.WebhookClientCA, Name: devenv.APIServerClientName}
 }

@@ -18,8 +18,8 @@ import (
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/operator"
+	"github.com/remedy-dev/remedy/operator/admission"
 	"github.com/remedy-dev/remedy/test/harness"
-	"github.com/remedy-dev/remedy/webhook"
 	"github.com/remedy-dev/remedy/workflows"
 )
 
@@ -93,7 +93,7 @@ func TestDutiesSelfApprovalIsRefusedOnEveryPath(t *testing.T) {
 func asAnonymous(t *testing.T) ctrlclient.Client {
 	t.Helper()
 	cfg := rest.CopyConfig(harness.Config())
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: webhook.AnonymousUser, Groups: []string{webhook.UnauthenticatedGroup}}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: admission.AnonymousUser, Groups: []string{admission.UnauthenticatedGroup}}
 	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: operator.Scheme()})
 	require.NoError(t, err)
 	return c
@@ -130,16 +130,16 @@ func TestDutiesAnonymousDecisionsAreRefused(t *testing.T) {
 	assert.Equal(t, before, historyLength(t, id), "a refused update leaves no trace in history")
 
 	// As a cluster that lets anonymous users in and granted them too much would.
-	grant(t, ns, webhook.AnonymousUser, "approve")
+	grant(t, ns, admission.AnonymousUser, "approve")
 	discovery := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "duties-anonymous-discovery-" + ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:discovery"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: webhook.AnonymousUser}}}
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: admission.AnonymousUser}}}
 	require.NoError(t, harness.Kube().Create(ctx, discovery))
 	t.Cleanup(func() { require.NoError(t, harness.Kube().Delete(context.Background(), discovery)) })
 	err = asAnonymous(t).Status().Patch(ctx, rar.DeepCopy(), decisionPatch("Rejected", "", ""))
 	requireForbidden(t, err, `an anonymous user ("system:anonymous") may not decide RemediationApprovalRequest `+ns+"/"+rar.Name)
 
-	out, err = kubectlRemedy(t, ns, "reject", "kexec", k.Name, "--as", webhook.AnonymousUser)
+	out, err = kubectlRemedy(t, ns, "reject", "kexec", k.Name, "--as", admission.AnonymousUser)
 	require.Error(t, err, out)
 	assert.Contains(t, err.Error(), `an anonymous user ("system:anonymous") may not decide`)
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rar), rar))

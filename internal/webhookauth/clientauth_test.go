@@ -1,4 +1,4 @@
-package webhook_test
+package webhookauth_test
 
 import (
 	"context"
@@ -19,13 +19,13 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/remedy-dev/remedy/internal/pki"
-	"github.com/remedy-dev/remedy/webhook"
+	"github.com/remedy-dev/remedy/internal/webhookauth"
 )
 
 // authServer runs controller-runtime's webhook server, as both Remedy
 // webhooks do, with auth's TLS options, and returns its URL and the CA its
 // serving certificate chains to.
-func authServer(t *testing.T, auth webhook.ClientAuth) (url string, servingCA *x509.CertPool) {
+func authServer(t *testing.T, auth webhookauth.ClientAuth) (url string, servingCA *x509.CertPool) {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := pki.NewCA("serving-ca")
@@ -104,7 +104,7 @@ func TestClientAuthAdmitsOnlyTheConfiguredCAAndName(t *testing.T) {
 	trusted, other := mustCA(t, "apiserver-client-ca"), mustCA(t, "other-ca")
 	caFile := filepath.Join(t.TempDir(), "client-ca.crt")
 	writeCA(t, caFile, trusted, time.Now())
-	url, servingCA := authServer(t, webhook.ClientAuth{CAFile: caFile, Name: "kube-apiserver"})
+	url, servingCA := authServer(t, webhookauth.ClientAuth{CAFile: caFile, Name: "kube-apiserver"})
 
 	for name, tc := range map[string]struct {
 		client *pki.Pair
@@ -132,7 +132,7 @@ func TestClientAuthReloadsARotatedCA(t *testing.T) {
 	first, second := mustCA(t, "first-ca"), mustCA(t, "second-ca")
 	caFile := filepath.Join(t.TempDir(), "client-ca.crt")
 	writeCA(t, caFile, first, time.Now().Add(-time.Hour))
-	url, servingCA := authServer(t, webhook.ClientAuth{CAFile: caFile})
+	url, servingCA := authServer(t, webhookauth.ClientAuth{CAFile: caFile})
 	oldClient, newClient := mustClient(t, first, "a"), mustClient(t, second, "a")
 	require.NoError(t, call(url, servingCA, oldClient))
 	require.Error(t, call(url, servingCA, newClient))
@@ -147,11 +147,11 @@ func TestClientAuthReloadsARotatedCA(t *testing.T) {
 }
 
 func TestClientAuthWithoutCAAdmitsAnyClientAndWarns(t *testing.T) {
-	url, servingCA := authServer(t, webhook.ClientAuth{})
+	url, servingCA := authServer(t, webhookauth.ClientAuth{})
 	require.NoError(t, call(url, servingCA, nil))
 
 	var logged []string
-	_, err := webhook.ClientAuth{}.TLSOpts(funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{}), "drift")
+	_, err := webhookauth.ClientAuth{}.TLSOpts(funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{}), "drift")
 	require.NoError(t, err)
 	require.Len(t, logged, 1)
 	assert.Contains(t, logged[0], "WARNING: no --client-ca-file")
@@ -159,12 +159,12 @@ func TestClientAuthWithoutCAAdmitsAnyClientAndWarns(t *testing.T) {
 }
 
 func TestClientAuthRefusesBadConfiguration(t *testing.T) {
-	_, err := webhook.ClientAuth{Name: "kube-apiserver"}.TLSOpts(logr.Discard(), "test")
+	_, err := webhookauth.ClientAuth{Name: "kube-apiserver"}.TLSOpts(logr.Discard(), "test")
 	require.Error(t, err, "a name without a CA would admit anyone")
-	_, err = webhook.ClientAuth{CAFile: filepath.Join(t.TempDir(), "missing.crt")}.TLSOpts(logr.Discard(), "test")
+	_, err = webhookauth.ClientAuth{CAFile: filepath.Join(t.TempDir(), "missing.crt")}.TLSOpts(logr.Discard(), "test")
 	require.Error(t, err)
 	empty := filepath.Join(t.TempDir(), "empty.crt")
 	require.NoError(t, os.WriteFile(empty, nil, 0o600))
-	_, err = webhook.ClientAuth{CAFile: empty}.TLSOpts(logr.Discard(), "test")
+	_, err = webhookauth.ClientAuth{CAFile: empty}.TLSOpts(logr.Discard(), "test")
 	require.Error(t, err)
 }

@@ -1,6 +1,6 @@
 // Package webhook holds Remedy's admission webhooks. Decisions are pure
 // functions; the handlers only decode requests and map verdicts to responses.
-package webhook
+package admission
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package webhook
+package admission
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/remedy-dev/remedy/internal/authz"
 	"github.com/remedy-dev/remedy/internal/policy"
+	"github.com/remedy-dev/remedy/internal/webhookauth"
 )
 
 // OperatorOptions say where the operator's admission webhooks (approval
@@ -20,8 +21,8 @@ type OperatorOptions struct {
 	Host    string
 	Port    int
 	CertDir string
-	// ClientAuth admits only the API server's client certificate.
-	ClientAuth ClientAuth
+	// webhookauth.ClientAuth admits only the API server's client certificate.
+	ClientAuth webhookauth.ClientAuth
 	// TrustedRecorders are usernames (the worker's) whose recorded decisions keep their attribution.
 	TrustedRecorders []string
 	// WorkerUser is the worker's username, the only one that may pass a

@@ -1,4 +1,4 @@
-package webhook
+package webhookauth
 
 import (
 	"crypto/tls"
