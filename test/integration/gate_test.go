@@ -140,8 +140,8 @@ func TestForgedStartsWriteNothing(t *testing.T) {
 			return again(rr.Status.WorkflowID), workflows.RemediationWorkflow, in
 		}},
 		{"reload of a workload no policy selects", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
-			in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Policy: "reload",
-				Pending: []workflows.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}}}
+			in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Policy: "reload"}
+			in.Pending = []workflows.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}}
 			return again(workflows.ReloadWorkflowID(ns, "Deployment", "web")), workflows.ReloadWorkflow, in
 		}},
 	} {

@@ -163,8 +163,8 @@ func TestForgedReloadStartWritesNothing(t *testing.T) {
 	gen, annotations := web.Generation, web.Annotations
 
 	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
-	in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod", Policy: "reload",
-		Pending: []workflows.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}, {ConfigMap: "kubectl.kubernetes.io/restartedAt", Hash: "now"}}}
+	in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod", Policy: "reload"}
+	in.Pending = []workflows.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}, {ConfigMap: "kubectl.kubernetes.io/restartedAt", Hash: "now"}}
 	run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.ReloadWorkflow, in)
 	require.NoError(t, err)
 	err = run.Get(ctx, nil)
@@ -192,8 +192,8 @@ func TestForgedReloadStartCannotSkipApproval(t *testing.T) {
 	hash := workflows.ConfigMapDataHash(next)
 
 	id := workflows.ReloadWorkflowID(ns, "Deployment", "web")
-	in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: env, Policy: "reload", Debounce: time.Second,
-		Pending: []workflows.ConfigChange{{ConfigMap: "app", Hash: hash}}}
+	in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: env, Policy: "reload", Debounce: time.Second}
+	in.Pending = []workflows.ConfigChange{{ConfigMap: "app", Hash: hash}}
 	_, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.ReloadWorkflow, in)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = harness.Temporal().TerminateWorkflow(ctx, id, "", "test over") })
