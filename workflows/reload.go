@@ -92,7 +92,8 @@ type ReloadInput struct {
 	RetryInitial time.Duration `json:"retryInitial"`
 	RetryMax     time.Duration `json:"retryMax"`
 	// reloadDebounce is embedded flat: its fields keep their JSON names and
-	// place, which continued runs since v0.1.0 have recorded.
+	// place, which continued runs since v0.1.0 have recorded. Other packages
+	// set them after the literal (in.Pending = ...).
 	reloadDebounce
 	// Approval, when set, puts every restart to a person first.
 	Approval *ReloadApproval `json:"approval,omitempty"`
