@@ -50,25 +50,61 @@ func (r *reloadRun) gated() bool {
 func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	logger := workflow.GetLogger(ctx)
 	r.approved = ""
-	quick := workflow.WithActivityOptions(ctx, quickOptions)
+	current, err := r.checkPending(ctx)
+	if err != nil {
+		return false, err
+	}
+	if len(r.d.Pending) == 0 || current {
+		// Nothing left, or nothing that would roll: the restart only records the baseline.
+		return len(r.d.Pending) > 0, nil
+	}
+
+	intent := r.d.intent()
+	name := ReloadApprovalRequestName(r.in.Kind, r.in.Name, workflow.Now(ctx))
+	ask := r.approvalAsk(ctx, name, intent)
+	if r.approval == nil {
+		r.approval = &approvalGate{}
+	}
+	d, err := r.approval.awaitDecision(ctx, ask)
+	r.approvalRequest = ""
+	switch {
+	case errors.Is(err, errApprovalSuperseded):
+		r.d.askSuperseded(workflow.Now(ctx))
+		logger.Info("approval request superseded", "approvalRequest", name, "pending", reloadrule.DescribeChanges(r.d.Pending))
+		return false, nil
+	case err != nil && reasonOf(err, "") == v1alpha1.ReasonNotFound:
+		// The workload (the RAR's owner) or the RAR went away while asking.
+		return false, temporal.NewNonRetryableApplicationError(messageOf(err), v1alpha1.ReasonWorkloadGone, err)
+	case err != nil:
+		return false, err
+	case d.Decision == v1alpha1.DecisionApproved:
+		logger.Info("restart approved", "approvalRequest", name, "approver", d.DecidedBy, "via", d.Via)
+		r.approved = name
+		return true, nil
+	}
+	return false, r.decline(ctx, name, intent, d)
+}
+
+// checkPending drops the pending changes a person already declined, and
+// reports whether the workload already runs what is left.
+func (r *reloadRun) checkPending(ctx workflow.Context) (current bool, err error) {
 	var check activities.ApprovalCheck
-	err := workflow.ExecuteActivity(quick, reload.CheckApproval, activities.ChangesInput{
-		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Changes: r.status.Pending,
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), reload.CheckApproval, activities.ChangesInput{
+		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Changes: r.d.Pending,
 	}).Get(ctx, &check)
 	if err != nil {
 		return false, fmt.Errorf("check pending changes: %w", err)
 	}
 	if len(check.Declined) > 0 {
-		logger.Info("not asking again about declined data", "changes", reloadrule.DescribeChanges(check.Declined))
-		r.status.Pending = pendingAfter(r.status.Pending, check.Declined)
+		workflow.GetLogger(ctx).Info("not asking again about declined data", "changes", reloadrule.DescribeChanges(check.Declined))
+		r.d.drop(check.Declined)
 	}
-	if len(r.status.Pending) == 0 || check.Current {
-		// Nothing left, or nothing that would roll: the restart only records the baseline.
-		return len(r.status.Pending) > 0, nil
-	}
+	return check.Current, nil
+}
 
-	intent := append([]reloadrule.ConfigChange(nil), r.status.Pending...)
-	name := ReloadApprovalRequestName(r.in.Kind, r.in.Name, workflow.Now(ctx))
+// approvalAsk is the request named name about intent: the combined rule's
+// policies and timeout, else the input's.
+func (r *reloadRun) approvalAsk(ctx workflow.Context, name string, intent []reloadrule.ConfigChange) ApprovalAsk {
 	target := v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: r.in.Kind, Namespace: r.in.Namespace, Name: r.in.Name}
 	policy := "ConfigReloadPolicy"
 	timeout := r.rule.Timeout
@@ -81,52 +117,37 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 	if timeout == 0 && r.in.Approval != nil {
 		timeout = r.in.Approval.Timeout
 	}
-	ask := ApprovalAsk{
+	return ApprovalAsk{
 		Namespace: r.in.Namespace, Name: name, Subject: target, Timeout: timeout,
 		Context: v1alpha1.ApprovalContext{
 			Reason: activities.ReloadApprovalReason(r.in.Kind, r.in.Namespace, r.in.Name, intent),
 			Action: "restart", Target: target,
 			PolicyEvaluation: &v1alpha1.PolicyEvaluation{PolicyName: policy, Decision: "require_approval"},
 		},
-		Opened: func(workflow.Context, time.Time) { r.status.ApprovalRequest = name },
+		Opened: func(workflow.Context, time.Time) { r.approvalRequest = name },
 		Superseded: func() string {
 			if r.drain(ctx) {
-				return "newer ConfigMap data arrived: " + reloadrule.DescribeChanges(r.status.Pending)
+				return "newer ConfigMap data arrived: " + reloadrule.DescribeChanges(r.d.Pending)
 			}
 			return ""
 		},
 	}
-	if r.approval == nil {
-		r.approval = &approvalGate{}
-	}
-	d, err := r.approval.awaitDecision(ctx, ask)
-	r.status.ApprovalRequest = ""
-	switch {
-	case errors.Is(err, errApprovalSuperseded):
-		r.lastAskAt = workflow.Now(ctx)
-		logger.Info("approval request superseded", "approvalRequest", name, "pending", reloadrule.DescribeChanges(r.status.Pending))
-		return false, nil
-	case err != nil && reasonOf(err, "") == v1alpha1.ReasonNotFound:
-		// The workload (the RAR's owner) or the RAR went away while asking.
-		return false, temporal.NewNonRetryableApplicationError(messageOf(err), v1alpha1.ReasonWorkloadGone, err)
-	case err != nil:
-		return false, err
-	case d.Decision == v1alpha1.DecisionApproved:
-		logger.Info("restart approved", "approvalRequest", name, "approver", d.DecidedBy, "via", d.Via)
-		r.approved = name
-		return true, nil
-	}
-	err = workflow.ExecuteActivity(quick, reload.DeclineReload, activities.DeclineInput{
+}
+
+// decline records a person's refusal of intent on the workload and drops it;
+// only a workload that is gone fails the run.
+func (r *reloadRun) decline(ctx workflow.Context, name string, intent []reloadrule.ConfigChange, d activities.Decision) error {
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), reload.DeclineReload, activities.DeclineInput{
 		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Scope: r.in.Scope,
 		Changes: intent, Request: name, Decision: d, Policy: r.in.Policy,
 	}).Get(ctx, nil)
 	if activities.IsWorkloadGone(err) {
-		return false, err
+		return err
 	}
 	if err != nil {
 		// The decision stands either way; without the record the operator signals again and we ask again.
-		logger.Warn("decline not recorded on the workload", "approvalRequest", name, "error", err)
+		workflow.GetLogger(ctx).Warn("decline not recorded on the workload", "approvalRequest", name, "error", err)
 	}
-	r.status.Pending = pendingAfter(r.status.Pending, intent)
-	return false, nil
+	r.d.drop(intent)
+	return nil
 }

@@ -73,17 +73,19 @@ func (g *gatedEnv) signalLatest(at time.Duration, name string, s ApprovalSignal)
 	}, at)
 }
 
+// reloadDecisionCase is one decision on a gated reload's only request.
+type reloadDecisionCase struct {
+	name         string
+	decide       func(g *gatedEnv)
+	nsTimeout    *time.Duration // nil: the namespace ConfigMap must not be read
+	timeout      time.Duration
+	wantDecision v1alpha1.Decision
+	wantVia      v1alpha1.DecidedVia
+	wantWait     time.Duration
+}
+
 func TestReloadApprovalDecisions(t *testing.T) {
-	change := reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}
-	for _, tc := range []struct {
-		name         string
-		decide       func(g *gatedEnv)
-		nsTimeout    *time.Duration // nil: the namespace ConfigMap must not be read
-		timeout      time.Duration
-		wantDecision v1alpha1.Decision
-		wantVia      v1alpha1.DecidedVia
-		wantWait     time.Duration
-	}{
+	for _, tc := range []reloadDecisionCase{
 		{
 			name: "approved: one restart with the asked hashes",
 			decide: func(g *gatedEnv) {
@@ -117,51 +119,57 @@ func TestReloadApprovalDecisions(t *testing.T) {
 			wantDecision: v1alpha1.DecisionExpired, wantVia: v1alpha1.DecidedViaTimer, wantWait: 15 * time.Minute,
 		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g := newGatedEnv(t, needsApproval)
-			if tc.nsTimeout != nil {
-				g.env.OnActivity(approvals.NamespaceApprovalTimeout, mock.Anything, "shop").Return(*tc.nsTimeout, nil).Once()
-			}
-			tc.decide(g)
-			start := g.env.Now()
-			g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(tc.timeout, change))
-			st := reloadResult(t, g.env)
-
-			require.Len(t, g.asked, 1)
-			ask := g.asked[0]
-			assert.True(t, strings.HasPrefix(ask.Name, "reload-deployment-web-"), ask.Name)
-			assert.Equal(t, v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}, ask.Subject)
-			assert.Empty(t, ask.SubjectUID, "the activity reads the workload's current UID")
-			assert.Equal(t, v1alpha1.ReloadWorkflowID("shop", "Deployment", "web"), ask.WorkflowID)
-			assert.Contains(t, ask.Context.Reason, "app=a1")
-			assert.Equal(t, "restart", ask.Context.Action)
-			assert.Equal(t, "ConfigReloadPolicy/reload-web", ask.Context.PolicyEvaluation.PolicyName)
-			wait := ask.RequiredBy.Sub(start)
-			assert.GreaterOrEqual(t, wait, tc.wantWait, "asked at once: nothing restarted within the window")
-			assert.Less(t, wait, tc.wantWait+time.Second)
-
-			require.Len(t, g.recorded, 1)
-			assert.Equal(t, ask.Name, g.recorded[0].Name)
-			assert.Equal(t, tc.wantDecision, g.recorded[0].Decision.Decision)
-			assert.Equal(t, tc.wantVia, g.recorded[0].Decision.Via)
-			assert.Empty(t, st.Pending)
-			assert.Empty(t, st.ApprovalRequest)
-
-			if tc.wantDecision == v1alpha1.DecisionApproved {
-				require.Len(t, *g.restarts, 1, "exactly one restart")
-				assert.Equal(t, []reloadrule.ConfigChange{change}, (*g.restarts)[0].in.Changes)
-				assert.Equal(t, ask.Name, (*g.restarts)[0].in.ApprovalRequest, "the restart names the approved request for the write gate")
-				assert.Empty(t, g.declined)
-				assert.Equal(t, 1, st.TotalRestarts)
-				return
-			}
-			assert.Empty(t, *g.restarts, "a declined change never rolls")
-			require.Len(t, g.declined, 1)
-			assert.Equal(t, activities.DeclineInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
-				Changes: []reloadrule.ConfigChange{change}, Request: ask.Name, Decision: g.recorded[0].Decision, Policy: "reload-web"}, g.declined[0])
-			assert.Zero(t, st.TotalRestarts)
-		})
+		t.Run(tc.name, func(t *testing.T) { checkReloadDecision(t, tc) })
 	}
+}
+
+// checkReloadDecision runs a gated reload of one change to tc's decision:
+// one request asked at once, the decision recorded, and either exactly one
+// restart naming the request or a recorded decline and none.
+func checkReloadDecision(t *testing.T, tc reloadDecisionCase) {
+	change := reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}
+	g := newGatedEnv(t, needsApproval)
+	if tc.nsTimeout != nil {
+		g.env.OnActivity(approvals.NamespaceApprovalTimeout, mock.Anything, "shop").Return(*tc.nsTimeout, nil).Once()
+	}
+	tc.decide(g)
+	start := g.env.Now()
+	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(tc.timeout, change))
+	st := reloadResult(t, g.env)
+
+	require.Len(t, g.asked, 1)
+	ask := g.asked[0]
+	assert.True(t, strings.HasPrefix(ask.Name, "reload-deployment-web-"), ask.Name)
+	assert.Equal(t, v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}, ask.Subject)
+	assert.Empty(t, ask.SubjectUID, "the activity reads the workload's current UID")
+	assert.Equal(t, v1alpha1.ReloadWorkflowID("shop", "Deployment", "web"), ask.WorkflowID)
+	assert.Contains(t, ask.Context.Reason, "app=a1")
+	assert.Equal(t, "restart", ask.Context.Action)
+	assert.Equal(t, "ConfigReloadPolicy/reload-web", ask.Context.PolicyEvaluation.PolicyName)
+	wait := ask.RequiredBy.Sub(start)
+	assert.GreaterOrEqual(t, wait, tc.wantWait, "asked at once: nothing restarted within the window")
+	assert.Less(t, wait, tc.wantWait+time.Second)
+
+	require.Len(t, g.recorded, 1)
+	assert.Equal(t, ask.Name, g.recorded[0].Name)
+	assert.Equal(t, tc.wantDecision, g.recorded[0].Decision.Decision)
+	assert.Equal(t, tc.wantVia, g.recorded[0].Decision.Via)
+	assert.Empty(t, st.Pending)
+	assert.Empty(t, st.ApprovalRequest)
+
+	if tc.wantDecision == v1alpha1.DecisionApproved {
+		require.Len(t, *g.restarts, 1, "exactly one restart")
+		assert.Equal(t, []reloadrule.ConfigChange{change}, (*g.restarts)[0].in.Changes)
+		assert.Equal(t, ask.Name, (*g.restarts)[0].in.ApprovalRequest, "the restart names the approved request for the write gate")
+		assert.Empty(t, g.declined)
+		assert.Equal(t, 1, st.TotalRestarts)
+		return
+	}
+	assert.Empty(t, *g.restarts, "a declined change never rolls")
+	require.Len(t, g.declined, 1)
+	assert.Equal(t, activities.DeclineInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
+		Changes: []reloadrule.ConfigChange{change}, Request: ask.Name, Decision: g.recorded[0].Decision, Policy: "reload-web"}, g.declined[0])
+	assert.Zero(t, st.TotalRestarts)
 }
 
 func TestReloadApprovalSupersededByNewerData(t *testing.T) {

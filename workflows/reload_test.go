@@ -24,7 +24,8 @@ import (
 
 func reloadInput(pending ...reloadrule.ConfigChange) ReloadInput {
 	return ReloadInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
-		Debounce: 5 * time.Second, RetryInitial: time.Second, RetryMax: 30 * time.Second, Pending: pending}
+		Debounce: 5 * time.Second, RetryInitial: time.Second, RetryMax: 30 * time.Second,
+		reloadDebounce: reloadDebounce{Pending: pending}}
 }
 
 type restartCall struct {

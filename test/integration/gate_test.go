@@ -141,8 +141,8 @@ func TestForgedStartsWriteNothing(t *testing.T) {
 			return again(rr.Status.WorkflowID), workflows.RemediationWorkflow, in
 		}},
 		{"reload of a workload no policy selects", func(t *testing.T, ns string) (client.StartWorkflowOptions, any, any) {
-			in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Policy: "reload",
-				Pending: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}}}
+			in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Policy: "reload"}
+			in.Pending = []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}}
 			return again(v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")), workflows.ReloadWorkflow, in
 		}},
 	} {

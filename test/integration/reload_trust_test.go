@@ -163,8 +163,8 @@ func TestForgedReloadStartWritesNothing(t *testing.T) {
 	gen, annotations := web.Generation, web.Annotations
 
 	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
-	in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod", Policy: "reload",
-		Pending: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}, {ConfigMap: "kubectl.kubernetes.io/restartedAt", Hash: "now"}}}
+	in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod", Policy: "reload"}
+	in.Pending = []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "chosen-by-the-caller"}, {ConfigMap: "kubectl.kubernetes.io/restartedAt", Hash: "now"}}
 	run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.ReloadWorkflow, in)
 	require.NoError(t, err)
 	err = run.Get(ctx, nil)
@@ -192,8 +192,8 @@ func TestForgedReloadStartCannotSkipApproval(t *testing.T) {
 	hash := reloadrule.ConfigMapHash(next)
 
 	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
-	in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: env, Policy: "reload", Debounce: time.Second,
-		Pending: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: hash}}}
+	in := workflows.ReloadInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: env, Policy: "reload", Debounce: time.Second}
+	in.Pending = []reloadrule.ConfigChange{{ConfigMap: "app", Hash: hash}}
 	_, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.ReloadWorkflow, in)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = harness.Temporal().TerminateWorkflow(ctx, id, "", "test over") })
