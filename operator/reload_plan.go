@@ -82,7 +82,7 @@ func scopeLabel(p *v1alpha1.ConfigReloadPolicy) string { return reloadrule.Scope
 // until it changes; the stale declined entries are then removed.
 // A workload uses every selected ConfigMap whose scope label value equals its
 // own; objects without the scope label match nothing. A workload whose pod
-// template was restarted but carries no hash gets the seed's repair restart
+// template was restarted but carries no hash gets a repair restart
 // only if the policy's status already lists it: a policy just applied
 // records the baseline, so applying one to production rolls nothing.
 // It takes no client, so what it decides depends only on the state it is

@@ -53,32 +53,55 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 	start := time.Now()
 	defer func() { metrics.DriftWebhookLatency.Observe(time.Since(start).Seconds()) }()
 
-	obj, err := decodeOptional(req.Object)
+	obj, old, child, err := decodeChild(req)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
+		return admission.Errored(http.StatusBadRequest, err)
 	}
-	old, err := decodeOptional(req.OldObject)
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode old object: %w", err))
+	in, ref, parent, resp := d.observe(ctx, req, obj, old, child)
+	if resp != nil {
+		return *resp
 	}
-	child := obj
+	parent, res := d.decide(ctx, req, &in, ref, parent)
+	metrics.DriftDecisions.WithLabelValues(string(res.Decision)).Inc()
+	d.followUp(ctx, req, child, parent, in, res)
+	return d.respond(ctx, req, obj, child, parent, kausality.Audit(in, res), res)
+}
+
+// decodeChild decodes the request's objects; the child is the object, or
+// the old object of a DELETE.
+func decodeChild(req admission.Request) (obj, old, child *unstructured.Unstructured, err error) {
+	if obj, err = decodeOptional(req.Object); err != nil {
+		return nil, nil, nil, fmt.Errorf("decode object: %w", err)
+	}
+	if old, err = decodeOptional(req.OldObject); err != nil {
+		return nil, nil, nil, fmt.Errorf("decode old object: %w", err)
+	}
+	child = obj
 	if child == nil {
 		child = old
 	}
 	if child == nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("request has neither object nor oldObject"))
+		return nil, nil, nil, fmt.Errorf("request has neither object nor oldObject")
 	}
+	return obj, old, child, nil
+}
 
+// observe gathers what the decision reads: the modes, the child's own
+// spec generation and its controlling parent.
+func (d *Drift) observe(ctx context.Context, req admission.Request, obj, old, child *unstructured.Unstructured) (kausality.Request, *metav1.OwnerReference, *unstructured.Unstructured, *admission.Response) {
 	in := kausality.Request{
 		Operation: kausality.Operation(req.Operation), SubResource: req.SubResource, Object: obj, OldObject: old,
 		User:        kausality.User{Name: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups},
 		DefaultMode: d.DefaultMode, Now: d.Now().UTC(), FromWebhook: req.UserInfo.Username == d.Self,
 	}
+	var err error
 	if in.NamespaceMode, err = d.Parents.NamespaceMode(ctx, req.Namespace); err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read namespace mode: %w", err))
+		resp := admission.Errored(http.StatusInternalServerError, fmt.Errorf("read namespace mode: %w", err))
+		return in, nil, nil, &resp
 	}
 	if in.DefaultMode, err = d.policyMode(ctx, req, child); err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("resolve policy mode: %w", err))
+		resp := admission.Errored(http.StatusInternalServerError, fmt.Errorf("resolve policy mode: %w", err))
+		return in, nil, nil, &resp
 	}
 	in.SpecGeneration = d.ownSpecGeneration(ctx, req.Namespace, obj, old)
 	ref := metav1.GetControllerOf(child)
@@ -90,29 +113,34 @@ func (d *Drift) Handle(ctx context.Context, req admission.Request) admission.Res
 			in.ConsumedOnce = d.Updates.Consumed(parent.GetUID())
 		}
 	}
+	return in, ref, parent, nil
+}
 
-	res := kausality.Decide(in)
+// decide runs the pure decision, confirms a drift against a fresh parent,
+// and spends a once approval before admitting what it approves.
+func (d *Drift) decide(ctx context.Context, req admission.Request, in *kausality.Request, ref *metav1.OwnerReference, parent *unstructured.Unstructured) (*unstructured.Unstructured, kausality.Result) {
+	res := kausality.Decide(*in)
 	if res.Drift != nil && parent != nil {
-		parent, res = d.confirmDrift(ctx, *ref, req.Namespace, &in, parent, res)
+		parent, res = d.confirmDrift(ctx, *ref, req.Namespace, in, parent, res)
 	}
 	if a := onceToConsume(res); a != nil && !isDryRun(req) {
-		// Spend the approval before admitting what it approves; a lost race
-		// (another replica spent it) or a failed write decides again without it.
+		// A lost race (another replica spent it) or a failed write decides again without it.
 		ok, err := d.Updates.ConsumeNow(ctx, *ref, req.Namespace, in.Parent.Annotations[kv1.AnnotationApprovals], *a)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "spend once approval")
 		}
 		if !ok {
 			in.ConsumedOnce = append(in.ConsumedOnce, *a)
-			res = kausality.Decide(in)
+			res = kausality.Decide(*in)
 		}
 	}
-	metrics.DriftDecisions.WithLabelValues(string(res.Decision)).Inc()
+	return parent, res
+}
+
+// respond maps the result to the admission response.
+func (d *Drift) respond(ctx context.Context, req admission.Request, obj, child, parent *unstructured.Unstructured, audit map[string]string, res kausality.Result) admission.Response {
 	logger := log.FromContext(ctx).WithValues("decision", res.Decision, "operation", req.Operation, "kind", req.Kind.Kind,
 		"object", req.Namespace+"/"+req.Name, "user", req.UserInfo.Username)
-	d.followUp(ctx, req, child, parent, in, res)
-	audit := kausality.Audit(in, res)
-
 	if !res.Allowed {
 		logger.Info("drift webhook denied", "code", res.Code, "reason", res.Reason)
 		if !isDryRun(req) {
@@ -277,7 +305,7 @@ func onceToConsume(res kausality.Result) *kv1.Approval {
 
 func isDryRun(req admission.Request) bool { return req.DryRun != nil && *req.DryRun }
 
-// reportID is the first 16 hex of sha256(parent + child + diff) (DESIGN §5);
+// reportID is the first 16 hex of sha256(parent + child + diff) (docs/drift.md);
 // the diff is named by the operation and the spec hashes before and after.
 func reportID(parent, child workflows.DriftObjectRef, diff string) string {
 	sum := sha256.Sum256([]byte(strings.Join([]string{

@@ -10,7 +10,8 @@ import (
 // TaskQueue is the one task queue every Remedy worker polls.
 const TaskQueue = "remedy"
 
-// Signal, update and query names (DESIGN §4).
+// Signal, update and query names: the operator, the drift webhook, the
+// receiver and the kubectl plugin send them.
 const (
 	SignalApprove       = "approve"
 	SignalReject        = "reject"

@@ -108,7 +108,7 @@ func reloadOptions(in ReloadInput) workflow.ActivityOptions {
 }
 
 // ReloadWorkflow restarts one workload when the ConfigMaps it uses change,
-// as the seed's pending restart queue does. A change restarts the workload
+// as a pending restart queue does. A change restarts the workload
 // at once when its last restart is older than the debounce window (the
 // leading edge); a change within the window schedules one trailing restart
 // when the window closes, and each further change before then pushes it to

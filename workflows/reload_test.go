@@ -329,7 +329,7 @@ func TestReloadContinuesAsNewInsideTheWindowAndStillRestarts(t *testing.T) {
 	assert.Equal(t, 4, st.TotalRestarts)
 }
 
-// TestReloadSeedCoalescing is the seed's pending restart queue: 10 edits
+// TestReloadSeedCoalescing is the pending restart queue: 10 edits
 // 0.5 s apart with a 3 s window give one restart at once and one after the
 // burst, each edit inside the window pushing the second a window later.
 func TestReloadSeedCoalescing(t *testing.T) {

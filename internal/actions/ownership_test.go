@@ -22,7 +22,7 @@ import (
 )
 
 const (
-	// The seed's split: the applier owns only the image, an Update manager the rest.
+	// A split: the applier owns only the image, an Update manager the rest.
 	applierImage   = `{"f:spec":{"f:template":{"f:spec":{"f:initContainers":{"k:{\"name\":\"base-os-bash\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`
 	updaterRest    = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}},"f:initContainers":{".":{},"k:{\"name\":\"base-os-bash\"}":{".":{},"f:command":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:securityContext":{}}}}}}}`
 	ownsAll        = `{"f:spec":{"f:template":{"f:spec":{"f:initContainers":{"k:{\"name\":\"base-os-bash\"}":{".":{},"f:command":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:securityContext":{}}}}}}}`
@@ -72,7 +72,7 @@ func TestCheckOwnership(t *testing.T) {
 		wantOwners []string
 		wantOthers []string
 	}{
-		{"split ownership from the seed", workload("Deployment", one, entry("remedy", apply, applierImage), entry("Go-http-client", update, updaterRest)),
+		{"split ownership", workload("Deployment", one, entry("remedy", apply, applierImage), entry("Go-http-client", update, updaterRest)),
 			"", true, true, []string{"Go-http-client", "remedy"}, []string{"Go-http-client"}},
 		{"fully owned by the applier", workload("Deployment", one, entry("remedy", apply, ownsAll), entry("Go-http-client", update, containersOnly)),
 			"", false, true, []string{"remedy"}, []string{}},

@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Alert-driven remediation metrics (DESIGN §7).
+// Alert-driven remediation metrics (docs/operate.md).
 var (
 	// AlertsReceived counts alerts the receiver read, by result: accepted
 	// (handed to Temporal), unmatched, stale, malformed, unauthorized, too_large, temporal_unavailable.

@@ -9,7 +9,7 @@ import (
 )
 
 // BuildInfo is always 1; its labels say which build serves the endpoint (the
-// seed's configmap_reload info metric, served by every process).
+// configmap_reload info metric, served by every process).
 var BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "remedy_build_info",
 	Help: "Build metadata of this Remedy binary: release version (the VERSION file), VCS revision and Go version. Always 1.",

@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Drift webhook metrics (DESIGN §7).
+// Drift webhook metrics (docs/operate.md).
 var (
 	// DriftDecisions counts admission decisions by what the pure decision found.
 	DriftDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{

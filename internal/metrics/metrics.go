@@ -1,4 +1,4 @@
-// Package metrics defines Remedy's Prometheus metrics (DESIGN §7). They are
+// Package metrics defines Remedy's Prometheus metrics (docs/operate.md lists them). They are
 // registered with controller-runtime's registry, which every Remedy process
 // serves on /metrics.
 package metrics

@@ -5,7 +5,7 @@ import (
 )
 
 // Outcomes of one ownership migration, the status label of
-// OwnershipMigrations: the seed's values, so its alerts and dashboards apply.
+// OwnershipMigrations: these values are what dashboards and alerts select on.
 const (
 	MigrationSuccess = "success"
 	MigrationSkipped = "skipped"

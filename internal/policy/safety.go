@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// SafetyInput is the document the safety policy sees (DESIGN §9).
+// SafetyInput is the document the safety policy sees (docs/policy.md).
 type SafetyInput struct {
 	Action     string          `json:"action"`
 	Target     map[string]any  `json:"target"`

@@ -12,7 +12,7 @@ import (
 )
 
 // annotations computes the kausality annotations the object ends with
-// (the seed's "annotation protection"):
+// (annotation protection, docs/drift.md):
 //   - CREATE: values copied from the parent and system values are wiped,
 //     then updaters and trace are computed fresh.
 //   - The controller gets every kausality annotation back from OldObject

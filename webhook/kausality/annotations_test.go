@@ -94,7 +94,7 @@ func noControllers(p *Parent) *Parent {
 	return &q
 }
 
-// TestAnnotationProtection has one row per case of the seed's UPDATE
+// TestAnnotationProtection has one row per case of the UPDATE
 // handling table, plus CREATE and the status update.
 func TestAnnotationProtection(t *testing.T) {
 	// web-1 as stored: a child (updaters, trace), a parent of pods

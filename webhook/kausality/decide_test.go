@@ -45,7 +45,7 @@ func runDecide(t *testing.T, tests []decideCase) {
 
 func with(r Request, f func(r *Request)) Request { f(&r); return r }
 
-// TestResponseCodes has one row per row of the seed's "Response Codes" table.
+// TestResponseCodes has one row per response code docs/drift.md lists.
 func TestResponseCodes(t *testing.T) {
 	runDecide(t, []decideCase{
 		{name: "parent deleting", req: with(update(), func(r *Request) {

@@ -156,7 +156,7 @@ func TestKausalityLifecycleCases(t *testing.T) {
 		{"observed, Synced=False", Parent{ObservedGeneration: one, Conditions: []Condition{{"Synced", "False"}}}, initializing},
 		{"nothing", Parent{Generation: 1}, initializing},
 		{"Ready=False", Parent{Conditions: []Condition{{"Ready", "False"}}}, initializing},
-		// Departure (the seed's rule): Available counts only once the
+		// Departure (docs/drift.md): Available counts only once the
 		// controller observed the current spec generation.
 		{"Available=True, observedGeneration behind", Parent{Generation: 2, ObservedGeneration: one,
 			Conditions: []Condition{{"Available", "True"}}}, initializing},
@@ -304,7 +304,7 @@ func TestKausalityApprovalCases(t *testing.T) {
 		{name: "unparseable approvals approve nothing", req: enforce(1, map[string]string{approvals: "not valid json"}),
 			code: 403, decision: DecisionDriftDenied},
 		{name: "log mode without approval", req: drift(1, nil, kv1.ModeLog), allowed: true, decision: DecisionDriftLogged},
-		// Departure (the seed: "If rejected: DENY"): kausality lets a
+		// Departure (docs/drift.md: a rejection always denies): kausality lets a
 		// rejected drift through with a warning in log mode.
 		{name: "rejection in log mode", req: drift(1, map[string]string{rejects: rejectRS}, kv1.ModeLog), code: 403, decision: DecisionDriftRejected},
 		// Departure (fail safe): kausality ignores rejections it cannot parse.

@@ -5,7 +5,7 @@ import (
 )
 
 // initialized applies the kind's initialization rule when a policy has
-// one, else the seed's detection order: the phase annotation (a
+// one, else this detection order: the phase annotation (a
 // high-water mark), Initialized=True, Ready=True, then observedGeneration
 // caught up with Ready, Available or Initialized True (kausality's own code
 // accepts all three; Deployments report Available). It also says whether

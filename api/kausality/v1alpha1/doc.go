@@ -1,4 +1,4 @@
-// Package v1alpha1 is kausality's annotation wire format (DESIGN §5): the
+// Package v1alpha1 is kausality's annotation wire format (docs/drift.md): the
 // annotation keys, their value types and strict parsers and formatters.
 //
 // The webhook reads these annotations and the Temporal worker writes
