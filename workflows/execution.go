@@ -75,8 +75,8 @@ type executionRun struct {
 	postFailure string
 	// approval is created on the first ask.
 	approval *approvalGate
-	// early holds the checks started ahead of their turn, by function.
-	early map[string]workflow.Future
+	// early holds the checks validate started ahead of their turn.
+	early prefetch
 	// redacts: the run publishes the target's values only as reads allows
 	// (redactChange); inverse and rollbackKey are then the captured
 	// rollback's real parameters and the key of their digest in status.
@@ -110,7 +110,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 	}
 
 	before, ok := r.validate(ctx, req)
-	r.early = nil
+	r.early = prefetch{}
 	if !ok {
 		return
 	}

@@ -146,3 +146,52 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 		})
 	}
 }
+
+// Each check started ahead of its turn runs once, with the arguments of its
+// own call: the requester's grant for the action and, after a rollback is
+// asked for, for the inverse action, which is its own check and not the
+// forward one's result.
+func TestEveryCheckGetsItsOwnArguments(t *testing.T) {
+	in := scaleInput(time.Minute, true)
+	plan := scalePlan
+	plan.Rollback.RollbackAction = "restore-replicas"
+	env := newEnv(t)
+	allowAll(env)
+	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Twice()
+	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(plan, nil).Once()
+	env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
+	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: plan}, nil).Twice()
+	var mu sync.Mutex
+	args := map[string][][]any{}
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, a []any) {
+		mu.Lock()
+		defer mu.Unlock()
+		args[info.ActivityType.Name] = append(args[info.ActivityType.Name], a)
+	})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "bob"}) }, time.Second)
+	env.ExecuteWorkflow(ExecutionWorkflow, in)
+	s := result(t, env)
+	require.Equal(t, ReasonRolledBack, s.Reason, s.Message)
+
+	forward := func(t *testing.T, a any) {
+		t.Helper()
+		req, ok := a.(actions.Request)
+		require.True(t, ok, "%T is no actions.Request", a)
+		assert.Equal(t, actions.Request{Action: "scale", Target: in.Spec.Target, Params: *in.Spec.Parameters, Token: req.Token}, req)
+	}
+	grant := func(action string) activities.RequesterCheck {
+		return activities.RequesterCheck{Namespace: "shop", Action: action, Target: in.Spec.Target}
+	}
+	assert.Equal(t, [][]any{{activities.SubjectRef{Namespace: "shop", Name: "scale-web", UID: "u1"}, in.Spec}}, args["VerifyExecution"])
+	require.Len(t, args["CheckSpec"], 1, "the rollback's spec check is an activity")
+	assert.Equal(t, in.Spec, args["CheckSpec"][0][0])
+	forward(t, args["CheckSpec"][0][1])
+	assert.Equal(t, [][]any{{grant("scale")}, {grant("restore-replicas")}}, args["CheckRequester"],
+		"the rollback asks for the inverse action's grant")
+	assert.Equal(t, [][]any{{grant("scale")}}, args["MayReadTarget"])
+	for _, name := range []string{"CheckRBAC", "InspectTarget", "EvaluatePolicy", "DryRun"} {
+		require.Len(t, args[name], 1, "%s runs once as a local activity", name)
+		require.Len(t, args[name][0], 1, name)
+		forward(t, args[name][0][0])
+	}
+}

@@ -21,7 +21,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	vr := r.status.ValidationResults
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking parameters")
-	err := r.check(ctx, validation.CheckSpec, spec, req).Get(ctx, nil)
+	err := r.early.spec.Get(ctx, nil)
 	vr.ParameterValidation = boolPtr(err == nil)
 	if err != nil {
 		r.fail(ctx, err, activities.ReasonInvalidParameters)
@@ -29,7 +29,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	}
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking that "+orUnknown(requesterName(spec.Requester))+" may have "+spec.Action+" run")
-	err = r.checkRequester(ctx, spec.Action)
+	err = r.early.requester.Get(ctx, nil)
 	vr.RequesterValidation = boolPtr(err == nil)
 	if err != nil {
 		r.fail(ctx, err, activities.ReasonForbidden)
@@ -39,15 +39,10 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	// The subject and the requester hold: read the target and the policy,
 	// and ask whether the requester may read the target's values.
 	r.redacts = workflow.GetVersion(ctx, redactChange, workflow.DefaultVersion, 1) >= 1
-	r.ahead(ctx, validation.CheckRBAC, req)
-	r.ahead(ctx, execution.InspectTarget, req)
-	r.ahead(ctx, validation.EvaluatePolicy, req)
-	if r.redacts {
-		r.ahead(ctx, validation.MayReadTarget, r.requesterCheck(spec.Action))
-	}
+	r.early.startTarget(ctx, req, r.requesterCheck(spec.Action), r.redacts)
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+actions.ServiceAccountName(spec.Action))
-	err = r.check(ctx, validation.CheckRBAC, req).Get(ctx, nil)
+	err = r.early.rbac.Get(ctx, nil)
 	vr.RBACValidation = boolPtr(err == nil)
 	if err != nil {
 		r.fail(ctx, err, activities.ReasonForbidden)
@@ -56,7 +51,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "reading the target as "+actions.ServiceAccountName(spec.Action))
 	var before actions.Plan
-	err = r.check(ctx, execution.InspectTarget, req).Get(ctx, &before)
+	err = r.early.target.Get(ctx, &before)
 	if reasonOf(err, "") == activities.ReasonNotFound || err == nil {
 		vr.ResourceExists = boolPtr(err == nil)
 	}
@@ -67,7 +62,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
 	var pol activities.PolicyResult
-	if err := r.check(ctx, validation.EvaluatePolicy, req).Get(ctx, &pol); err != nil {
+	if err := r.early.policy.Get(ctx, &pol); err != nil {
 		r.fail(ctx, err, activities.ReasonPolicyDenied)
 		return actions.Plan{}, false
 	}
@@ -120,7 +115,7 @@ func (r *executionRun) dryRun(ctx workflow.Context, req actions.Request) bool {
 	vr := r.status.ValidationResults
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
 	var dry v1alpha1.DryRunResults
-	if err := r.check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
+	if err := check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
 		vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{capMessage(r.readable().Failure(err))}}
 		r.failWrite(ctx, err, activities.ReasonDryRunFailed)
 		return false
