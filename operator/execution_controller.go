@@ -241,19 +241,25 @@ func (r *ExecutionReconciler) held(ctx context.Context, kexec *v1alpha1.Kubernet
 // open run's when it runs already; "" when the ID's run is closed (the
 // object's run then stays unrecorded and nothing acts for it).
 func (r *ExecutionReconciler) start(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string) (string, error) {
-	run, err := r.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	return startRun(ctx, r.Temporal, id, "KubernetesExecution", kexec.Spec.Target.String(), workflows.ExecutionWorkflow,
+		workflows.ExecutionInput{Namespace: kexec.Namespace, Name: kexec.Name, UID: string(kexec.UID), Spec: kexec.Spec})
+}
+
+// startRun starts an object's workflow (kind and target are its search
+// attributes) and returns its run ID, or the open run's when it runs
+// already; "" when the ID's run is closed.
+func startRun(ctx context.Context, c client.Client, id, kind, target string, wf, input any) (string, error) {
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.AttrKind.ValueSet("KubernetesExecution"),
-			workflows.AttrTarget.ValueSet(kexec.Spec.Target.String()),
+			workflows.AttrKind.ValueSet(kind),
+			workflows.AttrTarget.ValueSet(target),
 			workflows.AttrPhase.ValueSet(string(v1alpha1.PhasePending)),
 		),
-	}, workflows.ExecutionWorkflow, workflows.ExecutionInput{
-		Namespace: kexec.Namespace, Name: kexec.Name, UID: string(kexec.UID), Spec: kexec.Spec,
-	})
+	}, wf, input)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return "", nil
