@@ -97,56 +97,9 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
-	open := newOpenRuns(o.MaxOpenRunsPerNamespace, mgr.GetClient())
-	kexec := &ExecutionReconciler{
-		Client:   mgr.GetClient(),
-		Temporal: o.Temporal,
-		Recorder: mgr.GetEventRecorder("remedy-operator"),
-		Clock:    clock.RealClock{},
-		openRuns: open,
-	}
-	if err := kexec.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up KubernetesExecution reconciler: %w", err)
-	}
-	rr := &RemediationReconciler{
-		Client:   mgr.GetClient(),
-		Temporal: o.Temporal,
-		Recorder: mgr.GetEventRecorder("remedy-operator"),
-		Clock:    clock.RealClock{},
-		openRuns: open,
-	}
-	if err := rr.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up RemediationRequest reconciler: %w", err)
-	}
-	rar := &ApprovalReconciler{
-		Client:        mgr.GetClient(),
-		Temporal:      o.Temporal,
-		Recorder:      mgr.GetEventRecorder("remedy-operator"),
-		Clock:         clock.RealClock{},
-		CheckInterval: o.WorkflowCheckInterval,
-	}
-	if err := rar.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up RemediationApprovalRequest reconciler: %w", err)
-	}
-	reload := &ReloadReconciler{
-		Client:   mgr.GetClient(),
-		Live:     mgr.GetAPIReader(),
-		Temporal: o.Temporal,
-		Recorder: mgr.GetEventRecorder("remedy-operator"),
-		Clock:    clock.RealClock{},
-	}
-	if err := reload.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up ConfigReloadPolicy reconciler: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	kexec, rr, err := addReconcilers(mgr, cfg, o)
 	if err != nil {
-		return nil, fmt.Errorf("build clientset: %w", err)
-	}
-	review, mapper := authz.SARReview(cs.AuthorizationV1().SubjectAccessReviews()), mgr.GetRESTMapper()
-	rules := &RuleReconciler{Client: mgr.GetClient(),
-		Authorize: func(ctx context.Context, r authz.Request) error { return authz.Authorize(ctx, review, mapper, r) }}
-	if err := rules.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up RemediationRule reconciler: %w", err)
+		return nil, err
 	}
 	if err := setupCleanup(mgr, o.Temporal, o.FinishedTTL, o.WorkflowCheckInterval); err != nil {
 		return nil, err
@@ -163,4 +116,61 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("add leader metrics: %w", err)
 	}
 	return mgr, nil
+}
+
+// addReconcilers registers one reconciler per kind; the execution and
+// remediation reconcilers are returned for the sweep that wakes them.
+func addReconcilers(mgr manager.Manager, cfg *rest.Config, o Options) (*ExecutionReconciler, *RemediationReconciler, error) {
+	open := newOpenRuns(o.MaxOpenRunsPerNamespace, mgr.GetClient())
+	kexec := &ExecutionReconciler{
+		Client:   mgr.GetClient(),
+		Temporal: o.Temporal,
+		Recorder: mgr.GetEventRecorder("remedy-operator"),
+		Clock:    clock.RealClock{},
+		openRuns: open,
+	}
+	if err := kexec.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("set up KubernetesExecution reconciler: %w", err)
+	}
+	rr := &RemediationReconciler{
+		Client:   mgr.GetClient(),
+		Temporal: o.Temporal,
+		Recorder: mgr.GetEventRecorder("remedy-operator"),
+		Clock:    clock.RealClock{},
+		openRuns: open,
+	}
+	if err := rr.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("set up RemediationRequest reconciler: %w", err)
+	}
+	rar := &ApprovalReconciler{
+		Client:        mgr.GetClient(),
+		Temporal:      o.Temporal,
+		Recorder:      mgr.GetEventRecorder("remedy-operator"),
+		Clock:         clock.RealClock{},
+		CheckInterval: o.WorkflowCheckInterval,
+	}
+	if err := rar.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("set up RemediationApprovalRequest reconciler: %w", err)
+	}
+	reload := &ReloadReconciler{
+		Client:   mgr.GetClient(),
+		Live:     mgr.GetAPIReader(),
+		Temporal: o.Temporal,
+		Recorder: mgr.GetEventRecorder("remedy-operator"),
+		Clock:    clock.RealClock{},
+	}
+	if err := reload.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("set up ConfigReloadPolicy reconciler: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build clientset: %w", err)
+	}
+	review, mapper := authz.SARReview(cs.AuthorizationV1().SubjectAccessReviews()), mgr.GetRESTMapper()
+	rules := &RuleReconciler{Client: mgr.GetClient(),
+		Authorize: func(ctx context.Context, r authz.Request) error { return authz.Authorize(ctx, review, mapper, r) }}
+	if err := rules.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("set up RemediationRule reconciler: %w", err)
+	}
+	return kexec, rr, nil
 }
