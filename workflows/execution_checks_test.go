@@ -61,8 +61,8 @@ func TestChecksRunAsLocalActivities(t *testing.T) {
 	assert.Equal(t, []string{"ExecuteInline"}, slices.Sorted(maps.Keys(remote)), "only the write goes through the task queue")
 }
 
-// Checks start in two groups, but the first failure in the seed's order still
-// decides the run, and nothing reads the target or the policy before the
+// Checks start in two groups, but the first failure in the documented order
+// (docs/concepts.md, Validating) still decides the run, and nothing reads the target or the policy before the
 // subject and the requester hold.
 func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 	forbidden := permanentErr(activities.ReasonForbidden, "no")
@@ -84,29 +84,9 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := untrustedEnvOf(t, &testsuite.WorkflowTestSuite{})
-			var mu sync.Mutex
-			started := map[string]int{}
-			env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
-				mu.Lock()
-				defer mu.Unlock()
-				started[info.ActivityType.Name]++
-			})
-			// Each check answers once every check of its group has started
-			// (or after a second, when they never start together), so a
-			// failing check cannot end the run before the rest are seen starting.
-			together := func(group ...string) {
-				for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-					mu.Lock()
-					n := 0
-					for _, name := range group {
-						n += started[name]
-					}
-					mu.Unlock()
-					if n == len(group) {
-						return
-					}
-				}
-			}
+			started := &startedChecks{n: map[string]int{}}
+			env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) { started.add(info.ActivityType.Name) })
+			together := started.together
 			first := []string{"VerifyExecution", "CheckSpec", "CheckRequester"}
 			second := []string{"CheckRBAC", "InspectTarget", "EvaluatePolicy"}
 			env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(
@@ -138,12 +118,46 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 			require.Equal(t, v1alpha1.PhaseFailed, s.Phase)
 			assert.Equal(t, tt.reason, s.Reason, s.Message)
 			for _, name := range first {
-				assert.Equal(t, 1, started[name], "%s starts in the first group", name)
+				assert.Equal(t, 1, started.count(name), "%s starts in the first group", name)
 			}
 			for _, name := range second {
-				assert.Equal(t, tt.readTarget, started[name] == 1, "%s starts only once the subject and requester hold", name)
+				assert.Equal(t, tt.readTarget, started.count(name) == 1, "%s starts only once the subject and requester hold", name)
 			}
 		})
+	}
+}
+
+// startedChecks counts the local activities started, by name; checks run
+// on goroutines of their own.
+type startedChecks struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (s *startedChecks) add(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n[name]++
+}
+
+func (s *startedChecks) count(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n[name]
+}
+
+// together returns once every check of group has started (or after a
+// second, when they never start together): a check that answers only then
+// cannot end the run before the rest are seen starting.
+func (s *startedChecks) together(group ...string) {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		n := 0
+		for _, name := range group {
+			n += s.count(name)
+		}
+		if n == len(group) {
+			return
+		}
 	}
 }
 
