@@ -15,6 +15,7 @@ import (
 	"github.com/remedy-dev/remedy/workflows"
 )
 
+// Long because it is a table: one row per approval request state the plan answers.
 func TestPlanApproval(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	waiting, gone := approvalSubject{uid: "u1"}, approvalSubject{gone: true}

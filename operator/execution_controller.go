@@ -91,38 +91,73 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}()
 	}
 
-	// Observe. A run that writes its own status (sequence > 0) is not
-	// queried; its workflow is looked at when the sweep finds it not running.
+	// Observe.
 	now := r.Clock.Now()
-	run, observed, err := observeRun[v1alpha1.KubernetesExecutionStatus](ctx, r.Temporal, &r.checks, id, runSubject{key: req.NamespacedName,
-		workflowID: kexec.Status.WorkflowID, runID: kexec.Status.RunID, phase: kexec.Status.Phase, sequence: kexec.Status.Sequence})
-	if err != nil {
-		logger.Info("workflow check failed; retrying", "workflowID", id, "error", err.Error())
+	seen, err := r.observe(ctx, &kexec, id, now)
+	var failed lookFailed
+	if errors.As(err, &failed) {
+		logger.Info("workflow check failed; retrying", "workflowID", id, "error", failed.err.Error())
 		return ctrl.Result{RequeueAfter: queryRetry}, nil
 	}
-
-	decided := false
-	if ref := kexec.Status.ApprovalRequestRef; ref != nil && kexec.Status.Phase == v1alpha1.PhaseWaitingApproval {
-		var rar v1alpha1.RemediationApprovalRequest
-		if err := r.Get(ctx, ctrlclient.ObjectKey{Namespace: kexec.Namespace, Name: ref.Name}, &rar); err == nil {
-			decided = rar.Status.Decision != ""
-		}
-	}
-
-	held, err := r.held(ctx, &kexec, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
 	// Plan.
-	p := planExecution(&kexec, id, observed, run, decided, now)
-	if held {
+	p := planExecution(&kexec, id, seen.observed, seen.run, seen.decided, now)
+	if seen.held {
 		p = planHeldExecution(&kexec, r.openRuns.limit, now)
 	}
 
 	// Execute.
+	return r.execute(ctx, &kexec, id, p)
+}
+
+// lookFailed is a look at the workflow that failed: the reconcile tries
+// again after queryRetry, without an error.
+type lookFailed struct{ err error }
+
+func (l lookFailed) Error() string { return l.err.Error() }
+func (l lookFailed) Unwrap() error { return l.err }
+
+// executionSeen is what a reconcile observed besides the execution.
+type executionSeen struct {
+	// run and observed are the look at the workflow and its status query.
+	run      runLook
+	observed *v1alpha1.KubernetesExecutionStatus
+	// decided: the approval request the run waits on carries a decision.
+	decided bool
+	// held: the open-runs cap keeps the run from starting.
+	held bool
+}
+
+// observe looks at the execution's workflow, its approval request and the
+// open-runs cap. A run that writes its own status (sequence > 0) is not
+// queried; its workflow is looked at when the sweep finds it not running.
+func (r *ExecutionReconciler) observe(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string, now time.Time) (executionSeen, error) {
+	var seen executionSeen
+	var err error
+	seen.run, seen.observed, err = observeRun[v1alpha1.KubernetesExecutionStatus](ctx, r.Temporal, &r.checks, id, runSubject{key: ctrlclient.ObjectKeyFromObject(kexec),
+		workflowID: kexec.Status.WorkflowID, runID: kexec.Status.RunID, phase: kexec.Status.Phase, sequence: kexec.Status.Sequence})
+	if err != nil {
+		return seen, lookFailed{err}
+	}
+	if ref := kexec.Status.ApprovalRequestRef; ref != nil && kexec.Status.Phase == v1alpha1.PhaseWaitingApproval {
+		var rar v1alpha1.RemediationApprovalRequest
+		if err := r.Get(ctx, ctrlclient.ObjectKey{Namespace: kexec.Namespace, Name: ref.Name}, &rar); err == nil {
+			seen.decided = rar.Status.Decision != ""
+		}
+	}
+	seen.held, err = r.held(ctx, kexec, now)
+	return seen, err
+}
+
+// execute carries out the plan: the start, the one status write, the
+// Events and metrics, and the rollback signal.
+func (r *ExecutionReconciler) execute(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string, p executionPlan) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
 	if p.start {
-		runID, err := r.start(ctx, &kexec, id)
+		runID, err := r.start(ctx, kexec, id)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -135,7 +170,7 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if p.status != nil {
 		kexec.Status = *p.status
 		kexec.Status.Target = kexec.Spec.Target.KindName()
-		err := r.Status().Update(ctx, &kexec)
+		err := r.Status().Update(ctx, kexec)
 		if p.start && apierrors.IsConflict(err) {
 			// Another write came first; the next reconcile starts again, finds
 			// the run just started (USE_EXISTING) and records it. The Started
@@ -147,14 +182,23 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, fmt.Errorf("update status: %w", err)
 		}
 	}
+	r.announce(ctx, kexec, p)
+	if p.rollback != nil {
+		return r.relayRollback(ctx, kexec, id, *p.rollback, p.requeueAfter)
+	}
+	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+}
+
+// announce records the plan's Events and metrics.
+func (r *ExecutionReconciler) announce(ctx context.Context, kexec *v1alpha1.KubernetesExecution, p executionPlan) {
 	for _, e := range p.events {
 		if e.reason == reasonStarted {
-			if err := recordStarted(ctx, r.Client, &kexec, "KubernetesExecution", e.note); err != nil {
-				logger.Info("Started event not recorded", "error", err.Error())
+			if err := recordStarted(ctx, r.Client, kexec, "KubernetesExecution", e.note); err != nil {
+				log.FromContext(ctx).Info("Started event not recorded", "error", err.Error())
 			}
 			continue
 		}
-		r.Recorder.Eventf(&kexec, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
+		r.Recorder.Eventf(kexec, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
 	}
 	if p.limited {
 		metrics.OpenRunsLimited.WithLabelValues(kexec.Namespace).Inc()
@@ -165,20 +209,22 @@ func (r *ExecutionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			metrics.PhaseDuration.WithLabelValues(kexec.Spec.Action, e.prevPhase).Observe(e.prevDuration.Seconds())
 		}
 	}
-	if p.rollback != nil {
-		err := r.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalRollback, *p.rollback)
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			// The window closed since the last query: mirror the ended run, whose
-			// plan then answers the annotation (planLateRollback).
-			return ctrl.Result{RequeueAfter: freshPoll}, nil
-		}
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("signal rollback to %s: %w", id, err)
-		}
-		r.Recorder.Eventf(&kexec, nil, corev1.EventTypeNormal, "RollbackRequested", "Rollback", "annotation %s=%q sent the rollback signal", RollbackAnnotation, p.rollback.Reason)
+}
+
+// relayRollback sends the rollback annotation's signal to the run.
+func (r *ExecutionReconciler) relayRollback(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string, rb workflows.RollbackRequest, requeueAfter time.Duration) (ctrl.Result, error) {
+	err := r.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalRollback, rb)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		// The window closed since the last query: mirror the ended run, whose
+		// plan then answers the annotation (planLateRollback).
+		return ctrl.Result{RequeueAfter: freshPoll}, nil
 	}
-	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("signal rollback to %s: %w", id, err)
+	}
+	r.Recorder.Eventf(kexec, nil, corev1.EventTypeNormal, "RollbackRequested", "Rollback", "annotation %s=%q sent the rollback signal", RollbackAnnotation, rb.Reason)
+	return ctrl.Result{RequeueAfter: requeueAfter}, nil
 }
 
 // held says whether the open-runs cap keeps a run that is about to start
@@ -195,19 +241,25 @@ func (r *ExecutionReconciler) held(ctx context.Context, kexec *v1alpha1.Kubernet
 // open run's when it runs already; "" when the ID's run is closed (the
 // object's run then stays unrecorded and nothing acts for it).
 func (r *ExecutionReconciler) start(ctx context.Context, kexec *v1alpha1.KubernetesExecution, id string) (string, error) {
-	run, err := r.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	return startRun(ctx, r.Temporal, id, "KubernetesExecution", kexec.Spec.Target.String(), workflows.ExecutionWorkflow,
+		workflows.ExecutionInput{Namespace: kexec.Namespace, Name: kexec.Name, UID: string(kexec.UID), Spec: kexec.Spec})
+}
+
+// startRun starts an object's workflow (kind and target are its search
+// attributes) and returns its run ID, or the open run's when it runs
+// already; "" when the ID's run is closed.
+func startRun(ctx context.Context, c client.Client, id, kind, target string, wf, input any) (string, error) {
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.AttrKind.ValueSet("KubernetesExecution"),
-			workflows.AttrTarget.ValueSet(kexec.Spec.Target.String()),
+			workflows.AttrKind.ValueSet(kind),
+			workflows.AttrTarget.ValueSet(target),
 			workflows.AttrPhase.ValueSet(string(v1alpha1.PhasePending)),
 		),
-	}, workflows.ExecutionWorkflow, workflows.ExecutionInput{
-		Namespace: kexec.Namespace, Name: kexec.Name, UID: string(kexec.UID), Spec: kexec.Spec,
-	})
+	}, wf, input)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return "", nil

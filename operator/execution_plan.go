@@ -69,31 +69,8 @@ type executionPlan = plan[v1alpha1.KubernetesExecutionStatus]
 // so the workflow is about to leave WaitingApproval.
 func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, observed *v1alpha1.KubernetesExecutionStatus, run runLook, decided bool, now time.Time) executionPlan {
 	cur := kexec.Status
-	if cur.WorkflowID == "" && isStep(kexec) {
-		// A RemediationRequest's workflow starts its steps as child workflows.
-		next := cur.DeepCopy()
-		next.WorkflowID = workflowID
-		next.Phase = v1alpha1.PhasePending
-		next.ObservedGeneration = kexec.Generation
-		setReady(next, kexec.Generation, now)
-		return executionPlan{status: next, requeueAfter: freshPoll}
-	}
 	if cur.WorkflowID == "" {
-		if invalid := kexec.Spec.ValidateDurations(); invalid != nil {
-			return refuseExecution(kexec, invalid, now)
-		}
-		next := cur.DeepCopy()
-		next.WorkflowID = workflowID
-		next.Phase = v1alpha1.PhasePending
-		next.Reason, next.Message = "", "" // no longer held back by the open-runs cap
-		next.ObservedGeneration = kexec.Generation
-		setReady(next, kexec.Generation, now)
-		return executionPlan{
-			start:        true,
-			status:       next,
-			events:       []event{{corev1.EventTypeNormal, reasonStarted, "workflow " + workflowID + " started on task queue remedy"}},
-			requeueAfter: firstPushWait,
-		}
+		return planUnstarted(kexec, workflowID, now)
 	}
 	if p := planLateRollback(kexec, now); p != nil {
 		return *p
@@ -115,6 +92,43 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 		return executionPlan{}
 	}
 
+	return planMirror(kexec, observed, decided, now)
+}
+
+// planUnstarted records the workflow a new execution gets: a step's is
+// started by its RemediationRequest's workflow, any other's by this
+// reconcile, unless its spec is one the schema should have refused.
+func planUnstarted(kexec *v1alpha1.KubernetesExecution, workflowID string, now time.Time) executionPlan {
+	cur := kexec.Status
+	if isStep(kexec) {
+		// A RemediationRequest's workflow starts its steps as child workflows.
+		next := cur.DeepCopy()
+		next.WorkflowID = workflowID
+		next.Phase = v1alpha1.PhasePending
+		next.ObservedGeneration = kexec.Generation
+		setReady(next, kexec.Generation, now)
+		return executionPlan{status: next, requeueAfter: freshPoll}
+	}
+	if invalid := kexec.Spec.ValidateDurations(); invalid != nil {
+		return refuseExecution(kexec, invalid, now)
+	}
+	next := cur.DeepCopy()
+	next.WorkflowID = workflowID
+	next.Phase = v1alpha1.PhasePending
+	next.Reason, next.Message = "", "" // no longer held back by the open-runs cap
+	next.ObservedGeneration = kexec.Generation
+	setReady(next, kexec.Generation, now)
+	return executionPlan{
+		start:        true,
+		status:       next,
+		events:       []event{{corev1.EventTypeNormal, reasonStarted, "workflow " + workflowID + " started on task queue remedy"}},
+		requeueAfter: firstPushWait,
+	}
+}
+
+// planMirror mirrors the status query of a run none of whose writes landed.
+func planMirror(kexec *v1alpha1.KubernetesExecution, observed *v1alpha1.KubernetesExecutionStatus, decided bool, now time.Time) executionPlan {
+	cur := kexec.Status
 	next := observed.DeepCopy()
 	next.WorkflowID, next.RunID = cur.WorkflowID, cur.RunID
 	next.ObservedGeneration = kexec.Generation
@@ -129,23 +143,7 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 	if decided && next.Phase == v1alpha1.PhaseWaitingApproval {
 		p.requeueAfter = freshPoll
 	}
-	// One Event per phase entered since the last mirror, including phases
-	// that began and ended between two queries.
-	if n := len(cur.PhaseTransitions); n <= len(next.PhaseTransitions) {
-		for i, tr := range next.PhaseTransitions[n:] {
-			e := phaseEntry{phase: string(tr.Phase), reason: tr.Reason}
-			if j := n + i - 1; j >= 0 {
-				prev := next.PhaseTransitions[j]
-				e.prevPhase, e.prevDuration = string(prev.Phase), tr.Time.Sub(prev.Time.Time)
-			}
-			p.entered = append(p.entered, e)
-			t := corev1.EventTypeNormal
-			if tr.Phase == v1alpha1.PhaseFailed {
-				t = corev1.EventTypeWarning
-			}
-			p.events = append(p.events, event{t, string(tr.Phase), joinReason(tr.Reason, tr.Message)})
-		}
-	}
+	p.entered, p.events = phasesEntered(cur.PhaseTransitions, next.PhaseTransitions)
 	if !equality.Semantic.DeepEqual(&cur, next) {
 		p.status = next
 	}
@@ -153,6 +151,32 @@ func planExecution(kexec *v1alpha1.KubernetesExecution, workflowID string, obser
 		p.rollback = rollbackRequest(kexec, cur.Phase)
 	}
 	return p
+}
+
+// phasesEntered is one entry and one Event per phase entered since the
+// last mirror (cur), including phases that began and ended between two
+// queries.
+func phasesEntered(cur, next []v1alpha1.PhaseTransition) ([]phaseEntry, []event) {
+	var entered []phaseEntry
+	var events []event
+	n := len(cur)
+	if n > len(next) {
+		return nil, nil
+	}
+	for i, tr := range next[n:] {
+		e := phaseEntry{phase: string(tr.Phase), reason: tr.Reason}
+		if j := n + i - 1; j >= 0 {
+			prev := next[j]
+			e.prevPhase, e.prevDuration = string(prev.Phase), tr.Time.Sub(prev.Time.Time)
+		}
+		entered = append(entered, e)
+		t := corev1.EventTypeNormal
+		if tr.Phase == v1alpha1.PhaseFailed {
+			t = corev1.EventTypeWarning
+		}
+		events = append(events, event{t, string(tr.Phase), joinReason(tr.Reason, tr.Message)})
+	}
+	return entered, events
 }
 
 // maxPhaseTransitions is the schema's bound on status.phaseTransitions.

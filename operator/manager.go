@@ -97,7 +97,7 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
-	kexec, rr, err := setupReconcilers(mgr, cfg, o)
+	kexec, rr, err := addReconcilers(mgr, cfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -118,9 +118,9 @@ func New(cfg *rest.Config, o Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// setupReconcilers adds one reconciler per Remedy kind; the runs' reconcilers
-// are returned for the sweep that finds their quiet runs.
-func setupReconcilers(mgr manager.Manager, cfg *rest.Config, o Options) (*ExecutionReconciler, *RemediationReconciler, error) {
+// addReconcilers registers one reconciler per kind; the execution and
+// remediation reconcilers are returned for the sweep that wakes them.
+func addReconcilers(mgr manager.Manager, cfg *rest.Config, o Options) (*ExecutionReconciler, *RemediationReconciler, error) {
 	open := newOpenRuns(o.MaxOpenRunsPerNamespace, mgr.GetClient())
 	kexec := &ExecutionReconciler{
 		Client:   mgr.GetClient(),

@@ -82,13 +82,12 @@ func scopeLabel(p *v1alpha1.ConfigReloadPolicy) string { return reloadrule.Scope
 // until it changes; the stale declined entries are then removed.
 // A workload uses every selected ConfigMap whose scope label value equals its
 // own; objects without the scope label match nothing. A workload whose pod
-// template was restarted but carries no hash gets a repair restart
+// template was restarted but carries no hash gets the repair restart
 // only if the policy's status already lists it: a policy just applied
 // records the baseline, so applying one to production rolls nothing.
 // It takes no client, so what it decides depends only on the state it is
 // shown (level-triggered).
 func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []reloadWorkload, now time.Time) reloadPlan {
-	gated := p.Spec.Approval != nil && p.Spec.Approval.Required
 	cur := p.Status
 	next := v1alpha1.ConfigReloadPolicyStatus{ObservedGeneration: p.Generation, Conditions: append([]metav1.Condition(nil), cur.Conditions...)}
 	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
@@ -108,83 +107,100 @@ func planReload(p *v1alpha1.ConfigReloadPolicy, cms []reloadConfigMap, wls []rel
 		if w.Scope == "" {
 			continue
 		}
-		legacy := seen[w.Kind+"/"+w.Name] && w.Template[v1alpha1.RestartedAtAnnotation] != "" && !hasConfigHash(w)
-		raw := w.Meta[v1alpha1.DeclinedAnnotation]
-		declined := reloadrule.ParseDeclined(raw)
-		stale := false
-		recorded := map[string]string{}
-		baseline := map[string]string{}
-		var changes []reloadrule.ConfigChange
-		for _, cm := range cms {
-			if cm.Scope != w.Scope {
-				continue
-			}
-			key := v1alpha1.ConfigHashAnnotation(cm.Name)
-			have := w.Meta[key]
-			if have == "" {
-				have = w.Template[key]
-			}
-			switch {
-			case have == cm.Hash:
-				recorded[cm.Name] = have
-			case have == "" && !legacy:
-				// First sight: record what the pods run with now, no rollout.
-				baseline[key], recorded[cm.Name] = cm.Hash, cm.Hash
-			case declined.ConfigMaps[cm.Name] == cm.Hash:
-				recorded[cm.Name] = have
-				continue
-			default:
-				recorded[cm.Name] = have
-				changes = append(changes, reloadrule.ConfigChange{ConfigMap: cm.Name, Hash: cm.Hash})
-			}
-			if h, ok := declined.ConfigMaps[cm.Name]; ok && h != cm.Hash {
-				delete(declined.ConfigMaps, cm.Name)
-				stale = true
-			}
-		}
-		if stale {
-			u := reloadDeclinedUpdate{Kind: w.Kind, Name: w.Name, ResourceVersion: w.ResourceVersion}
-			if len(declined.ConfigMaps) > 0 {
-				u.Value = declined.Encode()
-			}
-			out.declined = append(out.declined, u)
-		}
-		if len(baseline) > 0 {
-			out.baselines = append(out.baselines, reloadBaseline{Kind: w.Kind, Name: w.Name, Annotations: baseline})
-		}
-		if len(changes) > 0 {
-			out.pending++
-		}
-		for _, c := range changes {
-			out.signals = append(out.signals, reloadSignal{Kind: w.Kind, Name: w.Name, Scope: w.Scope, Change: c, Repair: legacy})
-		}
-		wr := v1alpha1.WorkloadRestart{Kind: w.Kind, Name: w.Name, ConfigHash: combinedHash(recorded)}
-		if t, err := time.Parse(time.RFC3339, w.Meta[v1alpha1.LastReloadAnnotation]); err == nil {
-			wr.LastRestart = &metav1.Time{Time: t}
-		}
-		next.Workloads = append(next.Workloads, wr)
+		next.Workloads = append(next.Workloads, out.addWorkload(w, cms, seen[w.Kind+"/"+w.Name]))
 	}
-
-	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonWatching,
-		Message:            fmt.Sprintf("watching %d ConfigMaps and %d workloads; %d restarts pending", len(next.WatchedConfigMaps), len(next.Workloads), out.pending),
-		ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(now)}
-	if gated {
-		ready.Message += "; each restart waits for an approved RemediationApprovalRequest"
-	}
-	hint := reloadHint(p.Namespace, scopeLabel(p), cms, wls)
-	if hint != "" {
-		// Watching, but not effective: Ready says so, not only an Event.
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonNothingToReload
-		ready.Message += "; " + hint
-		if old := meta.FindStatusCondition(cur.Conditions, v1alpha1.ConditionReady); old == nil || old.Message != ready.Message {
-			out.events = append(out.events, event{corev1.EventTypeWarning, v1alpha1.ReasonNothingToReload, hint})
-		}
-	}
+	ready, events := reloadReady(p, len(next.WatchedConfigMaps), len(next.Workloads), out.pending, cms, wls, now)
+	out.events = append(out.events, events...)
 	meta.SetStatusCondition(&next.Conditions, ready)
 	if !equality.Semantic.DeepEqual(&cur, &next) {
 		out.status = &next
 	}
 	return out
+}
+
+// addWorkload plans one scoped workload against the ConfigMaps of its
+// scope: a baseline for data it has never seen, a signal per change, and
+// the removal of declined entries whose data changed since. known says the
+// policy's status already lists the workload (a restarted one without a
+// hash then gets the repair restart). It returns the workload's status entry.
+func (out *reloadPlan) addWorkload(w reloadWorkload, cms []reloadConfigMap, known bool) v1alpha1.WorkloadRestart {
+	legacy := known && w.Template[v1alpha1.RestartedAtAnnotation] != "" && !hasConfigHash(w)
+	declined := reloadrule.ParseDeclined(w.Meta[v1alpha1.DeclinedAnnotation])
+	stale := false
+	recorded := map[string]string{}
+	baseline := map[string]string{}
+	var changes []reloadrule.ConfigChange
+	for _, cm := range cms {
+		if cm.Scope != w.Scope {
+			continue
+		}
+		key := v1alpha1.ConfigHashAnnotation(cm.Name)
+		have := w.Meta[key]
+		if have == "" {
+			have = w.Template[key]
+		}
+		switch {
+		case have == cm.Hash:
+			recorded[cm.Name] = have
+		case have == "" && !legacy:
+			// First sight: record what the pods run with now, no rollout.
+			baseline[key], recorded[cm.Name] = cm.Hash, cm.Hash
+		case declined.ConfigMaps[cm.Name] == cm.Hash:
+			recorded[cm.Name] = have
+			continue
+		default:
+			recorded[cm.Name] = have
+			changes = append(changes, reloadrule.ConfigChange{ConfigMap: cm.Name, Hash: cm.Hash})
+		}
+		if h, ok := declined.ConfigMaps[cm.Name]; ok && h != cm.Hash {
+			delete(declined.ConfigMaps, cm.Name)
+			stale = true
+		}
+	}
+	if stale {
+		u := reloadDeclinedUpdate{Kind: w.Kind, Name: w.Name, ResourceVersion: w.ResourceVersion}
+		if len(declined.ConfigMaps) > 0 {
+			u.Value = declined.Encode()
+		}
+		out.declined = append(out.declined, u)
+	}
+	if len(baseline) > 0 {
+		out.baselines = append(out.baselines, reloadBaseline{Kind: w.Kind, Name: w.Name, Annotations: baseline})
+	}
+	if len(changes) > 0 {
+		out.pending++
+	}
+	for _, c := range changes {
+		out.signals = append(out.signals, reloadSignal{Kind: w.Kind, Name: w.Name, Scope: w.Scope, Change: c, Repair: legacy})
+	}
+	wr := v1alpha1.WorkloadRestart{Kind: w.Kind, Name: w.Name, ConfigHash: combinedHash(recorded)}
+	if t, err := time.Parse(time.RFC3339, w.Meta[v1alpha1.LastReloadAnnotation]); err == nil {
+		wr.LastRestart = &metav1.Time{Time: t}
+	}
+	return wr
+}
+
+// reloadReady is the policy's Ready condition: watching, or, when no
+// workload uses any selected ConfigMap, not effective and why, with a
+// Warning Event the first time the message says so.
+func reloadReady(p *v1alpha1.ConfigReloadPolicy, watched, workloads, pending int, cms []reloadConfigMap, wls []reloadWorkload, now time.Time) (metav1.Condition, []event) {
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonWatching,
+		Message:            fmt.Sprintf("watching %d ConfigMaps and %d workloads; %d restarts pending", watched, workloads, pending),
+		ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(now)}
+	if p.Spec.Approval != nil && p.Spec.Approval.Required {
+		ready.Message += "; each restart waits for an approved RemediationApprovalRequest"
+	}
+	hint := reloadHint(p.Namespace, scopeLabel(p), cms, wls)
+	if hint == "" {
+		return ready, nil
+	}
+	// Watching, but not effective: Ready says so, not only an Event.
+	ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonNothingToReload
+	ready.Message += "; " + hint
+	if old := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); old == nil || old.Message != ready.Message {
+		return ready, []event{{corev1.EventTypeWarning, v1alpha1.ReasonNothingToReload, hint}}
+	}
+	return ready, nil
 }
 
 // reloadHint says why a policy restarts nothing, in the order a person

@@ -46,6 +46,7 @@ func crp(gated bool) *v1alpha1.ConfigReloadPolicy {
 	return p
 }
 
+// Long because it is a table: one row per ConfigMap and workload state the plan answers.
 func TestPlanReload(t *testing.T) {
 	key := v1alpha1.ConfigHashAnnotation
 	cms := []reloadConfigMap{{Name: "app", Scope: "prod", Hash: "new"}, {Name: "other", Scope: "test", Hash: "t1"}}

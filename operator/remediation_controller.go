@@ -2,14 +2,10 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,42 +83,45 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{RequeueAfter: queryRetry}, nil
 	}
 
+	held, err := r.held(ctx, &rr, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
 	p := planRemediation(&rr, id, observed, run, now)
-	if rr.Status.WorkflowID == "" && rr.Spec.ValidateDurations() == nil {
-		ok, err := r.openRuns.admit(ctx, rr.Namespace, remediationRun(rr.Name), now)
+	if held {
+		p = planHeldRemediation(&rr, r.openRuns.limit, now)
+	}
+	return r.execute(ctx, &rr, id, p)
+}
+
+// held says whether the open-runs cap keeps a run that is about to start
+// from starting; a run that may start takes its slot.
+func (r *RemediationReconciler) held(ctx context.Context, rr *v1alpha1.RemediationRequest, now time.Time) (bool, error) {
+	if rr.Status.WorkflowID != "" || rr.Spec.ValidateDurations() != nil {
+		return false, nil
+	}
+	ok, err := r.openRuns.admit(ctx, rr.Namespace, remediationRun(rr.Name), now)
+	return !ok, err
+}
+
+// execute carries out the plan: the start, the one status write, the
+// Events and the metric.
+func (r *RemediationReconciler) execute(ctx context.Context, rr *v1alpha1.RemediationRequest, id string, p plan[v1alpha1.RemediationRequestStatus]) (ctrl.Result, error) {
+	if p.start {
+		runID, err := r.start(ctx, rr, id)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if !ok {
-			p = planHeldRemediation(&rr, r.openRuns.limit, now)
-		}
-	}
-
-	if p.start {
-		run, err := r.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID:                       id,
-			TaskQueue:                workflows.TaskQueue,
-			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			TypedSearchAttributes: temporal.NewSearchAttributes(
-				workflows.AttrKind.ValueSet("RemediationRequest"),
-				workflows.AttrTarget.ValueSet(rr.Namespace+"/RemediationRequest/"+rr.Name),
-				workflows.AttrPhase.ValueSet(string(v1alpha1.PhasePending)),
-			),
-		}, workflows.RemediationWorkflow, workflows.RemediationInput{Namespace: rr.Namespace, Name: rr.Name, UID: string(rr.UID), Spec: rr.Spec})
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if err != nil && !errors.As(err, &started) {
-			return ctrl.Result{}, fmt.Errorf("start workflow %s: %w", id, err)
-		}
-		if err == nil && p.status != nil {
+		if runID != "" && p.status != nil {
 			// Recorded with the workflow ID: only this run acts for the request.
-			p.status.RunID = run.GetRunID()
+			p.status.RunID = runID
 		}
 	}
 	if p.status != nil {
 		rr.Status = *p.status
 		rr.Status.Progress = v1alpha1.StepsProgress(rr.Status.Steps, len(rr.Spec.Steps))
-		err := r.Status().Update(ctx, &rr)
+		err := r.Status().Update(ctx, rr)
 		if p.start && apierrors.IsConflict(err) {
 			// Another write came first; the next reconcile starts again and
 			// records the run just started (USE_EXISTING).
@@ -134,17 +133,24 @@ func (r *RemediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	for _, e := range p.events {
 		if e.reason == reasonStarted {
-			if err := recordStarted(ctx, r.Client, &rr, "RemediationRequest", e.note); err != nil {
+			if err := recordStarted(ctx, r.Client, rr, "RemediationRequest", e.note); err != nil {
 				log.FromContext(ctx).Info("Started event not recorded", "error", err.Error())
 			}
 			continue
 		}
-		r.Recorder.Eventf(&rr, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
+		r.Recorder.Eventf(rr, nil, e.eventType, e.reason, "Reconcile", "%s", e.note)
 	}
 	if p.limited {
 		metrics.OpenRunsLimited.WithLabelValues(rr.Namespace).Inc()
 	}
 	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+}
+
+// start starts the request's workflow and returns its run ID; "" when the
+// ID's run is closed (nothing is recorded then).
+func (r *RemediationReconciler) start(ctx context.Context, rr *v1alpha1.RemediationRequest, id string) (string, error) {
+	return startRun(ctx, r.Temporal, id, "RemediationRequest", rr.Namespace+"/RemediationRequest/"+rr.Name, workflows.RemediationWorkflow,
+		workflows.RemediationInput{Namespace: rr.Namespace, Name: rr.Name, UID: string(rr.UID), Spec: rr.Spec})
 }
 
 // planRemediation decides the next status from the request, its workflow's

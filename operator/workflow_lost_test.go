@@ -14,6 +14,7 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
+// Long because it is a table: one row per way a run's workflow may be found gone or not.
 func TestPlanExecutionWorkflowLost(t *testing.T) {
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	entered := now.Add(-10 * time.Minute)

@@ -81,7 +81,9 @@ type alertRun struct {
 	permits []Permit
 	nonce   string
 	plan    activities.AlertPlan
-	result  AlertResult
+	// decision is what the run does with plan (decideAlert).
+	decision alertDecision
+	result   AlertResult
 	// frozen is set when a freeze made this run ask for approval.
 	frozen *activities.AlertGates
 	// until is when a freeze that holds the run ends (for its records).
@@ -129,34 +131,26 @@ func AlertWorkflow(ctx workflow.Context, in AlertInput) (AlertResult, error) {
 	return r.result, nil
 }
 
-// act runs the guards and the remediation; it records every outcome.
+// act carries out the run's decision (decideAlert); it records every outcome.
 func (r *alertRun) act(ctx workflow.Context) {
-	spec := r.plan.Spec
-	approve := spec.Approval != nil && spec.Approval.Required
-	if r.plan.GitOps != "" {
-		switch spec.GitOps {
-		case v1alpha1.GitOpsAct:
-		case v1alpha1.GitOpsApprove:
-			approve = true
-		default:
-			r.refuse(ctx, v1alpha1.ReasonGitOpsManaged, fmt.Sprintf("%s is managed by %s: a change would be reverted by the GitOps controller; fix it in Git, or set the rule's gitOps to Approve or Act", r.plan.Target, r.plan.GitOps), "")
-			return
-		}
-	}
-	gp := r.gatePlan(ctx)
-	if approve && !r.approved(ctx) {
+	r.decision = decideAlert(r.in.Rule, r.plan)
+	d := r.decision
+	if d.Refuse != nil {
+		r.refuse(ctx, d.Refuse.Reason, d.Refuse.Message, "")
 		return
 	}
-	// A person who approved the run approved it whatever the calendar says.
-	gp.approveFreeze = gp.approveFreeze && !approve
-	if (gp.freeze || gp.approveFreeze || gp.gate) && !r.awaitGates(ctx, gp) {
+	gp := gatesOf(ctx, d)
+	if d.Approve && !r.approved(ctx) {
+		return
+	}
+	if gp.holds() && !r.awaitGates(ctx, gp) {
 		return
 	}
 	if !r.acquire(ctx) {
 		return
 	}
 	defer r.release(ctx)
-	if spec.DryRun {
+	if d.Shadow {
 		r.shadow(ctx)
 		return
 	}
@@ -165,11 +159,6 @@ func (r *alertRun) act(ctx workflow.Context) {
 
 // approved asks a person; a resolve under resolvePolicy Cancel withdraws the question.
 func (r *alertRun) approved(ctx workflow.Context) bool {
-	spec := r.plan.Spec
-	var timeout time.Duration
-	if spec.Approval != nil {
-		timeout = spec.Approval.Timeout.Or(0)
-	}
 	step := r.plan.Steps[0].Execution
 	ask := ApprovalAsk{
 		Namespace: r.in.Namespace, Name: r.requestName(ctx, "approval"),
@@ -177,7 +166,7 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 		SubjectUID: r.plan.RuleUID,
 		Context: v1alpha1.ApprovalContext{Reason: fmt.Sprintf("alert %s (%s) matched RemediationRule %s", r.in.Alert.Labels["alertname"], r.in.Alert.Fingerprint, r.in.Rule),
 			Action: step.Action, Target: step.Target, Requester: r.plan.Author.Username},
-		Timeout: timeout,
+		Timeout: r.decision.ApprovalTimeout,
 		Opened: func(ctx workflow.Context, _ time.Time) {
 			if r.frozen != nil {
 				r.until = r.frozen.Until
@@ -188,7 +177,7 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 			r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertWaiting, "ApprovalRequested", "")
 		},
 		Superseded: func() string {
-			if r.resolved && spec.ResolvePolicy != v1alpha1.ResolveFinish {
+			if r.resolved && r.decision.CancelOnResolve {
 				return "the alert resolved"
 			}
 			return ""
@@ -216,15 +205,8 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 // acquire asks the namespace's guard for a permit and waits for it; a
 // resolve under resolvePolicy Cancel withdraws the request.
 func (r *alertRun) acquire(ctx workflow.Context) bool {
-	spec := r.plan.Spec
-	req := activities.GuardAcquire{AlertID: r.id, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID, Rule: r.in.Rule, Target: r.plan.Target, MaxConcurrent: int(spec.MaxConcurrent),
-		Cooldown: r.plan.Cooldown, BreakerWindow: r.plan.BreakerWindow, Slots: r.plan.Workloads}
-	if spec.CircuitBreaker != nil {
-		req.BreakerRuns = int(spec.CircuitBreaker.MaxRuns)
-	}
-	if spec.Budget != nil && spec.Budget.MaxPercent > 0 {
-		req.Slots = max(1, r.plan.Workloads*int(spec.Budget.MaxPercent)/100)
-	}
+	req := r.decision.Guard
+	req.AlertID, req.RunID = r.id, workflow.GetInfo(ctx).WorkflowExecution.RunID
 	if workflow.GetVersion(ctx, permitNonceChange, workflow.DefaultVersion, 1) >= 1 {
 		r.nonce = newPermitNonce(ctx)
 		req.Nonce = r.nonce
@@ -234,8 +216,7 @@ func (r *alertRun) acquire(ctx workflow.Context) bool {
 		return false
 	}
 	r.setPhase(ctx, v1alpha1.AlertQueued, "AwaitingPermit", "waiting for the namespace's guard: target busy or cooling down, or the namespace budget is spent")
-	cancelOnResolve := r.plan.Spec.ResolvePolicy != v1alpha1.ResolveFinish
-	_ = workflow.Await(ctx, func() bool { return r.permit != nil || r.take(ctx) || (cancelOnResolve && r.resolved) })
+	_ = workflow.Await(ctx, func() bool { return r.permit != nil || r.take(ctx) || (r.decision.CancelOnResolve && r.resolved) })
 	if r.permit == nil {
 		r.release(ctx)
 		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved while queued")
@@ -304,9 +285,8 @@ func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 		return
 	}
 	r.result.Request = ref.Name
-	var silenceFor time.Duration
+	silenceFor := r.decision.SilenceFor
 	if silence {
-		silenceFor = r.plan.Spec.Silence.Duration.Or(alertrule.DefaultSilence)
 		r.holdSilence(ctx, silenceFor)
 	}
 	r.record(ctx, activities.AlertRecordInput{Started: true}, v1alpha1.AlertRunning, "Started", "RemediationRequest "+ref.Name)
@@ -315,8 +295,7 @@ func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, awaitRequestOptions), alerts.AwaitRequest, r.in.Namespace, ref)
 	var st v1alpha1.RemediationRequestStatus
 	done := false
-	cancelOnResolve := r.plan.Spec.ResolvePolicy != v1alpha1.ResolveFinish
-	ended := func() bool { return fut.IsReady() || (cancelOnResolve && r.resolved) }
+	ended := func() bool { return fut.IsReady() || (r.decision.CancelOnResolve && r.resolved) }
 	// The silence is renewed each time half of it has passed, while the run runs.
 	for r.silence != "" {
 		if ok, _ := workflow.AwaitWithTimeout(ctx, silenceFor/2, ended); ok {

@@ -31,19 +31,15 @@ type gatePlan struct {
 	freeze, approveFreeze, gate, silence bool
 }
 
-func (r *alertRun) gatePlan(ctx workflow.Context) gatePlan {
-	spec := r.plan.Spec
-	var p gatePlan
-	if spec.Freeze != nil {
-		p.approveFreeze = spec.Freeze.Action == v1alpha1.FreezeRequireApproval
-		p.freeze = !p.approveFreeze
-	}
-	p.gate = len(spec.BlockWhileFiring) > 0
-	p.silence = spec.Silence != nil && spec.Silence.Enabled && !spec.DryRun
-	if p == (gatePlan{}) || workflow.GetVersion(ctx, gateChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+// holds says whether a gate may hold the run before it asks for a permit.
+func (p gatePlan) holds() bool { return p.freeze || p.approveFreeze || p.gate }
+
+// gatesOf is the decision's gates, or none in a run recorded before gateChange.
+func gatesOf(ctx workflow.Context, d alertDecision) gatePlan {
+	if !d.Versioned || workflow.GetVersion(ctx, gateChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return gatePlan{}
 	}
-	return p
+	return d.Gates
 }
 
 // checkGates asks which gate holds the run now; a rule gone or replaced refuses it.
@@ -65,7 +61,6 @@ func (r *alertRun) checkGates(ctx workflow.Context, in activities.AlertGateInput
 // resolve under resolvePolicy Cancel ends the wait and the run.
 func (r *alertRun) awaitGates(ctx workflow.Context, gp gatePlan) bool {
 	in := activities.AlertGateInput{Freeze: gp.freeze || gp.approveFreeze, Gate: gp.gate}
-	cancelOnResolve := r.plan.Spec.ResolvePolicy != v1alpha1.ResolveFinish
 	recheck, last := gateRecheckFirst, ""
 	for {
 		g, ok := r.checkGates(ctx, in)
@@ -98,7 +93,7 @@ func (r *alertRun) awaitGates(ctx workflow.Context, gp gatePlan) bool {
 			last, r.until = key, g.Until
 			r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertQueued, g.Reason, g.Message)
 		}
-		if resolved, _ := workflow.AwaitWithTimeout(ctx, wait, func() bool { return cancelOnResolve && r.resolved }); resolved {
+		if resolved, _ := workflow.AwaitWithTimeout(ctx, wait, func() bool { return r.decision.CancelOnResolve && r.resolved }); resolved {
 			r.until = nil
 			r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved while held ("+g.Reason+"): nothing ran")
 			return false

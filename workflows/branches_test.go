@@ -1,23 +1,12 @@
 package workflows
 
 import (
-	"encoding/base64"
-	"encoding/json"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/workflow"
-
-	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // The tables below name, for each branch of the workflows, the committed
@@ -141,20 +130,6 @@ var notRecorded = map[string]string{
 
 func TestEveryBranchHasAHistory(t *testing.T) {
 	hs := recordedHistories(t)
-	covered := func(t *testing.T, kind, name string, files []string, reached func(recorded) bool) {
-		t.Helper()
-		if why, ok := notRecorded[kind+" "+name]; ok {
-			assert.Empty(t, files, "%s %s is listed as not recorded (%s) and has histories", kind, name, why)
-			return
-		}
-		require.NotEmpty(t, files, "%s %s has no history: record one from a real run (README, Running the tests), or list it in notRecorded with the reason", kind, name)
-		for _, f := range files {
-			h, ok := hs[f]
-			if assert.True(t, ok, "%s %s: no history %s", kind, name, f) {
-				assert.True(t, reached(h), "%s %s: %s does not reach it", kind, name, f)
-			}
-		}
-	}
 	src := parseSources(t, ".", "../activities", "../api/v1alpha1")
 
 	for _, k := range []struct {
@@ -170,28 +145,14 @@ func TestEveryBranchHasAHistory(t *testing.T) {
 		t.Run(k.kind, func(t *testing.T) {
 			require.Contains(t, k.found, k.sample, "enumeration works")
 			for name := range k.found {
-				covered(t, k.kind, name, k.table[name], func(h recorded) bool { return k.seen(h)[name] })
+				covered(t, hs, k.kind, name, k.table[name], func(h recorded) bool { return k.seen(h)[name] })
 			}
 			for name := range k.table {
 				assert.Contains(t, k.found, name, "the %s table names a %s the source no longer has", k.kind, k.kind)
 			}
 		})
 	}
-	t.Run("continue-as-new", func(t *testing.T) {
-		names := registeredWorkflows()
-		targets := src.continueAsNew(t)
-		require.Contains(t, targets, "DriftWorkflow", "enumeration works")
-		for w := range targets {
-			require.Contains(t, names, w)
-			var files []string
-			if f := continuedHistories[w]; f != "" {
-				files = []string{f}
-			}
-			covered(t, "continue-as-new of", w, files, func(h recorded) bool {
-				return h.workflowType == w && h.closed == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"
-			})
-		}
-	})
+	t.Run("continue-as-new", func(t *testing.T) { continuesAsNewCovered(t, hs, src) })
 	t.Run("workflows", func(t *testing.T) {
 		for _, w := range registeredWorkflows() {
 			found := false
@@ -203,251 +164,59 @@ func TestEveryBranchHasAHistory(t *testing.T) {
 	})
 	t.Run("other", func(t *testing.T) {
 		for _, b := range otherBranches {
-			covered(t, "branch", b.branch, []string{b.file}, b.took)
+			covered(t, hs, "branch", b.branch, []string{b.file}, b.took)
 		}
 	})
-	t.Run("notRecorded", func(t *testing.T) {
-		for key := range notRecorded {
-			kind, name, _ := strings.Cut(key, " ")
-			switch kind {
-			case "reason":
-				assert.Contains(t, src.reasons(), name, "notRecorded lists a reason that no longer exists")
-			case "phase":
-				assert.Contains(t, src.phases(), name, "notRecorded lists a phase that no longer exists")
-			default:
-				t.Errorf("notRecorded key %q: want reason or phase", key)
-			}
-		}
-	})
+	t.Run("notRecorded", func(t *testing.T) { notRecordedExists(t, src) })
 }
 
-// recorded is what a committed history shows of the branches it took.
-type recorded struct {
-	workflowType string
-	// child: started by a parent workflow; continued: started by continue-as-new.
-	child, continued bool
-	// closed is the last event's type.
-	closed string
-	// reasons are the "reason" values in its payloads and the types of its
-	// application failures (activities', retried activities', the run's own).
-	reasons map[string]bool
-	phases  map[string]bool
-	// activities are the types of the activities it scheduled (not local ones).
-	activities map[string]bool
-	// payloads is every payload decoded, one a line.
-	payloads string
-}
-
-var (
-	reasonField = regexp.MustCompile(`"reason":"([A-Za-z]+)"`)
-	phaseField  = regexp.MustCompile(`"phase":"([A-Za-z]+)"`)
-)
-
-func recordedHistories(t *testing.T) map[string]recorded {
+// covered checks that the branch kind name is reached by each of files, or
+// is listed in notRecorded and has none.
+func covered(t *testing.T, hs map[string]recorded, kind, name string, files []string, reached func(recorded) bool) {
 	t.Helper()
-	files, err := filepath.Glob("testdata/histories/*.json")
-	require.NoError(t, err)
-	out := map[string]recorded{}
+	if why, ok := notRecorded[kind+" "+name]; ok {
+		assert.Empty(t, files, "%s %s is listed as not recorded (%s) and has histories", kind, name, why)
+		return
+	}
+	require.NotEmpty(t, files, "%s %s has no history: record one from a real run (README, Running the tests), or list it in notRecorded with the reason", kind, name)
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		var h struct {
-			Events []map[string]any `json:"events"`
-		}
-		require.NoError(t, json.Unmarshal(b, &h), f)
-		require.NotEmpty(t, h.Events, f)
-		r := recorded{reasons: map[string]bool{}, phases: map[string]bool{}, activities: map[string]bool{}}
-		start, _ := h.Events[0]["workflowExecutionStartedEventAttributes"].(map[string]any)
-		r.workflowType = str(start, "workflowType", "name")
-		r.child = start["parentWorkflowExecution"] != nil
-		r.continued = str(start, "continuedExecutionRunId") != ""
-		r.closed, _ = h.Events[len(h.Events)-1]["eventType"].(string)
-		var payloads []string
-		var walk func(v any)
-		walk = func(v any) {
-			switch v := v.(type) {
-			case map[string]any:
-				if _, meta := v["metadata"]; meta {
-					if data, ok := v["data"].(string); ok {
-						d, err := base64.StdEncoding.DecodeString(data)
-						require.NoError(t, err, f)
-						payloads = append(payloads, string(d))
-					}
-				}
-				if typ := str(v, "applicationFailureInfo", "type"); typ != "" {
-					r.reasons[typ] = true
-				}
-				if a, ok := v["activityTaskScheduledEventAttributes"].(map[string]any); ok {
-					r.activities[str(a, "activityType", "name")] = true
-				}
-				for _, e := range v {
-					walk(e)
-				}
-			case []any:
-				for _, e := range v {
-					walk(e)
-				}
-			}
-		}
-		for _, e := range h.Events {
-			walk(e)
-		}
-		r.payloads = strings.Join(payloads, "\n")
-		for _, m := range reasonField.FindAllStringSubmatch(r.payloads, -1) {
-			r.reasons[m[1]] = true
-		}
-		for _, m := range phaseField.FindAllStringSubmatch(r.payloads, -1) {
-			r.phases[m[1]] = true
-		}
-		out[filepath.Base(f)] = r
-	}
-	return out
-}
-
-// str reads a string at path in nested JSON objects.
-func str(m map[string]any, path ...string) string {
-	for i, k := range path {
-		if i == len(path)-1 {
-			s, _ := m[k].(string)
-			return s
-		}
-		m, _ = m[k].(map[string]any)
-	}
-	return ""
-}
-
-// sources are the parsed non-test Go files of some packages; dirs[0] is this one.
-type sources struct {
-	files map[string][]*ast.File
-	dirs  []string
-}
-
-func parseSources(t *testing.T, dirs ...string) sources {
-	t.Helper()
-	s := sources{files: map[string][]*ast.File{}, dirs: dirs}
-	fset := token.NewFileSet()
-	for _, d := range dirs {
-		names, err := filepath.Glob(filepath.Join(d, "*.go"))
-		require.NoError(t, err)
-		for _, n := range names {
-			if strings.HasSuffix(n, "_test.go") || strings.HasSuffix(n, "zz_generated.deepcopy.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, n, nil, 0)
-			require.NoError(t, err)
-			s.files[d] = append(s.files[d], f)
-		}
-		require.NotEmpty(t, s.files[d], "no Go files in %s", d)
-	}
-	return s
-}
-
-// consts lists the string constants declared with a literal value in dir:
-// name → value, and the type name each was declared with ("" untyped).
-func (s sources) consts(dir string) (values, types map[string]string) {
-	values, types = map[string]string{}, map[string]string{}
-	for _, f := range s.files[dir] {
-		for _, d := range f.Decls {
-			g, ok := d.(*ast.GenDecl)
-			if !ok || g.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range g.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, n := range vs.Names {
-					if i >= len(vs.Values) {
-						continue
-					}
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						continue
-					}
-					v, _ := strconv.Unquote(lit.Value)
-					values[n.Name] = v
-					if id, ok := vs.Type.(*ast.Ident); ok {
-						types[n.Name] = id.Name
-					}
-				}
-			}
+		h, ok := hs[f]
+		if assert.True(t, ok, "%s %s: no history %s", kind, name, f) {
+			assert.True(t, reached(h), "%s %s: %s does not reach it", kind, name, f)
 		}
 	}
-	return values, types
 }
 
-// reasons are the values of the Reason* constants (api/v1alpha1/reasons.go)
-// that the workflows and activities use: the reasons a run can end with.
-func (s sources) reasons() map[string]bool {
-	values, _ := s.consts("../api/v1alpha1")
-	out := map[string]bool{}
-	for _, d := range s.dirs {
-		for _, f := range s.files[d] {
-			ast.Inspect(f, func(n ast.Node) bool {
-				if sel, ok := n.(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "Reason") {
-					if v, ok := values[sel.Sel.Name]; ok {
-						out[v] = true
-					}
-				}
-				return true
-			})
+// continuesAsNewCovered checks that every workflow that continues as new
+// has a history that did.
+func continuesAsNewCovered(t *testing.T, hs map[string]recorded, src sources) {
+	names := registeredWorkflows()
+	targets := src.continueAsNew(t)
+	require.Contains(t, targets, "DriftWorkflow", "enumeration works")
+	for w := range targets {
+		require.Contains(t, names, w)
+		var files []string
+		if f := continuedHistories[w]; f != "" {
+			files = []string{f}
 		}
-	}
-	return out
-}
-
-// phases are the values of every constant of type Phase in api/v1alpha1.
-func (s sources) phases() map[string]bool {
-	out := map[string]bool{}
-	values, types := s.consts("../api/v1alpha1")
-	for n, v := range values {
-		if types[n] == "Phase" {
-			out[v] = true
-		}
-	}
-	return out
-}
-
-// calls returns the second argument of each call of workflow.<fn> in this package.
-func (s sources) calls(fn string) []ast.Expr {
-	var out []ast.Expr
-	for _, f := range s.files[s.dirs[0]] {
-		ast.Inspect(f, func(n ast.Node) bool {
-			c, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := c.Fun.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != fn || len(c.Args) < 2 {
-				return true
-			}
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "workflow" {
-				out = append(out, c.Args[1])
-			}
-			return true
+		covered(t, hs, "continue-as-new of", w, files, func(h recorded) bool {
+			return h.workflowType == w && h.closed == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"
 		})
 	}
-	return out
 }
 
-// continueAsNew names the workflows every workflow.NewContinueAsNewError continues as.
-func (s sources) continueAsNew(t *testing.T) map[string]bool {
-	t.Helper()
-	out := map[string]bool{}
-	for _, arg := range s.calls("NewContinueAsNewError") {
-		id, ok := arg.(*ast.Ident)
-		require.True(t, ok, "workflow.NewContinueAsNewError with a workflow this test cannot name: %T", arg)
-		out[id.Name] = true
+// notRecordedExists checks that notRecorded names only reasons and phases
+// the source still has.
+func notRecordedExists(t *testing.T, src sources) {
+	for key := range notRecorded {
+		kind, name, _ := strings.Cut(key, " ")
+		switch kind {
+		case "reason":
+			assert.Contains(t, src.reasons(), name, "notRecorded lists a reason that no longer exists")
+		case "phase":
+			assert.Contains(t, src.phases(), name, "notRecorded lists a phase that no longer exists")
+		default:
+			t.Errorf("notRecorded key %q: want reason or phase", key)
+		}
 	}
-	return out
-}
-
-type nameRegistry []string
-
-func (r *nameRegistry) RegisterWorkflowWithOptions(_ any, o workflow.RegisterOptions) {
-	*r = append(*r, o.Name)
-}
-
-func registeredWorkflows() []string {
-	var r nameRegistry
-	RegisterAll(&r)
-	return r
 }

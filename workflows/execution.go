@@ -60,8 +60,8 @@ type executionRun struct {
 	postFailure string
 	// approval is created on the first ask.
 	approval *approvalGate
-	// early holds the checks started ahead of their turn, by function.
-	early map[string]workflow.Future
+	// early holds the checks validate started ahead of their turn.
+	early prefetch
 	// redacts: the run publishes the target's values only as reads allows
 	// (redactChange); inverse and rollbackKey are then the captured
 	// rollback's real parameters and the key of their digest in status.
@@ -77,25 +77,16 @@ var (
 	jobs       *activities.Jobs
 )
 
+// run validates, writes, verifies and then holds the rollback window.
 func (r *executionRun) run(ctx workflow.Context) {
-	spec := r.in.Spec
-	req := actions.Request{
-		Action: spec.Action,
-		Target: spec.Target,
-		Token:  workflow.GetInfo(ctx).WorkflowStartTime.UTC().Format(time.RFC3339),
-		// Requester feeds the safety policy's input.
-		Requester: spec.Requester,
-	}
-	if spec.Parameters != nil {
-		req.Params = *spec.Parameters
-	}
+	req := r.request(ctx)
 	r.status.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	if !r.verifySubject(ctx, req) {
 		return
 	}
 
 	before, ok := r.validate(ctx, req)
-	r.early = nil
+	r.early = prefetch{}
 	if !ok {
 		return
 	}
@@ -114,16 +105,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 	if before.NoOp {
 		affected.Action = "unchanged"
 	}
-	r.status.ExecutionResults = &v1alpha1.ExecutionResults{
-		StartTime:         &metav1.Time{Time: start},
-		EndTime:           &metav1.Time{Time: end},
-		Duration:          end.Sub(start).String(),
-		ResourcesAffected: []v1alpha1.ResourceChange{r.change(affected)},
-		RetriesAttempted:  done.Retries,
-		JobName:           done.JobName,
-		// The job's output names the values it wrote.
-		Logs: r.readable().Value(done.Logs),
-	}
+	r.recordExecution(start, end, affected, done)
 	if err != nil {
 		r.failWrite(ctx, err, v1alpha1.ReasonExecutionFailed)
 		return
@@ -135,27 +117,74 @@ func (r *executionRun) run(ctx workflow.Context) {
 	}
 
 	r.captureRollback(ctx, before.Rollback)
-	postFailed := false
-	if len(spec.PostConditions) > 0 {
-		r.setPhase(ctx, v1alpha1.PhaseVerifying, "Verifying", "evaluating postconditions")
-		failed, err := r.conditions(ctx, spec.PostConditions, &r.status.ValidationResults.PostConditionResults)
-		if err != nil {
-			r.fail(ctx, err, v1alpha1.ReasonInvalidParameters)
-			return
-		}
-		postFailed = failed != ""
-		if postFailed {
-			r.postFailure = "required postcondition " + failed + " failed"
-		}
+	postFailed, ok := r.postconditions(ctx)
+	if !ok {
+		return
 	}
+	r.afterWrite(ctx, req, before, affected, postFailed)
+}
 
+// request is the action the run asks for. Its token is the run's start,
+// the same on every replay.
+func (r *executionRun) request(ctx workflow.Context) actions.Request {
+	spec := r.in.Spec
+	req := actions.Request{
+		Action: spec.Action,
+		Target: spec.Target,
+		Token:  workflow.GetInfo(ctx).WorkflowStartTime.UTC().Format(time.RFC3339),
+		// Requester feeds the safety policy's input.
+		Requester: spec.Requester,
+	}
+	if spec.Parameters != nil {
+		req.Params = *spec.Parameters
+	}
+	return req
+}
+
+// recordExecution writes what the write did into the status.
+func (r *executionRun) recordExecution(start, end time.Time, affected v1alpha1.ResourceChange, done activities.ExecuteResult) {
+	r.status.ExecutionResults = &v1alpha1.ExecutionResults{
+		StartTime:         &metav1.Time{Time: start},
+		EndTime:           &metav1.Time{Time: end},
+		Duration:          end.Sub(start).String(),
+		ResourcesAffected: []v1alpha1.ResourceChange{r.change(affected)},
+		RetriesAttempted:  done.Retries,
+		JobName:           done.JobName,
+		// The job's output names the values it wrote.
+		Logs: r.readable().Value(done.Logs),
+	}
+}
+
+// postconditions evaluates the spec's postconditions, if any: it reports
+// whether a required one failed (r.postFailure names it), or false when the
+// run has failed.
+func (r *executionRun) postconditions(ctx workflow.Context) (postFailed, ok bool) {
+	conds := r.in.Spec.PostConditions
+	if len(conds) == 0 {
+		return false, true
+	}
+	r.setPhase(ctx, v1alpha1.PhaseVerifying, "Verifying", "evaluating postconditions")
+	failed, err := r.conditions(ctx, conds, &r.status.ValidationResults.PostConditionResults)
+	if err != nil {
+		r.fail(ctx, err, v1alpha1.ReasonInvalidParameters)
+		return false, false
+	}
+	if failed != "" {
+		r.postFailure = "required postcondition " + failed + " failed"
+	}
+	return failed != "", true
+}
+
+// afterWrite ends the run, or holds it for its parent or for the rollback
+// window while the change can be undone.
+func (r *executionRun) afterWrite(ctx workflow.Context, req actions.Request, before actions.Plan, affected v1alpha1.ResourceChange, postFailed bool) {
 	// A step whose change can be undone waits for its RemediationRequest to
 	// roll it back or finalize it; one with no inverse has nothing to wait for.
 	if workflow.GetInfo(ctx).ParentWorkflowExecution != nil && before.Rollback.Available {
 		r.awaitParent(ctx, req)
 		return
 	}
-	window := spec.RollbackWindow.Or(defaultRollbackWindow)
+	window := r.in.Spec.RollbackWindow.Or(defaultRollbackWindow)
 	if !before.Rollback.Available || window <= 0 {
 		r.finish(ctx, r.impact(affected))
 		return

@@ -99,6 +99,7 @@ func phasesOf(s v1alpha1.KubernetesExecutionStatus) []v1alpha1.Phase {
 	return out
 }
 
+// Long because it is a table: one row per way an approval is decided, refused or expires.
 func TestApprovalDecisions(t *testing.T) {
 	signal := func(name string, s ApprovalSignal) func(env *testsuite.TestWorkflowEnvironment) {
 		return func(env *testsuite.TestWorkflowEnvironment) { env.SignalWorkflow(name, s) }

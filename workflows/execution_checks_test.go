@@ -61,8 +61,8 @@ func TestChecksRunAsLocalActivities(t *testing.T) {
 	assert.Equal(t, []string{"ExecuteInline"}, slices.Sorted(maps.Keys(remote)), "only the write goes through the task queue")
 }
 
-// Checks start in two groups, but the first failure in the seed's order still
-// decides the run, and nothing reads the target or the policy before the
+// Checks start in two groups, but the first failure in the documented order
+// (docs/concepts.md, Validating) still decides the run, and nothing reads the target or the policy before the
 // subject and the requester hold.
 func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 	forbidden := permanentErr(v1alpha1.ReasonForbidden, "no")
@@ -84,29 +84,9 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := untrustedEnvOf(t, &testsuite.WorkflowTestSuite{})
-			var mu sync.Mutex
-			started := map[string]int{}
-			env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
-				mu.Lock()
-				defer mu.Unlock()
-				started[info.ActivityType.Name]++
-			})
-			// Each check answers once every check of its group has started
-			// (or after a second, when they never start together), so a
-			// failing check cannot end the run before the rest are seen starting.
-			together := func(group ...string) {
-				for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-					mu.Lock()
-					n := 0
-					for _, name := range group {
-						n += started[name]
-					}
-					mu.Unlock()
-					if n == len(group) {
-						return
-					}
-				}
-			}
+			started := &startedChecks{n: map[string]int{}}
+			env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) { started.add(info.ActivityType.Name) })
+			together := started.together
 			first := []string{"VerifyExecution", "CheckSpec", "CheckRequester"}
 			second := []string{"CheckRBAC", "InspectTarget", "EvaluatePolicy"}
 			env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(
@@ -138,11 +118,94 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 			require.Equal(t, v1alpha1.PhaseFailed, s.Phase)
 			assert.Equal(t, tt.reason, s.Reason, s.Message)
 			for _, name := range first {
-				assert.Equal(t, 1, started[name], "%s starts in the first group", name)
+				assert.Equal(t, 1, started.count(name), "%s starts in the first group", name)
 			}
 			for _, name := range second {
-				assert.Equal(t, tt.readTarget, started[name] == 1, "%s starts only once the subject and requester hold", name)
+				assert.Equal(t, tt.readTarget, started.count(name) == 1, "%s starts only once the subject and requester hold", name)
 			}
 		})
+	}
+}
+
+// startedChecks counts the local activities started, by name; checks run
+// on goroutines of their own.
+type startedChecks struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (s *startedChecks) add(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n[name]++
+}
+
+func (s *startedChecks) count(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n[name]
+}
+
+// together returns once every check of group has started (or after a
+// second, when they never start together): a check that answers only then
+// cannot end the run before the rest are seen starting.
+func (s *startedChecks) together(group ...string) {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		n := 0
+		for _, name := range group {
+			n += s.count(name)
+		}
+		if n == len(group) {
+			return
+		}
+	}
+}
+
+// Each check started ahead of its turn runs once, with the arguments of its
+// own call: the requester's grant for the action and, after a rollback is
+// asked for, for the inverse action, which is its own check and not the
+// forward one's result.
+func TestEveryCheckGetsItsOwnArguments(t *testing.T) {
+	in := scaleInput(time.Minute, true)
+	plan := scalePlan
+	plan.Rollback.RollbackAction = "restore-replicas"
+	env := newEnv(t)
+	allowAll(env)
+	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Twice()
+	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(plan, nil).Once()
+	env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
+	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: plan}, nil).Twice()
+	var mu sync.Mutex
+	args := map[string][][]any{}
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, a []any) {
+		mu.Lock()
+		defer mu.Unlock()
+		args[info.ActivityType.Name] = append(args[info.ActivityType.Name], a)
+	})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "bob"}) }, time.Second)
+	env.ExecuteWorkflow(ExecutionWorkflow, in)
+	s := result(t, env)
+	require.Equal(t, v1alpha1.ReasonRolledBack, s.Reason, s.Message)
+
+	forward := func(t *testing.T, a any) {
+		t.Helper()
+		req, ok := a.(actions.Request)
+		require.True(t, ok, "%T is no actions.Request", a)
+		assert.Equal(t, actions.Request{Action: "scale", Target: in.Spec.Target, Params: *in.Spec.Parameters, Token: req.Token}, req)
+	}
+	grant := func(action string) activities.RequesterCheck {
+		return activities.RequesterCheck{Namespace: "shop", Action: action, Target: in.Spec.Target}
+	}
+	assert.Equal(t, [][]any{{activities.SubjectRef{Namespace: "shop", Name: "scale-web", UID: "u1"}, in.Spec}}, args["VerifyExecution"])
+	require.Len(t, args["CheckSpec"], 1, "the rollback's spec check is an activity")
+	assert.Equal(t, in.Spec, args["CheckSpec"][0][0])
+	forward(t, args["CheckSpec"][0][1])
+	assert.Equal(t, [][]any{{grant("scale")}, {grant("restore-replicas")}}, args["CheckRequester"],
+		"the rollback asks for the inverse action's grant")
+	assert.Equal(t, [][]any{{grant("scale")}}, args["MayReadTarget"])
+	for _, name := range []string{"CheckRBAC", "InspectTarget", "EvaluatePolicy", "DryRun"} {
+		require.Len(t, args[name], 1, "%s runs once as a local activity", name)
+		require.Len(t, args[name][0], 1, name)
+		forward(t, args[name][0][0])
 	}
 }

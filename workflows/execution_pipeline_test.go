@@ -28,6 +28,7 @@ func onCondition(env *testsuite.TestWorkflowEnvironment, name string, required, 
 		Return(v1alpha1.ConditionResult{Name: name, Required: required, Passed: passed, Message: "pass is false: 1 of 3 ready"}, nil).Once()
 }
 
+// Long because it is a table: one row per branch of the validation and verification pipeline.
 func TestPipelineBranches(t *testing.T) {
 	runPhaseCases(t, []phaseCase{
 		{

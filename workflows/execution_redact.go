@@ -46,7 +46,7 @@ func (r *executionRun) takeReadable(ctx workflow.Context) {
 	if !r.redacts {
 		return
 	}
-	if err := r.check(ctx, validation.MayReadTarget, r.requesterCheck(r.in.Spec.Action)).Get(ctx, &r.reads); err != nil {
+	if err := r.early.readable.Get(ctx, &r.reads); err != nil {
 		workflow.GetLogger(ctx).Warn("could not ask whether the requester may get the target; values are not shown", "error", err)
 		r.reads = activities.Readable{}
 	}

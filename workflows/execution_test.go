@@ -73,6 +73,7 @@ func permanentErr(reason, msg string) error {
 	return temporal.NewNonRetryableApplicationError(msg, reason, errors.New(msg))
 }
 
+// Long because it is a table: one row per path a run takes through its phases.
 func TestExecutionPhases(t *testing.T) {
 	runPhaseCases(t, []phaseCase{
 		{

@@ -16,10 +16,8 @@ func (r *executionRun) verifySubject(ctx workflow.Context, req actions.Request) 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "verifying the KubernetesExecution requested by "+orUnknown(requesterName(r.in.Spec.Requester)))
 	ref := activities.SubjectRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID}
 	// None of these reads the target, so a forged start learns nothing of it.
-	r.ahead(ctx, subjects.VerifyExecution, ref, r.in.Spec)
-	r.ahead(ctx, validation.CheckSpec, r.in.Spec, req)
-	r.ahead(ctx, validation.CheckRequester, r.requesterCheck(r.in.Spec.Action))
-	err := r.check(ctx, subjects.VerifyExecution, ref, r.in.Spec).Get(ctx, nil)
+	r.early.startIdentity(ctx, ref, r.in.Spec, req, r.requesterCheck(r.in.Spec.Action))
+	err := r.early.subject.Get(ctx, nil)
 	if err != nil {
 		r.fail(ctx, err, v1alpha1.ReasonSubjectMismatch)
 		return false
@@ -29,7 +27,7 @@ func (r *executionRun) verifySubject(ctx workflow.Context, req actions.Request) 
 
 // checkRequester asks whether the requester may still have the action run.
 func (r *executionRun) checkRequester(ctx workflow.Context, action string) error {
-	return r.check(ctx, validation.CheckRequester, r.requesterCheck(action)).Get(ctx, nil)
+	return check(ctx, validation.CheckRequester, r.requesterCheck(action)).Get(ctx, nil)
 }
 
 func (r *executionRun) requesterCheck(action string) activities.RequesterCheck {

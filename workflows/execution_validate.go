@@ -10,70 +10,24 @@ import (
 	"github.com/remedy-dev/remedy/internal/actions"
 )
 
-// validate runs the Validating phase in the seed's order: parameters, RBAC,
-// existence, policy, preconditions, dry-run, then the approval gate. It
-// returns the plan made from the before-image, or false when the run has
-// failed. The dry-run comes after the preconditions, so a run they stop has
-// computed and published nothing of the target's values (runs recorded
-// before redactChange dry-run first, as they did).
+// validate runs the Validating phase in the order docs/concepts.md gives:
+// parameters, requester, RBAC, existence, policy, preconditions, dry-run,
+// then the approval gate. It returns the plan made from the before-image,
+// or false when the run has failed. The dry-run comes after the
+// preconditions, so a run they stop has computed and published nothing of
+// the target's values (runs recorded before redactChange dry-run first, as
+// they did).
 func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (actions.Plan, bool) {
 	spec := r.in.Spec
-	vr := r.status.ValidationResults
-
-	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking parameters")
-	err := r.check(ctx, validation.CheckSpec, spec, req).Get(ctx, nil)
-	vr.ParameterValidation = boolPtr(err == nil)
-	if err != nil {
-		r.fail(ctx, err, v1alpha1.ReasonInvalidParameters)
+	if !r.checkIdentity(ctx) {
 		return actions.Plan{}, false
 	}
-
-	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking that "+orUnknown(requesterName(spec.Requester))+" may have "+spec.Action+" run")
-	err = r.checkRequester(ctx, spec.Action)
-	vr.RequesterValidation = boolPtr(err == nil)
-	if err != nil {
-		r.fail(ctx, err, v1alpha1.ReasonForbidden)
-		return actions.Plan{}, false
-	}
-
 	// The subject and the requester hold: read the target and the policy,
 	// and ask whether the requester may read the target's values.
 	r.redacts = workflow.GetVersion(ctx, redactChange, workflow.DefaultVersion, 1) >= 1
-	r.ahead(ctx, validation.CheckRBAC, req)
-	r.ahead(ctx, execution.InspectTarget, req)
-	r.ahead(ctx, validation.EvaluatePolicy, req)
-	if r.redacts {
-		r.ahead(ctx, validation.MayReadTarget, r.requesterCheck(spec.Action))
-	}
-
-	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+actions.ServiceAccountName(spec.Action))
-	err = r.check(ctx, validation.CheckRBAC, req).Get(ctx, nil)
-	vr.RBACValidation = boolPtr(err == nil)
-	if err != nil {
-		r.fail(ctx, err, v1alpha1.ReasonForbidden)
-		return actions.Plan{}, false
-	}
-
-	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "reading the target as "+actions.ServiceAccountName(spec.Action))
-	var before actions.Plan
-	err = r.check(ctx, execution.InspectTarget, req).Get(ctx, &before)
-	if reasonOf(err, "") == v1alpha1.ReasonNotFound || err == nil {
-		vr.ResourceExists = boolPtr(err == nil)
-	}
-	if err != nil {
-		r.fail(ctx, err, v1alpha1.ReasonNotFound)
-		return actions.Plan{}, false
-	}
-
-	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
-	var pol activities.PolicyResult
-	if err := r.check(ctx, validation.EvaluatePolicy, req).Get(ctx, &pol); err != nil {
-		r.fail(ctx, err, v1alpha1.ReasonPolicyDenied)
-		return actions.Plan{}, false
-	}
-	vr.PolicyValidation = &pol.Validation
-	if !pol.Validation.Allowed {
-		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
+	r.early.startTarget(ctx, req, r.requesterCheck(spec.Action), r.redacts)
+	before, pol, ok := r.checkTarget(ctx)
+	if !ok {
 		return actions.Plan{}, false
 	}
 	r.takeReadable(ctx)
@@ -91,19 +45,8 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	if dryRun && !r.redacts && !r.dryRun(ctx, req) {
 		return actions.Plan{}, false
 	}
-
-	if len(spec.PreConditions) > 0 {
-		r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating preconditions")
-		failed, err := r.conditions(ctx, spec.PreConditions, &vr.PreConditionResults)
-		results := vr.PreConditionResults
-		if err != nil {
-			r.fail(ctx, err, v1alpha1.ReasonInvalidParameters)
-			return actions.Plan{}, false
-		}
-		if failed != "" {
-			r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonPreconditionFailed, "required precondition "+failed+" did not hold: "+lastMessage(results, failed))
-			return actions.Plan{}, false
-		}
+	if !r.preconditions(ctx) {
+		return actions.Plan{}, false
 	}
 	if dryRun && r.redacts && !r.dryRun(ctx, req) {
 		return actions.Plan{}, false
@@ -114,13 +57,97 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	return before, true
 }
 
+// checkIdentity takes the parameter and requester checks started with the
+// subject's; false when the run has failed.
+func (r *executionRun) checkIdentity(ctx workflow.Context) bool {
+	spec := r.in.Spec
+	vr := r.status.ValidationResults
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking parameters")
+	err := r.early.spec.Get(ctx, nil)
+	vr.ParameterValidation = boolPtr(err == nil)
+	if err != nil {
+		r.fail(ctx, err, v1alpha1.ReasonInvalidParameters)
+		return false
+	}
+
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking that "+orUnknown(requesterName(spec.Requester))+" may have "+spec.Action+" run")
+	err = r.early.requester.Get(ctx, nil)
+	vr.RequesterValidation = boolPtr(err == nil)
+	if err != nil {
+		r.fail(ctx, err, v1alpha1.ReasonForbidden)
+		return false
+	}
+	return true
+}
+
+// checkTarget takes the RBAC, target and policy checks: it returns the
+// target's before-image and the policy's answer, or false when the run has
+// failed (the policy's denial included).
+func (r *executionRun) checkTarget(ctx workflow.Context) (actions.Plan, activities.PolicyResult, bool) {
+	as := actions.ServiceAccountName(r.in.Spec.Action)
+	vr := r.status.ValidationResults
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+as)
+	err := r.early.rbac.Get(ctx, nil)
+	vr.RBACValidation = boolPtr(err == nil)
+	if err != nil {
+		r.fail(ctx, err, v1alpha1.ReasonForbidden)
+		return actions.Plan{}, activities.PolicyResult{}, false
+	}
+
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "reading the target as "+as)
+	var before actions.Plan
+	err = r.early.target.Get(ctx, &before)
+	if reasonOf(err, "") == v1alpha1.ReasonNotFound || err == nil {
+		vr.ResourceExists = boolPtr(err == nil)
+	}
+	if err != nil {
+		r.fail(ctx, err, v1alpha1.ReasonNotFound)
+		return actions.Plan{}, activities.PolicyResult{}, false
+	}
+
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
+	var pol activities.PolicyResult
+	if err := r.early.policy.Get(ctx, &pol); err != nil {
+		r.fail(ctx, err, v1alpha1.ReasonPolicyDenied)
+		return actions.Plan{}, activities.PolicyResult{}, false
+	}
+	vr.PolicyValidation = &pol.Validation
+	if !pol.Validation.Allowed {
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
+		return actions.Plan{}, activities.PolicyResult{}, false
+	}
+	return before, pol, true
+}
+
+// preconditions evaluates the spec's preconditions, if any; false when one
+// that is required did not hold, or the run has failed.
+func (r *executionRun) preconditions(ctx workflow.Context) bool {
+	spec := r.in.Spec
+	if len(spec.PreConditions) == 0 {
+		return true
+	}
+	vr := r.status.ValidationResults
+	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating preconditions")
+	failed, err := r.conditions(ctx, spec.PreConditions, &vr.PreConditionResults)
+	results := vr.PreConditionResults
+	if err != nil {
+		r.fail(ctx, err, v1alpha1.ReasonInvalidParameters)
+		return false
+	}
+	if failed != "" {
+		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonPreconditionFailed, "required precondition "+failed+" did not hold: "+lastMessage(results, failed))
+		return false
+	}
+	return true
+}
+
 // dryRun sends the exact write as a server-side dry-run and records its
 // impact as the requester may read it; false when the run has failed.
 func (r *executionRun) dryRun(ctx workflow.Context, req actions.Request) bool {
 	vr := r.status.ValidationResults
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
 	var dry v1alpha1.DryRunResults
-	if err := r.check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
+	if err := check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
 		vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{capMessage(r.readable().Failure(err))}}
 		r.failWrite(ctx, err, v1alpha1.ReasonDryRunFailed)
 		return false

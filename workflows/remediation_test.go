@@ -135,6 +135,7 @@ func rollbacks(st v1alpha1.RemediationRequestStatus) []v1alpha1.StepRollback {
 	return out
 }
 
+// Long because it is a table: one row per saga outcome (steps, failures, rollback policy).
 func TestRemediationSaga(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
