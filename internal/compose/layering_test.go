@@ -16,8 +16,9 @@ import (
 const module = "github.com/remedy-dev/remedy/"
 
 // TestLayering keeps the import graph pointing one way: the composer
-// (cmd/remedy and this package) is the only place the parts meet. The
-// operator and the webhook reach activities only through workflows' names.
+// (cmd/remedy, cmd/remedy-dev, this package and internal/devcompose) is
+// the only place the parts meet. The operator and the webhook reach
+// activities only through workflows' names.
 func TestLayering(t *testing.T) {
 	graph := importGraph(t, filepath.Join("..", ".."))
 	for _, tc := range []struct{ from, must string }{
@@ -31,6 +32,10 @@ func TestLayering(t *testing.T) {
 		{"internal/devenv", "webhook"},
 		{"internal/devenv", "worker"},
 		{"internal/devenv", "internal/compose"},
+		{"internal/devenv", "internal/devcompose"},
+		// The product binary's composer links no envtest or Temporal dev server.
+		{"internal/compose", "internal/devenv"},
+		{"cmd/remedy", "internal/devenv"},
 	} {
 		reach := reachable(graph, tc.from)
 		require.NotEmpty(t, graph[tc.from], "%s has imports", tc.from)
