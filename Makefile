@@ -49,6 +49,13 @@ dev: build $(if $(filter 1,$(NODE)),image) ## Run the whole platform locally (AP
 test: tools lint fuzz ## Run lint, the fuzz targets and every test against the real API server and Temporal dev server (not the fault suite: make faults)
 	go test $(GO_TEST_FLAGS) -count=1 -timeout 30m $$(go list ./... | grep -v '/test/faults$$')
 
+.PHONY: test-unit
+# Every package but the integration suites under test/ (each starts real parts in its TestMain),
+# chosen by path, so packages moved or added are picked up; -short skips the few tests elsewhere
+# that build a binary or start a real part (testing.Short()). No lint, no fuzz, no API server.
+test-unit: ## The fast loop, a minute or two: unit, Temporal testsuite and replay tests (not test/..., nothing that builds a binary or starts a real part)
+	go test $(GO_TEST_FLAGS) -short -count=1 $$(go list ./... | grep -v '/test/')
+
 .PHONY: faults
 faults: tools ## Kill the real operator, worker, webhook, Temporal and kube-apiserver at each point; print the fault matrix
 	go test $(GO_TEST_FLAGS) -count=1 -timeout 40m -skip TestUpgrade ./test/faults/

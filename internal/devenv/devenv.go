@@ -1,6 +1,6 @@
 // Package devenv starts Remedy's real parts on one machine: etcd and
 // kube-apiserver through envtest, optionally kube-controller-manager, and a
-// Temporal dev server. Tests and `remedy dev` share it.
+// Temporal dev server. Tests and `remedy-dev` share it.
 package devenv
 
 import (

@@ -29,6 +29,9 @@ import (
 // The image as `make image` writes it, read back from the tarball by its
 // tag, unpacked, and /remedy run from the image's own filesystem as its user.
 func TestImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short (make test-unit): builds the binary; make test runs it")
+	}
 	bin, err := image.BuildBinary(context.Background(), filepath.Join("..", ".."), runtime.GOARCH, "test", t.TempDir())
 	require.NoError(t, err)
 	raw, err := os.ReadFile(bin)

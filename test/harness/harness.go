@@ -48,7 +48,7 @@ type Options struct {
 	// CRDs are test fixture CRDs to install, relative to the repository root.
 	CRDs []string
 	// Manifests are directories applied after the drift webhook and before
-	// the operator and worker, as `remedy dev` applies the demo workloads.
+	// the operator and worker, as `remedy-dev` applies the demo workloads.
 	Manifests []string
 	// WorkflowCheckInterval shortens how long a quiet run waits before the
 	// operator checks that its workflow exists (0: the operator's default).
