@@ -5,7 +5,7 @@ SHELL := /usr/bin/env bash
 include hack/tools/versions.env
 export GOTOOLCHAIN := local
 TOOLS_CACHE ?= $(or $(REMEDY_TOOLS_CACHE),$(HOME)/.cache/remedy/tools)
-# install.sh and `remedy dev` find the cache by this name.
+# install.sh and remedy-dev find the cache by this name.
 export REMEDY_TOOLS_CACHE := $(TOOLS_CACHE)
 KUBEBUILDER_ASSETS ?= $(TOOLS_CACHE)/kubernetes-$(KUBERNETES_VERSION)-$(KUBERNETES_BUILD)
 TEMPORAL_CLI ?= $(TOOLS_CACHE)/temporal-$(TEMPORAL_CLI_VERSION)/temporal
@@ -33,7 +33,7 @@ STATE_DIR ?=
 # NODE=1 (default): `make dev` runs a real node (containerd, kube-scheduler, kubelet; Linux and
 # root), so the demo workloads' Pods run. NODE=0 starts without one: Deployments never get Pods.
 NODE ?= 1
-# DEV_FLAGS: more `remedy dev` flags (see `bin/remedy dev -h`), e.g. DEV_FLAGS="--ui-port 9233".
+# DEV_FLAGS: more remedy-dev flags (see `bin/remedy-dev -h`), e.g. DEV_FLAGS="--ui-port 9233".
 DEV_FLAGS ?=
 FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1alpha1:FuzzParseRejections ./api/kausality/v1alpha1:FuzzParseFreeze ./api/kausality/v1alpha1:FuzzParseSnooze ./api/kausality/v1alpha1:FuzzParseTrace
 
@@ -42,12 +42,19 @@ FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1al
 .PHONY: dev
 dev: build $(if $(filter 1,$(NODE)),image) ## Run the whole platform locally (API server, controllers, a node, Temporal + Web UI, Alertmanager, operator, worker); NODE=0: no node
 	@hack/tools/install.sh kubernetes temporal alertmanager $(if $(filter 1,$(NODE)),node)
-	./bin/remedy dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(if $(filter 1,$(NODE)),--node) $(DEV_FLAGS)
+	./bin/remedy-dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(if $(filter 1,$(NODE)),--node) $(DEV_FLAGS)
 
 .PHONY: test
 # -timeout: the release test (hack/release) cross-compiles three platforms, minutes on a cold cache.
 test: tools lint fuzz ## Run lint, the fuzz targets and every test against the real API server and Temporal dev server (not the fault suite: make faults)
 	go test $(GO_TEST_FLAGS) -count=1 -timeout 30m $$(go list ./... | grep -v '/test/faults$$')
+
+.PHONY: test-unit
+# Every package but the integration suites under test/ (each starts real parts in its TestMain),
+# chosen by path, so packages moved or added are picked up; -short skips the few tests elsewhere
+# that build a binary or start a real part (testing.Short()). No lint, no fuzz, no API server.
+test-unit: ## The fast loop, a minute or two: unit, Temporal testsuite and replay tests (not test/..., nothing that builds a binary or starts a real part)
+	go test $(GO_TEST_FLAGS) -short -count=1 $$(go list ./... | grep -v '/test/')
 
 .PHONY: faults
 faults: tools ## Kill the real operator, worker, webhook, Temporal and kube-apiserver at each point; print the fault matrix
@@ -110,8 +117,9 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 5s), one at a time
 	done
 
 .PHONY: build
-build: ## Build bin/remedy (its version is VERSION's, its revision REVISION's)
+build: ## Build bin/remedy, the product, and bin/remedy-dev, the local platform of `make dev` (their version is VERSION's, their revision REVISION's)
 	go build -ldflags "$(LDFLAGS)" -o bin/remedy ./cmd/remedy
+	go build -ldflags "$(LDFLAGS)" -o bin/remedy-dev ./cmd/remedy-dev
 
 .PHONY: image
 image: ## Build the OCI image (static binary, CA roots, user 65532, no shell) into bin/remedy-image.tar, and the node's pause image into bin/pause-image.tar, no Docker needed

@@ -1,6 +1,6 @@
 // Command kubectl-remedy is the kubectl plugin alone, as `make release`
 // ships it for Krew: `remedy kubectl` without the rest of the binary, so it
-// builds for every platform kubectl runs on (remedy dev is Linux's).
+// builds for every platform kubectl runs on (remedy-dev is Linux's).
 package main
 
 import (

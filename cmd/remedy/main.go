@@ -1,5 +1,7 @@
-// Command remedy is Remedy's one binary: operator, worker, or the whole
-// platform locally with `remedy dev`.
+// Command remedy is Remedy's product binary, the one its image ships:
+// operator, worker, drift webhook, job executor, demo app and kubectl
+// plugin. The whole platform locally is cmd/remedy-dev, a binary of its own,
+// so that this one links no envtest and no Temporal dev server.
 package main
 
 import (
@@ -11,7 +13,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/release"
 )
 
@@ -22,8 +23,6 @@ commands:
   worker     run the Temporal worker (workflows and activities)
   webhook    run the drift admission webhook (kausality semantics; signals drift workflows)
   exec       perform one action as the pod's ServiceAccount (the job executor's entrypoint)
-  dev        run the whole platform locally: etcd, kube-apiserver, kube-controller-manager,
-             Temporal with its Web UI, the operator, the worker and the drift webhook
   demo-app   the demo workloads' HTTP server (reports its mounted config; /readyz)
   kubectl    the kubectl plugin: approve, reject, rollback, status, why (also run as
              kubectl-remedy, e.g. through a symlink on PATH: kubectl remedy ...)
@@ -33,8 +32,6 @@ Run 'remedy <command> -h' for the flags of a command.
 `
 
 func main() {
-	// `remedy dev` starts its child processes through this binary.
-	devenv.ExecIfWrapped()
 	args := os.Args
 	if isKubectlPlugin(args[0]) {
 		args = append([]string{args[0], "kubectl"}, args[1:]...)
@@ -53,8 +50,6 @@ func main() {
 		err = runWorker(ctx, args)
 	case "webhook":
 		err = runWebhook(ctx, args)
-	case "dev":
-		err = runDev(ctx, args)
 	case "exec":
 		err = runExec(ctx, args)
 	case "demo-app":

@@ -2,21 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/alerts"
+	"github.com/remedy-dev/remedy/internal/cli"
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/webhookauth"
 	"github.com/remedy-dev/remedy/operator"
@@ -81,7 +77,7 @@ func runWorker(ctx context.Context, args []string) error {
 	workflowTasks := fs.Int("max-concurrent-workflow-tasks", 0, "workflow tasks run at once (0: Temporal SDK default, 1000)")
 	stopTimeout := fs.Duration("stop-timeout", worker.DefaultStopTimeout, "on SIGTERM, how long in-flight activities may finish before they are cancelled and retried elsewhere; keep it below the pod's terminationGracePeriodSeconds")
 	jobTTL := fs.Duration("job-ttl", activities.DefaultJobTTL, "ttlSecondsAfterFinished of the job executor's Jobs: how long a finished Job stays for a worker to read its result")
-	callbacks, approval, checkCallbacks := callbackFlags(fs)
+	callbacks, approval, checkCallbacks := cli.DriftReportingFlags(fs)
 	var ao compose.AlertsOptions
 	fs.StringVar(&ao.Addr, "alerts-addr", "0", "address of the Alertmanager webhook receiver, path "+alerts.Path+" (0 disables)")
 	fs.StringVar(&ao.TokenFile, "alerts-token-file", "", "file holding the bearer token Alertmanager sends (http_config.authorization); read on each request")
@@ -106,7 +102,7 @@ func runWorker(ctx context.Context, args []string) error {
 	if err := checkCallbacks(); err != nil {
 		return err
 	}
-	stopMetrics, err := serveMetrics(*metricsAddr)
+	stopMetrics, err := cli.ServeMetrics(*metricsAddr)
 	if err != nil {
 		return err
 	}
@@ -138,27 +134,6 @@ func runWorker(ctx context.Context, args []string) error {
 	<-ctx.Done()
 	w.Stop()
 	return nil
-}
-
-// serveMetrics serves the process's Prometheus registry on addr ("0": not
-// at all) and returns the function that stops it. A port in use fails at once.
-func serveMetrics(addr string) (stop func(), err error) {
-	if addr == "0" {
-		return func() {}, nil
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("serve metrics: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			ctrl.Log.Error(err, "serve metrics", "addr", addr)
-		}
-	}()
-	return func() { _ = srv.Close() }, nil
 }
 
 func envOr(key, def string) string {

@@ -27,6 +27,9 @@ import (
 // that requires a client certificate from its own CA, the way a secured
 // Temporal frontend does (`temporal server start-dev` has no TLS of its own).
 func TestTemporalTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short (make test-unit): starts a real Temporal dev server; make test runs it")
+	}
 	cli := os.Getenv("TEMPORAL_CLI")
 	require.NotEmpty(t, cli, "TEMPORAL_CLI is not set: run through `make test`, which builds the pinned temporal CLI")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -4,21 +4,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/cli"
 	"github.com/remedy-dev/remedy/internal/webhookauth"
 	"github.com/remedy-dev/remedy/webhook"
 )
-
-// listFlag collects a repeated flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // clientAuthFlags registers the flags that restrict a webhook server to the
 // API server's client certificate.
@@ -28,22 +22,6 @@ func clientAuthFlags(fs *flag.FlagSet) *webhookauth.ClientAuth {
 		"without it the webhook accepts any TLS client (set it in production, docs/drift.md)")
 	fs.StringVar(&c.Name, "client-name", "", "CommonName or DNS name the client certificate must carry (empty: any certificate the CA signed)")
 	return &c
-}
-
-// callbackFlags registers the worker's drift reporting flags; check
-// validates what they were given.
-func callbackFlags(fs *flag.FlagSet) (callbacks *listFlag, approval *bool, check func() error) {
-	callbacks = &listFlag{}
-	fs.Var(callbacks, "drift-callback-url", "URL that receives every drift's DriftReports (repeatable; Kausality policies' spec.reporting add URLs per namespace)")
-	approval = fs.Bool("drift-approval", false, "ask for a RemediationApprovalRequest on every drift in an unprotected namespace; approve writes a once approval, reject a rejection")
-	return callbacks, approval, func() error {
-		for _, u := range *callbacks {
-			if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-				return fmt.Errorf("--drift-callback-url %q: want an http or https URL", u)
-			}
-		}
-		return nil
-	}
 }
 
 func runWebhook(ctx context.Context, args []string) error {
@@ -72,7 +50,7 @@ func runWebhook(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
-	stopMetrics, err := serveMetrics(*metricsAddr)
+	stopMetrics, err := cli.ServeMetrics(*metricsAddr)
 	if err != nil {
 		return err
 	}

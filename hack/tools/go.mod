@@ -1,4 +1,4 @@
-// Pinned builds of the real binaries that tests and `remedy dev` run.
+// Pinned builds of the real binaries that tests and `remedy-dev` run.
 // k8s.io/kubernetes is not meant to be imported, so every staging module it
 // points at with a relative replace is pinned here to its published version.
 module github.com/remedy-dev/remedy/hack/tools

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds, or reuses, the pinned binaries that tests and `remedy dev` need.
+# Builds, or reuses, the pinned binaries that tests and `remedy-dev` need.
 # They live outside the repository, keyed by version, so every clone on this
 # machine shares one build. Usage: install.sh [tool ...] (default: all).
 # Tools: kubernetes temporal controller-gen workflowcheck promtool node.

@@ -6,19 +6,9 @@ import (
 	"net"
 
 	"github.com/remedy-dev/remedy/activities"
-	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/pki"
 	"github.com/remedy-dev/remedy/worker"
 )
-
-// execGateHost is where the job executor's Pods reach this machine: the
-// node's IP; loopback without a node, where no Pod runs.
-func execGateHost(e *devenv.Env) string {
-	if e.HasNode() {
-		return devenv.NodeIP
-	}
-	return "127.0.0.1"
-}
 
 // ExecGate listens for the job executor's Pods on host, with a throwaway
 // CA's certificate for that address.

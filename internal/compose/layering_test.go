@@ -16,14 +16,15 @@ import (
 const module = "github.com/remedy-dev/remedy/"
 
 // TestLayering keeps the import graph pointing one way: the composer
-// (cmd/remedy and this package) is the only place the parts meet; the
-// processes that only start or signal runs (the operator, its admission, the
-// drift webhook, the receiver) import no activity package, and what every
-// process shares (the leaves) imports no process.
+// (cmd/remedy, cmd/remedy-dev, this package and internal/devcompose) is
+// the only place the parts meet; the processes that only start or signal
+// runs (the operator, its admission, the drift webhook, the receiver) import
+// no activity package; what every process shares (the leaves) imports no
+// process; and the product binary links no developer environment.
 func TestLayering(t *testing.T) {
 	root := filepath.Join("..", "..")
 	graph := importGraph(t, root)
-	processes := []string{"operator", "webhook", "worker", "alerts", "activities", "workflows", "cmd", "internal/compose", "internal/devenv"}
+	processes := []string{"operator", "webhook", "worker", "alerts", "activities", "workflows", "cmd", "internal/compose", "internal/devcompose", "internal/devenv"}
 	leaves := []string{"api/v1alpha1", "api/kausality/v1alpha1", "internal/actions", "internal/alertmanager", "internal/alertrule",
 		"internal/authz", "internal/metrics", "internal/policy", "internal/reloadrule", "internal/runs", "internal/seal", "internal/webhookauth"}
 	rules := []struct{ from, must string }{
@@ -39,6 +40,10 @@ func TestLayering(t *testing.T) {
 		{"internal/devenv", "webhook"},
 		{"internal/devenv", "worker"},
 		{"internal/devenv", "internal/compose"},
+		{"internal/devenv", "internal/devcompose"},
+		// The product binary's composer links no envtest or Temporal dev server.
+		{"internal/compose", "internal/devenv"},
+		{"cmd/remedy", "internal/devenv"},
 	}
 	for _, leaf := range leaves {
 		for _, p := range processes {

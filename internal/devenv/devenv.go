@@ -1,6 +1,6 @@
 // Package devenv starts Remedy's real parts on one machine: etcd and
 // kube-apiserver through envtest, optionally kube-controller-manager, and a
-// Temporal dev server. Tests and `remedy dev` share it.
+// Temporal dev server. Tests and `remedy-dev` share it.
 package devenv
 
 import (
@@ -13,18 +13,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/remedy-dev/remedy/internal/seal"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // Options say what to start and where the pinned binaries are.
@@ -114,44 +111,6 @@ type Env struct {
 	temporalForward *Forwarder
 }
 
-// OptionsFromEnv fills the binary paths from KUBEBUILDER_ASSETS and
-// TEMPORAL_CLI, and where one is unset, from the tools cache (ToolsCache) at
-// the versions repoRoot pins (CachedTools), where `make tools` builds them.
-func OptionsFromEnv(repoRoot string) (Options, error) {
-	o := Options{
-		Assets:      os.Getenv("KUBEBUILDER_ASSETS"),
-		TemporalCLI: os.Getenv("TEMPORAL_CLI"),
-		CRDDir:      filepath.Join(repoRoot, "deploy", "crd"),
-		OperatorWebhooks: []string{
-			filepath.Join(repoRoot, "deploy", "webhook", "approval.yaml"),
-			filepath.Join(repoRoot, "deploy", "webhook", "requester.yaml"),
-			filepath.Join(repoRoot, "deploy", "webhook", "policy.yaml"),
-		},
-	}
-	if o.Assets == "" || o.TemporalCLI == "" {
-		cache, err := ToolsCache()
-		if err != nil {
-			return o, err
-		}
-		assets, temporalCLI, err := CachedTools(repoRoot, cache)
-		if err != nil {
-			return o, fmt.Errorf("KUBEBUILDER_ASSETS or TEMPORAL_CLI is not set, and the tools cache cannot be searched: %w", err)
-		}
-		if o.Assets == "" {
-			o.Assets = assets
-		}
-		if o.TemporalCLI == "" {
-			o.TemporalCLI = temporalCLI
-		}
-	}
-	for _, p := range []string{filepath.Join(o.Assets, "kube-apiserver"), filepath.Join(o.Assets, "etcd"), filepath.Join(o.Assets, "kubectl"), o.TemporalCLI} {
-		if _, err := os.Stat(p); err != nil {
-			return o, fmt.Errorf("missing %s: build the pinned binaries with `make tools` (or hack/tools/install.sh kubernetes temporal), or set KUBEBUILDER_ASSETS and TEMPORAL_CLI: %w", p, err)
-		}
-	}
-	return o, nil
-}
-
 // Start brings everything up; on error it stops what it started.
 func Start(ctx context.Context, o Options) (env *Env, err error) {
 	if o.Log == nil {
@@ -167,33 +126,8 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	if env.tmpDir, err = os.MkdirTemp("", "remedy-devenv-"); err != nil {
 		return env, fmt.Errorf("create temp dir: %w", err)
 	}
-
-	env.Kube = &envtest.Environment{
-		BinaryAssetsDirectory: o.Assets,
-		CRDDirectoryPaths:     append([]string{o.CRDDir}, o.ExtraCRDs...),
-		ErrorIfCRDPathMissing: true,
-		// A stuck kube-apiserver is killed after this.
-		ControlPlaneStopTimeout: 5 * time.Second,
-	}
-	if err := env.configureWebhookClientCert(); err != nil {
+	if err := env.configureControlPlane(&o); err != nil {
 		return env, err
-	}
-	if o.AuditLog {
-		if err := env.configureAuditLog(); err != nil {
-			return env, err
-		}
-	}
-	// Without a watch grace period kube-apiserver waits for open watches (a
-	// `kubectl get -w` in another terminal) until envtest kills it after
-	// ControlPlaneStopTimeout; with one it ends them and stops in about a second.
-	env.Kube.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "200ms")
-	for k, v := range o.APIServerFlags {
-		env.Kube.ControlPlane.GetAPIServer().Configure().Set(k, v)
-	}
-	if o.DieWithParent && canWrap {
-		if err := env.wrapBinaries(&o); err != nil {
-			return env, err
-		}
 	}
 	dbDir := env.tmpDir
 	if o.StateDir != "" {
@@ -218,45 +152,9 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 			return env, fmt.Errorf("prepare the node: %w", err)
 		}
 	}
-
-	type result struct {
-		srv *testsuite.DevServer
-		err error
+	if err := env.startServers(ctx, o, dbDir); err != nil {
+		return env, err
 	}
-	// Temporal and the API server start in parallel: each takes a few seconds.
-	temporalDone := make(chan result, 1)
-	go func() {
-		srv, err := startTemporal(ctx, o, dbDir, env.Keys)
-		temporalDone <- result{srv, err}
-	}()
-
-	if len(o.OperatorWebhooks) > 0 {
-		env.Kube.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: o.OperatorWebhooks}
-	}
-	cfg, kubeErr := env.Kube.Start()
-	tr := <-temporalDone
-	env.devServer = tr.srv
-	if kubeErr != nil {
-		return env, fmt.Errorf("start kube-apiserver and etcd: %w", kubeErr)
-	}
-	if tr.err != nil {
-		return env, fmt.Errorf("start temporal dev server: %w", tr.err)
-	}
-	env.Config = cfg
-	if o.StateDir != "" {
-		if err := saveServingCA(o.StateDir, env.Kube.ControlPlane.APIServer.SecureServing.CA); err != nil {
-			return env, err
-		}
-	}
-	env.Temporal = tr.srv.Client()
-	env.TemporalAddress = tr.srv.FrontendHostPort()
-	if o.TemporalForPods {
-		if env.temporalForward, err = forward(net.JoinHostPort(NodeIP, "0"), env.TemporalAddress); err != nil {
-			return env, fmt.Errorf("forward Temporal to the node's IP: %w", err)
-		}
-		env.TemporalAddress = env.temporalForward.Addr()
-	}
-
 	if o.ControllerManager {
 		if err := env.startControllerManager(o); err != nil {
 			return env, err
@@ -268,6 +166,81 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		}
 	}
 	return env, nil
+}
+
+// configureControlPlane sets up envtest's etcd and kube-apiserver: the CRDs,
+// the webhook client certificate, the audit log, the API server's flags,
+// and with DieWithParent the links that tie them to this process.
+func (e *Env) configureControlPlane(o *Options) error {
+	e.Kube = &envtest.Environment{
+		BinaryAssetsDirectory: o.Assets,
+		CRDDirectoryPaths:     append([]string{o.CRDDir}, o.ExtraCRDs...),
+		ErrorIfCRDPathMissing: true,
+		// A stuck kube-apiserver is killed after this.
+		ControlPlaneStopTimeout: 5 * time.Second,
+	}
+	if err := e.configureWebhookClientCert(); err != nil {
+		return err
+	}
+	if o.AuditLog {
+		if err := e.configureAuditLog(); err != nil {
+			return err
+		}
+	}
+	// Without a watch grace period kube-apiserver waits for open watches (a
+	// `kubectl get -w` in another terminal) until envtest kills it after
+	// ControlPlaneStopTimeout; with one it ends them and stops in about a second.
+	e.Kube.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "200ms")
+	for k, v := range o.APIServerFlags {
+		e.Kube.ControlPlane.GetAPIServer().Configure().Set(k, v)
+	}
+	if o.DieWithParent && canWrap {
+		return e.wrapBinaries(o)
+	}
+	return nil
+}
+
+// startServers starts Temporal and the API server in parallel (each takes a
+// few seconds), then connects to both; with TemporalForPods it puts the
+// Temporal frontend on the node's IP.
+func (e *Env) startServers(ctx context.Context, o Options, dbDir string) error {
+	type result struct {
+		srv *testsuite.DevServer
+		err error
+	}
+	temporalDone := make(chan result, 1)
+	go func() {
+		srv, err := startTemporal(ctx, o, dbDir, e.Keys)
+		temporalDone <- result{srv, err}
+	}()
+	if len(o.OperatorWebhooks) > 0 {
+		e.Kube.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: o.OperatorWebhooks}
+	}
+	cfg, kubeErr := e.Kube.Start()
+	tr := <-temporalDone
+	e.devServer = tr.srv
+	if kubeErr != nil {
+		return fmt.Errorf("start kube-apiserver and etcd: %w", kubeErr)
+	}
+	if tr.err != nil {
+		return fmt.Errorf("start temporal dev server: %w", tr.err)
+	}
+	e.Config = cfg
+	if o.StateDir != "" {
+		if err := saveServingCA(o.StateDir, e.Kube.ControlPlane.APIServer.SecureServing.CA); err != nil {
+			return err
+		}
+	}
+	e.Temporal = tr.srv.Client()
+	e.TemporalAddress = tr.srv.FrontendHostPort()
+	if o.TemporalForPods {
+		var err error
+		if e.temporalForward, err = forward(net.JoinHostPort(NodeIP, "0"), e.TemporalAddress); err != nil {
+			return fmt.Errorf("forward Temporal to the node's IP: %w", err)
+		}
+		e.TemporalAddress = e.temporalForward.Addr()
+	}
+	return nil
 }
 
 // wrapBinaries starts etcd, kube-apiserver and temporal through links that
@@ -285,87 +258,6 @@ func (e *Env) wrapBinaries(o *Options) error {
 	e.Kube.ControlPlane.Etcd = &envtest.Etcd{}
 	e.Kube.ControlPlane.Etcd.Path, err = w.wrap(filepath.Join(o.Assets, "etcd"))
 	return err
-}
-
-func startTemporal(ctx context.Context, o Options, dir string, keys *seal.Keyring) (*testsuite.DevServer, error) {
-	// The client speaks as Remedy's parts: it seals, and opens only what is sealed.
-	dc := seal.DataConverter(keys)
-	out := o.Log
-	// JSON like every other part's log, so the shared log is one format.
-	args := []string{"--log-format", "json", "--dynamic-config-value", "system.forceSearchAttributesCacheRefreshOnRead=true"}
-	for _, name := range workflows.SearchAttributeNames {
-		args = append(args, "--search-attribute", name+"=Keyword")
-	}
-	if o.TemporalUICodecEndpoint != "" {
-		args = append(args, "--ui-codec-endpoint", o.TemporalUICodecEndpoint)
-	}
-	return testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-		ExistingPath: o.TemporalCLI,
-		ClientOptions: &client.Options{
-			HostPort:       o.TemporalHostPort,
-			Namespace:      "default",
-			MetricsHandler: o.TemporalMetrics,
-			DataConverter:  dc, FailureConverter: seal.FailureConverter(dc),
-			Logger: sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-		},
-		EnableUI:   o.TemporalUIPort != "",
-		UIPort:     o.TemporalUIPort,
-		DBFilename: filepath.Join(dir, stateTemporal),
-		LogLevel:   "error",
-		ExtraArgs:  args,
-		Stdout:     newJSONLines(out, "temporal"),
-		Stderr:     newJSONLines(out, "temporal"),
-	})
-}
-
-// startControllerManager runs kube-controller-manager as its own envtest user,
-// so built-in controllers act as their own ServiceAccounts.
-func (e *Env) startControllerManager(o Options) error {
-	user, err := e.Kube.AddUser(envtest.User{Name: "system:kube-controller-manager"}, nil)
-	if err != nil {
-		return fmt.Errorf("add kube-controller-manager user: %w", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return fmt.Errorf("render kube-controller-manager kubeconfig: %w", err)
-	}
-	path := filepath.Join(e.tmpDir, "kcm.kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		return fmt.Errorf("write kube-controller-manager kubeconfig: %w", err)
-	}
-	certDir := e.Kube.ControlPlane.APIServer.CertDir
-	rootCA := filepath.Join(certDir, "apiserver.crt")
-	controllers := append([]string{"deployment-controller", "replicaset-controller", "job-controller",
-		"garbage-collector-controller", "serviceaccount-controller", "serviceaccount-token-controller",
-		// Fills ClusterRoles with an aggregationRule, such as remedy-drift-resources.
-		"clusterrole-aggregation-controller"}, o.ExtraControllers...)
-	if o.Node != nil {
-		// Pods mount kube-root-ca.crt; Services route to Pods through EndpointSlices.
-		rootCA = filepath.Join(certDir, "ca.crt")
-		controllers = append(controllers, "root-ca-certificate-publisher-controller", "endpointslice-controller", "pod-garbage-collector-controller",
-			// Removes the not-ready taint the kubelet registers its node with.
-			"node-lifecycle-controller")
-	}
-	e.kcm = exec.Command(filepath.Join(o.Assets, "kube-controller-manager"),
-		"--kubeconfig="+path,
-		"--use-service-account-credentials",
-		"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
-		"--root-ca-file="+rootCA,
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--logging-format=json",
-		"--controllers="+strings.Join(controllers, ","),
-	)
-	e.kcm.Stdout, e.kcm.Stderr = o.Log, o.Log
-	if o.DieWithParent {
-		e.kcm.SysProcAttr = childSysProcAttr()
-	}
-	if err := e.kcm.Start(); err != nil {
-		return fmt.Errorf("start kube-controller-manager: %w", err)
-	}
-	e.kcmExited = make(chan struct{})
-	go func() { _ = e.kcm.Wait(); close(e.kcmExited) }()
-	return nil
 }
 
 // TempDir is a private directory Stop removes.

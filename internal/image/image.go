@@ -74,10 +74,9 @@ func Build(binary []byte, arch string) (v1.Image, error) {
 	cf.Config.User = User
 	cf.Config.Entrypoint = []string{Binary}
 	cf.Config.WorkingDir = "/"
-	// The binary links envtest (remedy dev), whose package init creates a
-	// cache directory and panics where it cannot: every Pod of this image runs
-	// with a read-only root, and /dev/shm is the one tmpfs every container has.
-	cf.Config.Env = []string{"SSL_CERT_FILE=" + CABundle, "XDG_CACHE_HOME=/dev/shm"}
+	// Nothing else: the binary (cmd/remedy) writes nothing at start, so it
+	// runs on the read-only root every Pod of this image has.
+	cf.Config.Env = []string{"SSL_CERT_FILE=" + CABundle}
 	cf.Config.Labels = map[string]string{
 		"org.opencontainers.image.source":  "https://github.com/remedy-dev/remedy",
 		"org.opencontainers.image.version": release.Version,

@@ -29,6 +29,9 @@ import (
 // The image as `make image` writes it, read back from the tarball by its
 // tag, unpacked, and /remedy run from the image's own filesystem as its user.
 func TestImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short (make test-unit): builds the binary; make test runs it")
+	}
 	bin, err := image.BuildBinary(context.Background(), filepath.Join("..", ".."), runtime.GOARCH, "test", t.TempDir())
 	require.NoError(t, err)
 	raw, err := os.ReadFile(bin)
@@ -97,11 +100,18 @@ func TestImage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(passwd), "nonroot:x:65532:65532:")
 
+	assert.Equal(t, []string{"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}, cf.Config.Env, "no workaround for a binary that writes at start")
+
 	cmd := exec.Command("/remedy", "--help")
 	if os.Geteuid() == 0 {
-		// Root can run it the way a runtime does: the image's tree as /, its user.
+		// Root can run it the way a runtime does: the image's tree as /, its
+		// user, the image's environment. The user may write nowhere here but
+		// /tmp, and TMPDIR and HOME point where it may not, as on the
+		// read-only root of every Pod of this image: a package init that
+		// creates a directory (envtest's does) panics.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
 		cmd.Dir = "/"
+		cmd.Env = append(cf.Config.Env, "HOME=/home/nonroot", "TMPDIR=/etc")
 	} else {
 		cmd.Path = filepath.Join(root, "remedy")
 	}

@@ -1,4 +1,4 @@
-// Package pki makes the short-lived certificates `remedy dev` and the tests
+// Package pki makes the short-lived certificates `remedy-dev` and the tests
 // need: webhook serving certificates and the API server's webhook client
 // certificate, each signed by a throwaway CA.
 package pki

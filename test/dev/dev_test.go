@@ -25,17 +25,20 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// TestHelpExitsZero: help is an answer, not an error, for remedy and each command.
+// TestHelpExitsZero: help is an answer, not an error, for remedy, each of
+// its commands, and remedy-dev.
 func TestHelpExitsZero(t *testing.T) {
 	for _, args := range [][]string{
-		{"-h"}, {"--help"}, {"help"},
-		{"operator", "-h"}, {"worker", "-h"}, {"webhook", "-h"}, {"exec", "-h"}, {"dev", "-h"},
-		{"operator", "--help"}, {"worker", "--help"}, {"webhook", "--help"}, {"exec", "--help"}, {"dev", "--help"},
-		{"kubectl", "-h"}, {"kubectl", "--help"}, {"kubectl", "approve", "-h"}, {"kubectl", "why", "--help"},
+		{"remedy", "-h"}, {"remedy", "--help"}, {"remedy", "help"},
+		{"remedy", "operator", "-h"}, {"remedy", "worker", "-h"}, {"remedy", "webhook", "-h"}, {"remedy", "exec", "-h"},
+		{"remedy", "operator", "--help"}, {"remedy", "worker", "--help"}, {"remedy", "webhook", "--help"}, {"remedy", "exec", "--help"},
+		{"remedy", "kubectl", "-h"}, {"remedy", "kubectl", "--help"}, {"remedy", "kubectl", "approve", "-h"}, {"remedy", "kubectl", "why", "--help"},
+		{"remedy-dev", "-h"}, {"remedy-dev", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			out, err := exec.Command(bin, args...).CombinedOutput()
-			require.NoError(t, err, "remedy %s:\n%s", strings.Join(args, " "), out)
+			path := map[string]string{"remedy": bin, "remedy-dev": devBin}[args[0]]
+			out, err := exec.Command(path, args[1:]...).CombinedOutput()
+			require.NoError(t, err, "%s:\n%s", strings.Join(args, " "), out)
 			assert.Contains(t, strings.ToLower(string(out)), "usage")
 			assert.NotContains(t, string(out), "help requested")
 			// The flag package takes a `quoted` word of a usage for the flag's
@@ -50,7 +53,7 @@ func TestHelpExitsZero(t *testing.T) {
 // flagLine is a flag's line in the flag package's usage: name, then argument name.
 var flagLine = regexp.MustCompile(`(?m)^  -([\w.-]+)(?: (.*))?\n    \t`)
 
-// TestDev shares one running `remedy dev` between steps that must run in
+// TestDev shares one running remedy-dev between steps that must run in
 // order: the last one kills it.
 func TestDev(t *testing.T) {
 	p := freePorts(t)
@@ -67,12 +70,12 @@ func TestDev(t *testing.T) {
 		case <-second.exited:
 		case <-time.After(30 * time.Second):
 			second.stop(t)
-			t.Fatalf("second remedy dev still running after 30s:\n%s", second.out.String())
+			t.Fatalf("second remedy-dev still running after 30s:\n%s", second.out.String())
 		}
 		assert.Less(t, time.Since(start), 5*time.Second, "refusal is immediate")
 		assert.Equal(t, 1, exitCode(second.err), second.out.String())
-		assert.Contains(t, second.out.String(), fmt.Sprintf("another remedy dev (pid %d) is running", first.cmd.Process.Pid))
-		assert.NotContains(t, second.out.String(), "remedy dev: ready")
+		assert.Contains(t, second.out.String(), fmt.Sprintf("another remedy-dev (pid %d) is running", first.cmd.Process.Pid))
+		assert.NotContains(t, second.out.String(), "remedy-dev: ready")
 		assertUntouched(t, before, snapshot(t, first.devDir()))
 		requireServes(t, filepath.Join(first.devDir(), "kubeconfig"))
 	})
@@ -83,7 +86,7 @@ func TestDev(t *testing.T) {
 		case <-other.exited:
 		case <-time.After(30 * time.Second):
 			other.stop(t)
-			t.Fatalf("remedy dev on taken ports still running after 30s:\n%s", other.out.String())
+			t.Fatalf("remedy-dev on taken ports still running after 30s:\n%s", other.out.String())
 		}
 		assert.Equal(t, 1, exitCode(other.err), other.out.String())
 		assert.Contains(t, other.out.String(), fmt.Sprintf("Temporal frontend address 127.0.0.1:%d is in use", p.temporal))
@@ -108,7 +111,7 @@ func TestDev(t *testing.T) {
 		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", first.cmd.Process.Pid))
 		require.NoError(t, err)
 		for _, kv := range strings.Split(string(environ), "\x00") {
-			assert.False(t, strings.HasPrefix(kv, "KUBEBUILDER_ASSETS=") || strings.HasPrefix(kv, "TEMPORAL_CLI="), "remedy dev's environment has %s", kv)
+			assert.False(t, strings.HasPrefix(kv, "KUBEBUILDER_ASSETS=") || strings.HasPrefix(kv, "TEMPORAL_CLI="), "remedy-dev's environment has %s", kv)
 		}
 		bin := filepath.Join(first.devDir(), "bin")
 		out, err := exec.Command(filepath.Join(bin, "kubectl"), "version", "--client").CombinedOutput()
@@ -175,14 +178,14 @@ kubectl create token approver -n demo`
 		assert.Contains(t, first.out.String(), "codec server:    "+endpoint)
 	})
 
-	t.Run("SIGKILL of remedy dev leaves no child alive", func(t *testing.T) {
+	t.Run("SIGKILL of remedy-dev leaves no child alive", func(t *testing.T) {
 		procs := descendants(first.cmd.Process.Pid)
 		var names []string
 		for _, pr := range procs {
 			names = append(names, pr.comm)
 		}
 		for _, want := range []string{"etcd", "kube-apiserver", "kube-controller", "temporal"} {
-			require.Contains(t, names, want, "children of remedy dev")
+			require.Contains(t, names, want, "children of remedy-dev")
 		}
 		require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
 		<-first.exited
@@ -201,7 +204,7 @@ kubectl create token approver -n demo`
 			time.Sleep(200 * time.Millisecond)
 		}
 		for _, pr := range survivors {
-			t.Errorf("%s (pid %d) outlived remedy dev", pr.comm, pr.pid)
+			t.Errorf("%s (pid %d) outlived remedy-dev", pr.comm, pr.pid)
 			pr.kill()
 		}
 	})
@@ -302,18 +305,18 @@ func TestDevStops(t *testing.T) {
 	select {
 	case <-in.exited:
 	case <-time.After(time.Minute):
-		t.Fatalf("remedy dev did not stop within a minute:\n%s", in.out.String())
+		t.Fatalf("remedy-dev did not stop within a minute:\n%s", in.out.String())
 	}
 	took := time.Since(start)
 	t.Logf("stopped in %.1fs", took.Seconds())
 	assert.Equal(t, 0, exitCode(in.err), in.out.String())
 	assert.NotContains(t, in.out.String(), "timeout waiting")
-	assert.Contains(t, in.out.String(), "remedy dev: stopped the API server", "the terminal, not only the log, says it stopped")
+	assert.Contains(t, in.out.String(), "remedy-dev: stopped the API server", "the terminal, not only the log, says it stopped")
 	// envtest kills a kube-apiserver that has not stopped after 5s.
 	assert.Less(t, took, 5*time.Second)
 	for _, pr := range procs {
 		if pr.alive() {
-			t.Errorf("%s (pid %d) outlived remedy dev", pr.comm, pr.pid)
+			t.Errorf("%s (pid %d) outlived remedy-dev", pr.comm, pr.pid)
 			pr.kill()
 		}
 	}

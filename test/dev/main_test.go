@@ -1,5 +1,5 @@
-// Package dev tests `remedy dev` as a person runs it: the built binary as a
-// subprocess, starting the real parts.
+// Package dev tests remedy-dev (`make dev`) as a person runs it: the built
+// binary as a subprocess, starting the real parts.
 package dev
 
 import (
@@ -21,8 +21,8 @@ import (
 )
 
 var (
-	// bin is the remedy binary built from this tree.
-	bin string
+	// bin is the remedy binary built from this tree, devBin remedy-dev.
+	bin, devBin string
 	// root is the repository root.
 	root = repoRoot()
 	// toolsCache is a tools cache holding the pinned binaries of
@@ -43,12 +43,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "remedy")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/remedy")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "dev: build remedy: %v\n%s", err, out)
-		return 1
+	bin, devBin = filepath.Join(dir, "remedy"), filepath.Join(dir, "remedy-dev")
+	for out, pkg := range map[string]string{bin: "./cmd/remedy", devBin: "./cmd/remedy-dev"} {
+		build := exec.Command("go", "build", "-o", out, pkg)
+		build.Dir = root
+		if b, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "dev: build %s: %v\n%s", pkg, err, b)
+			return 1
+		}
 	}
 	if toolsCache, err = linkToolsCache(filepath.Join(dir, "tools")); err != nil {
 		fmt.Fprintln(os.Stderr, "dev:", err)
@@ -59,7 +61,7 @@ func run(m *testing.M) int {
 
 // linkToolsCache lays out dir as hack/tools/install.sh lays out the tools
 // cache, at the versions this repository pins, linking the binaries the
-// test was given; remedy dev runs without KUBEBUILDER_ASSETS and
+// test was given; remedy-dev runs without KUBEBUILDER_ASSETS and
 // TEMPORAL_CLI, as a person runs it, and must find them there.
 func linkToolsCache(dir string) (string, error) {
 	assets, temporalCLI, err := devenv.CachedTools(root, dir)
@@ -115,7 +117,7 @@ func devEnviron() []string {
 	return append(env, "REMEDY_TOOLS_CACHE="+toolsCache)
 }
 
-// instance is one `remedy dev` subprocess with a checkout of its own: a
+// instance is one remedy-dev subprocess with a checkout of its own: a
 // directory whose deploy/ is the repository's, so its .dev/ is private.
 type instance struct {
 	cmd    *exec.Cmd
@@ -162,14 +164,14 @@ func newRepo(t *testing.T) string {
 	return repo
 }
 
-// startDev runs `remedy dev` in repo with p's ports and more args, and returns at once.
+// startDev runs remedy-dev in repo with p's ports and more args, and returns at once.
 func startDev(t *testing.T, repo string, p ports, more ...string) *instance {
 	in := &instance{repo: repo, out: &syncBuffer{}, exited: make(chan struct{})}
-	in.cmd = exec.Command(bin, append(append([]string{"dev", "-repo", repo}, p.args()...), more...)...)
+	in.cmd = exec.Command(devBin, append(append([]string{"-repo", repo}, p.args()...), more...)...)
 	in.cmd.Stdout, in.cmd.Stderr = in.out, in.out
 	in.cmd.Env = devEnviron()
 	if err := in.cmd.Start(); err != nil {
-		t.Fatalf("start remedy dev: %v", err)
+		t.Fatalf("start remedy-dev: %v", err)
 	}
 	go func() { in.err = in.cmd.Wait(); close(in.exited) }()
 	return in
@@ -179,12 +181,12 @@ func startDev(t *testing.T, repo string, p ports, more ...string) *instance {
 func (in *instance) waitReady(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	deadline := time.After(timeout)
-	for !bytes.Contains(in.out.Bytes(), []byte("remedy dev: ready")) {
+	for !bytes.Contains(in.out.Bytes(), []byte("remedy-dev: ready")) {
 		select {
 		case <-in.exited:
-			t.Fatalf("remedy dev exited before ready (%v):\n%s", in.err, in.out.String())
+			t.Fatalf("remedy-dev exited before ready (%v):\n%s", in.err, in.out.String())
 		case <-deadline:
-			t.Fatalf("remedy dev not ready after %s:\n%s", timeout, in.out.String())
+			t.Fatalf("remedy-dev not ready after %s:\n%s", timeout, in.out.String())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -203,7 +205,7 @@ func (in *instance) stop(t *testing.T) {
 	case <-time.After(time.Minute):
 		_ = in.cmd.Process.Kill()
 		<-in.exited
-		t.Errorf("remedy dev did not stop within a minute of SIGINT")
+		t.Errorf("remedy-dev did not stop within a minute of SIGINT")
 	}
 }
 

@@ -36,7 +36,7 @@ func images(t *testing.T, dir string) string {
 	return nodeImages
 }
 
-// TestDevNodeLeavesNothingBehind: `remedy dev --node` runs the demo
+// TestDevNodeLeavesNothingBehind: `remedy-dev --node` runs the demo
 // workload's Pod and, whether stopped with Ctrl-C or killed with SIGKILL,
 // leaves the machine as it found it: links, routes, iptables chains and
 // rules, mounts, the sysctls the kubelet and the CNI plugin change, the

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
-	"github.com/remedy-dev/remedy/internal/compose"
+	"github.com/remedy-dev/remedy/internal/devcompose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 )
@@ -63,7 +63,7 @@ func run(m *testing.M) int {
 		Node:              true,
 		Alerts:            &harness.AlertsOptions{},
 		Remedy:            true,
-		Drift:             &compose.DriftWebhookOptions{DefaultMode: kv1.ModeEnforce},
+		Drift:             &devcompose.DriftWebhookOptions{DefaultMode: kv1.ModeEnforce},
 		Manifests:         []string{filepath.Join(harness.Root, "deploy", "samples", "demo")},
 		LogPath:           filepath.Join(dir, ".dev", "dev.log"),
 	})

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
-	"github.com/remedy-dev/remedy/internal/compose"
+	"github.com/remedy-dev/remedy/internal/devcompose"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 	code := harness.Main(m, harness.Options{
 		ControllerManager: true, Remedy: true, AuditLog: true, CRDs: []string{"test/testdata/crd"},
 		// log is the default; tests that enforce set kausality.io/mode on their namespace.
-		Drift:             &compose.DriftWebhookOptions{DefaultMode: kv1.ModeLog},
+		Drift:             &devcompose.DriftWebhookOptions{DefaultMode: kv1.ModeLog},
 		DriftCallbackURLs: []string{srv.URL},
 	})
 	srv.Close()

@@ -22,7 +22,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/remedy-dev/remedy/internal/compose"
+	"github.com/remedy-dev/remedy/internal/devcompose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/image"
 	"github.com/remedy-dev/remedy/internal/seal"
@@ -40,7 +40,7 @@ type Options struct {
 	Remedy bool
 	// Drift, when set, runs the drift webhook and installs its configuration
 	// (Manifest defaults to deploy/webhook/drift.yaml).
-	Drift *compose.DriftWebhookOptions
+	Drift *devcompose.DriftWebhookOptions
 	// DriftCallbackURLs are the worker's --drift-callback-url: every drift is reported to them.
 	DriftCallbackURLs []string
 	// AuditLog makes kube-apiserver write its audit log (AuditLogPath).
@@ -48,7 +48,7 @@ type Options struct {
 	// CRDs are test fixture CRDs to install, relative to the repository root.
 	CRDs []string
 	// Manifests are directories applied after the drift webhook and before
-	// the operator and worker, as `remedy dev` applies the demo workloads.
+	// the operator and worker, as `remedy-dev` applies the demo workloads.
 	Manifests []string
 	// WorkflowCheckInterval shortens how long a quiet run waits before the
 	// operator checks that its workflow exists (0: the operator's default).
@@ -73,7 +73,7 @@ func init() { devenv.ExecIfWrapped() }
 
 var (
 	env        *devenv.Env
-	remedyOpts compose.RemedyOptions
+	remedyOpts devcompose.RemedyOptions
 	kube       ctrlclient.Client
 	logPath    string
 	// Root is the repository root.
@@ -148,7 +148,7 @@ func Main(m *testing.M, o Options) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	remedyOpts = compose.RemedyOptions{WorkflowCheckInterval: o.WorkflowCheckInterval, DriftCallbackURLs: o.DriftCallbackURLs,
+	remedyOpts = devcompose.RemedyOptions{WorkflowCheckInterval: o.WorkflowCheckInterval, DriftCallbackURLs: o.DriftCallbackURLs,
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return countRequests{rt} }}
 	if err := env.InstallRemedy(ctx, Root); err != nil {
 		fmt.Fprintln(os.Stderr, "harness: install:", err)
@@ -168,7 +168,7 @@ func Main(m *testing.M, o Options) int {
 		if o.Drift.Manifest == "" {
 			o.Drift.Manifest = filepath.Join(Root, "deploy", "webhook", "drift.yaml")
 		}
-		if _, err := compose.RunDriftWebhook(ctx, env, *o.Drift); err != nil {
+		if _, err := devcompose.RunDriftWebhook(ctx, env, *o.Drift); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: drift webhook:", err)
 			return 1
 		}
@@ -188,7 +188,7 @@ func Main(m *testing.M, o Options) int {
 	}
 	var stopped <-chan error
 	if o.Remedy {
-		if stopped, err = compose.RunRemedy(ctx, env, remedyOpts); err != nil {
+		if stopped, err = devcompose.RunRemedy(ctx, env, remedyOpts); err != nil {
 			fmt.Fprintln(os.Stderr, "harness: run remedy:", err)
 			return 1
 		}
@@ -222,7 +222,7 @@ func Keys() *seal.Keyring { return env.Keys }
 
 // RemedyOptions are the options the package's Remedy runs with, for a test
 // that starts its own operator with a change.
-func RemedyOptions() compose.RemedyOptions { return remedyOpts }
+func RemedyOptions() devcompose.RemedyOptions { return remedyOpts }
 
 // AuditLogPath is kube-apiserver's JSON audit log (Options.AuditLog).
 func AuditLogPath() string { return env.AuditLogPath }

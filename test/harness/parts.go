@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/remedy-dev/remedy/internal/compose"
+	"github.com/remedy-dev/remedy/internal/devcompose"
 )
 
 // StartOperator runs the whole operator, its admission webhooks included, as
@@ -22,10 +22,10 @@ func StartOperator(t testing.TB) (stop func()) {
 
 // StartOperatorWith is StartOperator with options of the test's own, such as
 // a tiny open-runs cap.
-func StartOperatorWith(t testing.TB, o compose.RemedyOptions) (stop func()) {
+func StartOperatorWith(t testing.TB, o devcompose.RemedyOptions) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := compose.NewOperator(ctx, env, o)
+	mgr, err := devcompose.NewOperator(ctx, env, o)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

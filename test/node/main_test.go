@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
-	"github.com/remedy-dev/remedy/internal/compose"
+	"github.com/remedy-dev/remedy/internal/devcompose"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -17,6 +17,6 @@ func TestMain(m *testing.M) {
 		ExtraControllers: []string{"ttl-after-finished-controller"},
 		// Real ReplicaSet, Pod and kubelet writes pass the drift webhook (TestDriftTraceFollowsARealRollout);
 		// tests that enforce set kausality.io/mode on their namespace.
-		Drift: &compose.DriftWebhookOptions{DefaultMode: kv1.ModeLog},
+		Drift: &devcompose.DriftWebhookOptions{DefaultMode: kv1.ModeLog},
 	}))
 }

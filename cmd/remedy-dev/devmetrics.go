@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/remedy-dev/remedy/internal/cli"
 )
 
-// devMetrics are the /metrics endpoints `remedy dev` serves on the ports
+// devMetrics are the /metrics endpoints remedy-dev serves on the ports
 // the separate processes use in a cluster.
 type devMetrics struct {
 	stops []func()
@@ -18,7 +20,7 @@ type devMetrics struct {
 func serveDevMetrics(ports []fixedPort) (*devMetrics, error) {
 	m := &devMetrics{}
 	for _, p := range ports {
-		stop, err := serveMetrics(p.addr)
+		stop, err := cli.ServeMetrics(p.addr)
 		if err != nil {
 			m.stop()
 			return nil, fmt.Errorf("%s on %s (choose another with --%s): %w", p.part, p.addr, p.flag, err)

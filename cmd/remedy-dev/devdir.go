@@ -11,7 +11,7 @@ import (
 	"syscall"
 )
 
-// devLock is the exclusive hold of one `remedy dev` on its .dev directory.
+// devLock is the exclusive hold of one remedy-dev on its .dev directory.
 // The kernel drops an flock when its holder dies, even by SIGKILL, so a
 // crashed instance never leaves a stale lock.
 type devLock struct{ f *os.File }
@@ -57,7 +57,7 @@ func lockDevDir(dir string) (*devLock, error) {
 		holder, _ := os.ReadFile(path)
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another remedy dev (pid %s) is running with %s: stop it (Ctrl-C in its terminal) first, or use its .dev/env",
+			return nil, fmt.Errorf("another remedy-dev (pid %s) is running with %s: stop it (Ctrl-C in its terminal) first, or use its .dev/env",
 				strings.TrimSpace(string(holder)), dir)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -83,7 +83,7 @@ func checkPortsFree(ports []fixedPort) error {
 	for _, p := range ports {
 		l, err := net.Listen("tcp", p.addr)
 		if err != nil {
-			return fmt.Errorf("%s address %s is in use (another remedy dev or Temporal server?): free it or choose another with --%s: %w",
+			return fmt.Errorf("%s address %s is in use (another remedy-dev or Temporal server?): free it or choose another with --%s: %w",
 				p.part, p.addr, p.flag, err)
 		}
 		_ = l.Close()
@@ -92,25 +92,3 @@ func checkPortsFree(ports []fixedPort) error {
 }
 
 type fixedPort struct{ part, addr, flag string }
-
-// linkTools makes dir/<name> a symlink to each target (the pinned kubectl
-// and temporal), so that dir first on PATH gives the versions Remedy is
-// tested with; remove deletes the links.
-func linkTools(dir string, targets map[string]string) (remove func(), err error) {
-	var made []string
-	remove = func() {
-		for _, p := range made {
-			_ = os.Remove(p)
-		}
-	}
-	for name, target := range targets {
-		path := filepath.Join(dir, name)
-		_ = os.Remove(path)
-		if err := os.Symlink(target, path); err != nil {
-			remove()
-			return nil, fmt.Errorf("link %s: %w", path, err)
-		}
-		made = append(made, path)
-	}
-	return remove, nil
-}
