@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 )
 
 // WaitClosed waits until the workflow has closed, however it ended.
@@ -24,13 +26,105 @@ func WaitClosed(t testing.TB, workflowID string, timeout time.Duration) {
 func SignalsReceived(t testing.TB, workflowID, name string) int {
 	t.Helper()
 	n := 0
-	it := env.Temporal.GetWorkflowHistory(context.Background(), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
+	for _, e := range events(t, workflowID, true) {
 		if s := e.GetWorkflowExecutionSignaledEventAttributes(); s != nil && (name == "" || s.GetSignalName() == name) {
 			n++
 		}
 	}
 	return n
+}
+
+// Events counts the events of type typ in the history of the workflow's
+// current run; a workflow not started yet has none.
+func Events(t testing.TB, workflowID string, typ enumspb.EventType) int {
+	t.Helper()
+	n := 0
+	for _, e := range events(t, workflowID, false) {
+		if e.GetEventType() == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// WaitEvents waits until the history of the workflow's current run holds at
+// least n events of type typ: a timer fired, a signal was recorded, a
+// workflow task after it completed. It is how a test knows the workflow had
+// its chance to act before it asserts that nothing was written.
+func WaitEvents(t testing.TB, workflowID string, typ enumspb.EventType, n int, timeout time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool { return Events(t, workflowID, typ) >= n }, timeout, 100*time.Millisecond,
+		"workflow %s: fewer than %d %s events", workflowID, n, typ)
+}
+
+// WaitHandled waits until the workflow's current run has completed a
+// workflow task after every signal, fired timer and activity result now in
+// its history: the workflow code has seen them and issued whatever commands
+// they lead to.
+func WaitHandled(t testing.TB, workflowID string, timeout time.Duration) {
+	t.Helper()
+	last := lastInput(events(t, workflowID, true))
+	require.Eventually(t, func() bool {
+		for _, e := range events(t, workflowID, false) {
+			if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && e.GetEventId() > last {
+				return true
+			}
+		}
+		return false
+	}, timeout, 100*time.Millisecond, "workflow %s handled nothing after event %d", workflowID, last)
+}
+
+// lastInput is the ID of the last event that the workflow code must see.
+func lastInput(evs []*historypb.HistoryEvent) int64 {
+	var last int64
+	for _, e := range evs {
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, enumspb.EVENT_TYPE_TIMER_FIRED,
+			enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+			enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+			last = e.GetEventId()
+		}
+	}
+	return last
+}
+
+// WaitPendingActivity waits until the workflow's pending activity of type
+// activity is on its attempt after n failed ones, and returns it.
+func WaitPendingActivity(t testing.TB, workflowID, activity string, n int32, timeout time.Duration) *workflowpb.PendingActivityInfo {
+	t.Helper()
+	var got *workflowpb.PendingActivityInfo
+	require.Eventually(t, func() bool {
+		// Not started yet is retried too.
+		d, err := env.Temporal.DescribeWorkflowExecution(context.Background(), workflowID, "")
+		if err != nil {
+			return false
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == activity && pa.GetAttempt() > n {
+				got = pa
+				return true
+			}
+		}
+		return false
+	}, timeout, 200*time.Millisecond, "workflow %s: activity %s did not fail %d times", workflowID, activity, n)
+	return got
+}
+
+// events reads the history of the workflow's current run; unless strict,
+// an error (the workflow not started yet) reads as what was read so far.
+func events(t testing.TB, workflowID string, strict bool) []*historypb.HistoryEvent {
+	t.Helper()
+	var out []*historypb.HistoryEvent
+	it := env.Temporal.GetWorkflowHistory(context.Background(), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if strict {
+			require.NoError(t, err)
+		}
+		if err != nil {
+			return out
+		}
+		out = append(out, e)
+	}
+	return out
 }
