@@ -99,22 +99,23 @@ func ownSplit(t *testing.T, ri dynamic.ResourceInterface, m *unstructured.Unstru
 // object stopped changing, so resourceVersion comparisons mean something.
 func ownSettle(t *testing.T, ri dynamic.ResourceInterface, name string) *unstructured.Unstructured {
 	t.Helper()
-	deadline := time.Now().Add(runTimeout)
 	var last string
-	for {
-		u, err := ri.Get(context.Background(), name, metav1.GetOptions{})
+	var u *unstructured.Unstructured
+	require.Eventually(t, func() bool {
+		var err error
+		u, err = ri.Get(context.Background(), name, metav1.GetOptions{})
 		require.NoError(t, err)
 		observed, hasStatus, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 		caughtUp := u.GetKind() != "Deployment" || (hasStatus && observed == u.GetGeneration())
 		if caughtUp && u.GetResourceVersion() == last {
-			return u
+			return true
 		}
 		if caughtUp {
 			last = u.GetResourceVersion()
 		}
-		require.True(t, time.Now().Before(deadline), "%s %s did not settle", u.GetKind(), name)
-		time.Sleep(300 * time.Millisecond)
-	}
+		return false
+	}, runTimeout, 300*time.Millisecond, "%s did not settle", name)
+	return u
 }
 
 // ownedFields lists what manager's managedFields entries own directly under

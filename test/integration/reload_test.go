@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -143,10 +142,10 @@ func TestReloadNoRolloutWithoutDataChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			signals := harness.Events(t, id, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+			signals := harness.SignalsReceived(t, id, "")
 			tt.edit(t)
 			reconciledAfter(t, ns, "reload", "probe")
-			assert.Equal(t, signals, harness.Events(t, id, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED), "no change signalled")
+			assert.Equal(t, signals, harness.SignalsReceived(t, id, ""), "no change signalled")
 			requireGeneration(t, web, gen)
 			requireGeneration(t, other, otherGen)
 		})

@@ -45,6 +45,8 @@ type apiProxy struct {
 	// beforeStatusPut runs once, before the next PUT of a status subresource is forwarded.
 	beforeStatusPut func()
 	statusPuts      atomic.Int32
+	// dials counts the connections clients of config tried to open, refused ones too.
+	dials atomic.Int32
 }
 
 func newAPIProxy(t *testing.T, upstream *rest.Config) *apiProxy {
@@ -105,6 +107,10 @@ func (p *apiProxy) config(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Host = "http://" + p.addr
 	c.TLSClientConfig = rest.TLSClientConfig{}
+	c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		p.dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
 	return c
 }
 
@@ -212,8 +218,11 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 	t.Run("a write made while the API server is unreachable lands when it is back", func(t *testing.T) {
 		proxy.down()
 		done := make(chan error, 1)
+		dials := proxy.dials.Load()
 		go func() { done <- push("outage", base+2, v1alpha1.PhaseExecuting) }()
-		time.Sleep(3 * time.Second)
+		// The writer met the refusal and tried again, twice.
+		require.Eventually(t, func() bool { return proxy.dials.Load()-dials >= 3 }, 30*time.Second, 50*time.Millisecond,
+			"the writer did not retry while the API server was unreachable")
 		select {
 		case err := <-done:
 			require.Failf(t, "push finished while the API server was unreachable", "err: %v", err)

@@ -68,7 +68,7 @@ func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
 				seen[k.UID] = append(seen[k.UID], k.Status.Sequence)
 				mu.Unlock()
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // paces watching again after the server ended a watch; asserts nothing
 		}
 	}()
 
@@ -96,8 +96,21 @@ func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
 	}, 5*time.Minute, 500*time.Millisecond, "not every execution finished")
 	t.Logf("%d executions created at once finished in %s", n, time.Since(start).Round(time.Millisecond))
 
-	// Writes after the last phase would still be in flight; give the watch a moment.
-	time.Sleep(2 * time.Second)
+	// Every run has closed, so no write is still to come; the watch, in
+	// order, has seen each execution's last one.
+	for _, k := range list.Items {
+		harness.WaitClosed(t, k.Status.WorkflowID, time.Minute)
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range list.Items {
+			if s := seen[k.UID]; len(s) == 0 || s[len(s)-1] < k.Status.Sequence {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "the watch did not see every execution's last status write")
 	select {
 	case err := <-watchErr:
 		require.NoError(t, err, "the watch counting status writes failed")
