@@ -228,8 +228,9 @@ func TestDriftWorkflowReportsDetectedThenResolvedWhenTheParentChanges(t *testing
 	require.Len(t, st.Open, 1)
 	assert.Equal(t, d.signal.ID, st.Open[0].Signal.ID)
 
-	// Stays open while nothing changes.
-	time.Sleep(6 * time.Second)
+	// Stays open while nothing changes: a poll fired, and was handled (the
+	// next poll's timer starts after it).
+	harness.WaitSequence(t, d.workflowID(), driftTimeout, enumspb.EVENT_TYPE_TIMER_FIRED, enumspb.EVENT_TYPE_TIMER_STARTED)
 	assert.Equal(t, []kv1.DriftReportPhase{kv1.DriftReportDetected}, rcv.phases())
 
 	d.changeParent(t)
@@ -378,7 +379,9 @@ func TestDriftWorkflowReportsASnoozedDriftWhenTheSnoozeExpires(t *testing.T) {
 	d.signal.Snoozed = true
 	d.signal.SnoozedUntil = time.Now().Add(time.Second).UTC()
 	d.signalWithStart(t)
-	time.Sleep(500 * time.Millisecond)
+	require.Eventually(t, func() bool { return len(d.status(t).Open) == 1 }, driftTimeout, 50*time.Millisecond, "the drift is not tracked")
+	harness.WaitHandled(t, d.workflowID(), driftTimeout)
+	assert.Zero(t, harness.ActivitiesScheduled(t, d.workflowID(), "PostReport"), "snoozed: nothing is reported")
 	assert.Empty(t, rcv.phases(), "snoozed")
 	reports := rcv.waitPhases(t, kv1.DriftReportDetected)
 	assert.Equal(t, d.signal.ID, reports[0].Spec.ID)

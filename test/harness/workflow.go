@@ -77,6 +77,46 @@ func WaitHandled(t testing.TB, workflowID string, timeout time.Duration) {
 	}, timeout, 100*time.Millisecond, "workflow %s handled nothing after event %d", workflowID, last)
 }
 
+// WaitSequence waits until the history of the workflow's current run,
+// after the events it holds now, has events of these types in this order
+// (others between them): TimerFired then TimerStarted is a poll that fired
+// and was handled, since the next timer starts only after it.
+func WaitSequence(t testing.TB, workflowID string, timeout time.Duration, types ...enumspb.EventType) {
+	t.Helper()
+	from := lastEventID(t, workflowID)
+	require.Eventually(t, func() bool {
+		i := 0
+		for _, e := range events(t, workflowID, false) {
+			if e.GetEventId() > from && e.GetEventType() == types[i] {
+				if i++; i == len(types) {
+					return true
+				}
+			}
+		}
+		return false
+	}, timeout, 100*time.Millisecond, "workflow %s: no %v after event %d", workflowID, types, from)
+}
+
+// ActivitiesScheduled counts the activities of type activity the workflow's
+// current run has scheduled.
+func ActivitiesScheduled(t testing.TB, workflowID, activity string) int {
+	t.Helper()
+	n := 0
+	for _, e := range events(t, workflowID, true) {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activity {
+			n++
+		}
+	}
+	return n
+}
+
+func lastEventID(t testing.TB, workflowID string) int64 {
+	t.Helper()
+	evs := events(t, workflowID, true)
+	require.NotEmpty(t, evs, "workflow %s has no history", workflowID)
+	return evs[len(evs)-1].GetEventId()
+}
+
 // lastInput is the ID of the last event that the workflow code must see.
 func lastInput(evs []*historypb.HistoryEvent) int64 {
 	var last int64
