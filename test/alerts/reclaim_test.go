@@ -29,8 +29,10 @@ func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 			held := labels(ns, "Held", "deployment", "web")
 			// Fired before the rule exists, so the receiver starts nothing:
 			// the test starts the run itself, with a timeout when it needs one.
+			unmatched := received("unmatched")
 			fire(t, held)
-			time.Sleep(2 * time.Second)
+			require.Eventually(t, func() bool { return received("unmatched") > unmatched }, 30*time.Second, 100*time.Millisecond,
+				"Alertmanager did not deliver the alert")
 			r := heldRule(ns, "held", `alertname=~"Held|Next"`)
 			// A guard that holds nothing for long ends soon after the runs.
 			r.Spec.CircuitBreaker = &v1alpha1.CircuitBreakerSpec{MaxRuns: 3, Window: v1alpha1.DurationOf(time.Second)}

@@ -131,6 +131,19 @@ func lastInput(evs []*historypb.HistoryEvent) int64 {
 	return last
 }
 
+// WaitQuiet waits until the workflow's current run has handled everything
+// in its history and has no activity or workflow task pending: it waits on
+// a timer or a signal, and writes nothing until one comes.
+func WaitQuiet(t testing.TB, workflowID string, timeout time.Duration) {
+	t.Helper()
+	WaitHandled(t, workflowID, timeout)
+	require.Eventually(t, func() bool {
+		d, err := env.Temporal.DescribeWorkflowExecution(context.Background(), workflowID, "")
+		require.NoError(t, err)
+		return d.GetPendingWorkflowTask() == nil && len(d.GetPendingActivities()) == 0
+	}, timeout, 100*time.Millisecond, "workflow %s kept working", workflowID)
+}
+
 // WaitPendingActivity waits until the workflow's pending activity of type
 // activity is on its attempt after n failed ones, and returns it.
 func WaitPendingActivity(t testing.TB, workflowID, activity string, n int32, timeout time.Duration) *workflowpb.PendingActivityInfo {
