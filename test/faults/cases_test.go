@@ -29,6 +29,9 @@ import (
 // down is how long a killed process stays down, by what it is: long enough
 // for what depends on it to fail and retry, and for the API server shorter
 // than the operator's renew deadline (10s).
+// down is how long each part stays down: the fault's length, an input. A
+// case sleeps it only with the part down (or watches through it with
+// stays), and asserts once the part is back.
 var down = map[string]time.Duration{worker: 3 * time.Second, operator: 8 * time.Second, webhook: 3 * time.Second,
 	temporal: 3 * time.Second, apiserver: 4 * time.Second}
 
@@ -136,7 +139,8 @@ func settledReplicaSets(t *testing.T, ns, name string) int {
 	return replicaSets(t, ns, name)
 }
 
-// stays checks that the Deployment's generation stays at want for a while.
+// stays checks that the Deployment's generation stays at want while a part
+// is down for d: the claim is about that window, so it watches all of it.
 func stays(t *testing.T, ns, name string, want int64, d time.Duration, msg string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -145,7 +149,7 @@ func stays(t *testing.T, ns, name string, want int64, d time.Duration, msg strin
 		if harness.Kube().Get(context.Background(), ctrlclient.ObjectKey{Namespace: ns, Name: name}, &dep) == nil {
 			require.Equal(t, want, dep.Generation, msg)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // polls through the fault window, which is the claim
 	}
 }
 
@@ -536,8 +540,8 @@ func driftOpen(t *testing.T, p *parts, what string) string {
 	got := harness.Eventually(t, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rs.Name}}, 3*time.Minute,
 		func(r *appsv1.ReplicaSet) bool { return *r.Spec.Replicas == 0 })
 	harness.WaitClosed(t, id, time.Minute)
+	// The run has closed: every report it sent was answered before its activity completed.
 	require.Eventually(t, func() bool { return p.callbacks.count(string(dep.UID), "Resolved") >= 1 }, time.Minute, 200*time.Millisecond)
-	time.Sleep(2 * time.Second)
 	assert.Equal(t, rsGen+2, got.Generation, "the person's scale and one revert")
 	assert.Equal(t, 1, p.callbacks.count(string(dep.UID), "Detected"), "one Detected report")
 	assert.Equal(t, 1, p.callbacks.count(string(dep.UID), "Resolved"), "one Resolved report")
