@@ -21,6 +21,7 @@ import (
 // canceled or times out never releases it itself. The guard reclaims it
 // once the run is closed and the RemediationRequest it started has ended,
 // so the next alert for the target runs instead of waiting for ever.
+// Long: one subtest for each way a run closes without releasing its permit.
 func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 	ctx := context.Background()
 	for _, how := range []string{"terminated", "canceled", "timed out"} {

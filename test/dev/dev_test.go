@@ -52,6 +52,7 @@ var flagLine = regexp.MustCompile(`(?m)^  -([\w.-]+)(?: (.*))?\n    \t`)
 
 // TestDev shares one running `remedy dev` between steps that must run in
 // order: the last one kills it.
+// Long: its steps share one running `remedy dev` and must run in order.
 func TestDev(t *testing.T) {
 	p := freePorts(t)
 	first := startDev(t, newRepo(t), p)
