@@ -149,7 +149,7 @@ func alertReceipt(t *testing.T, p *parts, what string) string {
 		// The receiver goes on, and meets Temporal down: 503.
 		hold.Release()
 	}
-	time.Sleep(down[what])
+	time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
 	p.restart(t, what)
 	hold.Release()
 
@@ -198,7 +198,7 @@ func alertFlap(t *testing.T, p *parts, what string) string {
 
 	p.kill(t, what)
 	harness.FireAlert(t, p.alerting.am, l)
-	time.Sleep(down[what])
+	time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
 	p.restart(t, what)
 	back := time.Now()
 	ran(2, 90*time.Second)

@@ -48,7 +48,7 @@ func driftOpen(t *testing.T, p *parts, what string) string {
 	}, 2*time.Minute, 200*time.Millisecond, "the revert was judged drift and reported")
 
 	p.kill(t, what)
-	time.Sleep(down[what])
+	time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
 	p.restart(t, what)
 
 	require.NoError(t, harness.Kube().Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}},

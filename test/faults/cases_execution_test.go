@@ -44,7 +44,7 @@ func approvalWait(t *testing.T, p *parts, what string) string {
 	if what != apiserver {
 		stays(t, ns, "web", gen, down[what], "nothing is written while "+what+" is down")
 	} else {
-		time.Sleep(down[what])
+		time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
 	}
 	p.restart(t, what)
 
@@ -78,7 +78,7 @@ func inlineWrite(t *testing.T, p *parts, what string) string {
 		// The answer reaches a worker that cannot report it.
 		hold.Release()
 	}
-	time.Sleep(down[what])
+	time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
 	p.restart(t, what)
 	hold.Release()
 

@@ -50,7 +50,7 @@ func rrBetweenSteps(t *testing.T, p *parts, what string) string {
 		// The create goes on, and meets the part that is down.
 		hold.Release()
 	}
-	time.Sleep(down[what])
+	time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
 	p.restart(t, what)
 	hold.Release()
 
@@ -111,7 +111,7 @@ func rrCompensating(t *testing.T, p *parts, what string) string {
 		// The write goes on, and meets the part that is down.
 		hold.Release()
 	}
-	time.Sleep(down[what])
+	time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
 	p.restart(t, what)
 	hold.Release()
 
