@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -19,6 +21,7 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
+	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -91,8 +94,12 @@ func TestAlertNamingAnotherTenantsNamespaceMatchesNothing(t *testing.T) {
 	mine := tenant(t, "web")
 	theirs := tenant(t, "web")
 	rule := createRule(t, restartRule(mine, "mine", "CrossTenant"))
-	fire(t, labels(theirs, "CrossTenant", "deployment", "web"))
-	time.Sleep(5 * time.Second)
+	l := labels(theirs, "CrossTenant", "deployment", "web")
+	fire(t, l)
+	// The receiver answers once it has handed an alert on: given this one
+	// itself, it started no run of the rule.
+	assert.Equal(t, http.StatusOK, notify(t, harness.AlertsToken(), message("firing", time.Now(), l)))
+	requireNoRun(t, v1alpha1.AlertWorkflowID(mine, rule.Name, alertmanager.Fingerprint(l)))
 	got := ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true })
 	assert.Zero(t, got.Status.Matches)
 	for _, ns := range []string{mine, theirs} {
@@ -171,8 +178,10 @@ func TestTemporalDownAnswers503AndAlertmanagerRetries(t *testing.T) {
 
 	l := labels(ns, "Retried", "deployment", "web")
 	assert.Equal(t, http.StatusServiceUnavailable, notify(t, harness.AlertsToken(), message("firing", time.Now(), l)))
+	unavailable := received("temporal_unavailable")
 	fire(t, l)
-	time.Sleep(3 * time.Second)
+	require.Eventually(t, func() bool { return received("temporal_unavailable") > unavailable }, 60*time.Second, 100*time.Millisecond,
+		"Alertmanager's notification did not meet the outage")
 	got := ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true })
 	assert.Zero(t, got.Status.Matches, "nothing reached Temporal")
 
@@ -194,10 +203,10 @@ func TestSuspendedRuleStartsNothing(t *testing.T) {
 	l := labels(ns, "Suspended", "deployment", "web")
 	fp := alertmanager.Fingerprint(l)
 	fire(t, l)
-	time.Sleep(3 * time.Second)
+	// The receiver answers once it has handed an alert on: given this one itself, it skipped the rule.
+	assert.Equal(t, http.StatusOK, notify(t, harness.AlertsToken(), message("firing", time.Now(), l)))
 	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
-	_, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
-	require.Error(t, err, "the receiver started no run for a suspended rule")
+	requireNoRun(t, id)
 
 	run, err := harness.Temporal().ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.AlertWorkflow,
 		workflows.AlertInput{Namespace: ns, Rule: rule.Name, Alert: alertrule.Alert{Labels: l, Fingerprint: fp, StartsAt: time.Now()}})
@@ -207,4 +216,17 @@ func TestSuspendedRuleStartsNothing(t *testing.T) {
 	assert.Equal(t, v1alpha1.ReasonAlertSuspended, res.Reason)
 	assert.Empty(t, requestsOf(t, ns, rule.Name))
 	harness.ReplayHistory(t, id, "alert-suspended.json")
+}
+
+// received is the receiver's count of alerts read with result.
+func received(result string) float64 {
+	return testutil.ToFloat64(metrics.AlertsReceived.WithLabelValues(result))
+}
+
+// requireNoRun fails unless Temporal has no workflow id.
+func requireNoRun(t *testing.T, id string) {
+	t.Helper()
+	_, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound, "the receiver started run %s", id)
 }

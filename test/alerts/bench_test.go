@@ -120,7 +120,7 @@ func burst(b *testing.B, groups, perGroup int, am *devenv.Alertmanager) time.Dur
 				case http.StatusOK:
 					return nil
 				case http.StatusServiceUnavailable:
-					time.Sleep(time.Second)
+					time.Sleep(time.Second) // paces a resend, as Alertmanager does; asserts nothing
 				default:
 					return fmt.Errorf("receiver answered %d", code)
 				}
@@ -144,21 +144,17 @@ func lastStart(b *testing.B, query string, n int, timeout time.Duration) time.Ti
 	b.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(timeout)
-	for {
+	require.Eventually(b, func() bool {
 		// A saturated server times out a count now and then: ask again.
 		c, err := harness.Temporal().CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
-		if err == nil && c.GetCount() >= int64(n) {
-			break
-		}
-		require.True(b, time.Now().Before(deadline), "%d of %d workflows after %s", c.GetCount(), n, timeout)
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && c.GetCount() >= int64(n)
+	}, timeout, 100*time.Millisecond, "fewer than %d workflows after %s", n, timeout)
 	var last time.Time
 	var token []byte
 	for {
 		page, err := harness.Temporal().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
 		if err != nil && time.Now().Before(deadline) {
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // paces asking a saturated server again; asserts nothing
 			continue
 		}
 		require.NoError(b, err)
@@ -176,31 +172,27 @@ func lastStart(b *testing.B, query string, n int, timeout time.Duration) time.Ti
 // waitClosed waits until no workflow matching query is running.
 func waitClosed(b *testing.B, query string, timeout time.Duration) {
 	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	require.Eventually(b, func() bool {
 		c, err := harness.Temporal().CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{Query: query + " AND ExecutionStatus = 'Running'"})
-		if err == nil && c.GetCount() == 0 {
-			return
-		}
-		require.True(b, time.Now().Before(deadline), "%d workflows still running after %s", c.GetCount(), timeout)
-		time.Sleep(time.Second)
-	}
+		return err == nil && c.GetCount() == 0
+	}, timeout, time.Second, "workflows still running after %s", timeout)
 }
 
 // startedAt waits for the workflow and returns Temporal's start time of its run.
 func startedAt(b *testing.B, id string, timeout time.Duration) time.Time {
 	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var started time.Time
+	require.Eventually(b, func() bool {
 		d, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
 		if err == nil {
-			return d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+			started = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+			return true
 		}
 		var nf *serviceerror.NotFound
 		require.ErrorAs(b, err, &nf)
-		require.True(b, time.Now().Before(deadline), "workflow %s not started within %s", id, timeout)
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	}, timeout, 10*time.Millisecond, "workflow %s not started within %s", id, timeout)
+	return started
 }
 
 // remediationStartedAt waits for the RemediationRequest of the alert and
@@ -208,16 +200,17 @@ func startedAt(b *testing.B, id string, timeout time.Duration) time.Time {
 func remediationStartedAt(b *testing.B, ns, fingerprint string, timeout time.Duration) time.Time {
 	b.Helper()
 	deadline := time.Now().Add(timeout)
-	for {
+	var rr v1alpha1.RemediationRequest
+	require.Eventually(b, func() bool {
 		var l v1alpha1.RemediationRequestList
 		require.NoError(b, harness.Kube().List(context.Background(), &l, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{"remedy.dev/alert": fingerprint}))
-		if len(l.Items) > 0 {
-			rr := l.Items[0]
-			return startedAt(b, v1alpha1.RemediationWorkflowID(ns, rr.Name, string(rr.UID)), time.Until(deadline))
+		if len(l.Items) == 0 {
+			return false
 		}
-		require.True(b, time.Now().Before(deadline), "no RemediationRequest for alert %s within %s", fingerprint, timeout)
-		time.Sleep(10 * time.Millisecond)
-	}
+		rr = l.Items[0]
+		return true
+	}, timeout, 10*time.Millisecond, "no RemediationRequest for alert %s within %s", fingerprint, timeout)
+	return startedAt(b, v1alpha1.RemediationWorkflowID(ns, rr.Name, string(rr.UID)), time.Until(deadline))
 }
 
 func percentiles(d []time.Duration) (p50, p95 time.Duration) {

@@ -53,8 +53,10 @@ func TestNamespaceBudgetIsAPercentOfWorkloads(t *testing.T) {
 	}
 	post(t, batch...)
 	ruleStatus(t, rule, 90*time.Second, func(r *v1alpha1.RemediationRule) bool { return r.Status.Matches == 5 && r.Status.RunsStarted == 2 })
-	time.Sleep(3 * time.Second)
-	s := guardState(t, ns)
+	// The guard holds all five requests: another start would need one to end.
+	var s workflows.GuardState
+	require.Eventually(t, func() bool { s = guardState(t, ns); return len(s.Running)+len(s.Queue) == 5 }, 30*time.Second, 100*time.Millisecond,
+		"the guard does not hold the five requests")
 	assert.Len(t, s.Running, 2, "20%% of 10 workloads")
 	assert.Len(t, s.Queue, 3, "the rest wait")
 	got := ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true })

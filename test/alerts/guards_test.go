@@ -45,7 +45,7 @@ func TestFlappingAlertTripsTheCircuitBreaker(t *testing.T) {
 		harness.WaitClosed(t, id, 30*time.Second)
 		// Alertmanager notifies a change only at its group_interval (1s): a
 		// firing inside the same interval as the resolve is no change to it.
-		time.Sleep(2500 * time.Millisecond)
+		time.Sleep(2500 * time.Millisecond) // paces the input to Alertmanager's group_interval; asserts nothing
 	}
 	fire(t, l)
 	got := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
@@ -58,7 +58,7 @@ func TestFlappingAlertTripsTheCircuitBreaker(t *testing.T) {
 	assert.Contains(t, cond.Message, "Deployment/web")
 	require.NotNil(t, got.Status.LastRefusal)
 	assert.Equal(t, v1alpha1.ReasonCircuitOpen, got.Status.LastRefusal.Reason)
-	time.Sleep(3 * time.Second)
+	harness.WaitQuiet(t, id, 30*time.Second) // refused, the run waits for the resolve
 	assert.Len(t, requestsOf(t, ns, rule.Name), 2, "nothing ran after the breaker tripped")
 	resolve(t, l)
 	harness.WaitClosed(t, id, 30*time.Second)
@@ -89,7 +89,19 @@ func TestAlertStormRespectsTheBudget(t *testing.T) {
 	})
 	require.NotNil(t, got.Status.StormUntil, "storm mode is visible in status")
 	assert.True(t, got.Status.StormUntil.After(time.Now()))
-	time.Sleep(5 * time.Second)
+	// The guard has answered every request: a later start would need a new one.
+	require.Eventually(t, func() bool {
+		if len(guardState(t, ns).Queue) > 0 {
+			return false
+		}
+		r := ruleStatus(t, rule, time.Second, func(*v1alpha1.RemediationRule) bool { return true })
+		for _, a := range r.Status.Alerts {
+			if a.Phase == v1alpha1.AlertQueued {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 200*time.Millisecond, "the guard left requests unanswered")
 	rrs := requestsOf(t, ns, rule.Name)
 	assert.NotEmpty(t, rrs)
 	assert.LessOrEqual(t, len(rrs), budget, "no more runs than the budget")

@@ -21,6 +21,7 @@ import (
 // canceled or times out never releases it itself. The guard reclaims it
 // once the run is closed and the RemediationRequest it started has ended,
 // so the next alert for the target runs instead of waiting for ever.
+// Long: one subtest for each way a run closes without releasing its permit.
 func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 	ctx := context.Background()
 	for _, how := range []string{"terminated", "canceled", "timed out"} {
@@ -29,8 +30,10 @@ func TestGuardReclaimsThePermitOfAClosedRun(t *testing.T) {
 			held := labels(ns, "Held", "deployment", "web")
 			// Fired before the rule exists, so the receiver starts nothing:
 			// the test starts the run itself, with a timeout when it needs one.
+			unmatched := received("unmatched")
 			fire(t, held)
-			time.Sleep(2 * time.Second)
+			require.Eventually(t, func() bool { return received("unmatched") > unmatched }, 30*time.Second, 100*time.Millisecond,
+				"Alertmanager did not deliver the alert")
 			r := heldRule(ns, "held", `alertname=~"Held|Next"`)
 			// A guard that holds nothing for long ends soon after the runs.
 			r.Spec.CircuitBreaker = &v1alpha1.CircuitBreakerSpec{MaxRuns: 3, Window: v1alpha1.DurationOf(time.Second)}

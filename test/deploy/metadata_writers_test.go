@@ -27,6 +27,7 @@ import (
 // server-side dry run of an image change as any of them is refused by
 // deploy/admission/metadata-writers.yaml, and so is any other change
 // beyond their own annotations.
+// Long: a table of accounts, each with a table of refused changes.
 func TestMetadataWritersDryRun(t *testing.T) {
 	ctx := context.Background()
 	admin := procs.Clientset(t)

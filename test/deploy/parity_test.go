@@ -25,6 +25,7 @@ import (
 // only the RBAC deploy/ grants. test/deploy/pods checks the same manifests
 // as Pods on a real node (procs.CheckPodParity: what runs in each Pod is
 // what deploy/ declares).
+// Long: its subtests share the four processes it starts, which cost most of its time.
 func TestDeployedProcesses(t *testing.T) {
 	start := time.Now()
 	cas := procs.IssueCertificates(t)

@@ -55,6 +55,7 @@ var flagLine = regexp.MustCompile(`(?m)^  -([\w.-]+)(?: (.*))?\n    \t`)
 
 // TestDev shares one running remedy-dev between steps that must run in
 // order: the last one kills it.
+// Long: its steps share one running `remedy dev` and must run in order.
 func TestDev(t *testing.T) {
 	p := freePorts(t)
 	first := startDev(t, newRepo(t), p)
@@ -189,20 +190,17 @@ kubectl create token approver -n demo`
 		}
 		require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
 		<-first.exited
-		var survivors []proc
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			survivors = survivors[:0]
+		alive := func() []proc {
+			var out []proc
 			for _, pr := range procs {
 				if pr.alive() {
-					survivors = append(survivors, pr)
+					out = append(out, pr)
 				}
 			}
-			if len(survivors) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
+			return out
 		}
+		assert.Eventually(t, func() bool { return len(alive()) == 0 }, 15*time.Second, 200*time.Millisecond, "children outlived remedy dev")
+		survivors := alive()
 		for _, pr := range survivors {
 			t.Errorf("%s (pid %d) outlived remedy-dev", pr.comm, pr.pid)
 			pr.kill()

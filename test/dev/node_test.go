@@ -65,13 +65,13 @@ func TestDevNodeLeavesNothingBehind(t *testing.T) {
 			require.NotEqual(t, before, during, "the node changed the machine while it ran")
 
 			kill(in)
-			var after string
-			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-				if after, err = devenv.MachineSnapshot(); err == nil && after == before {
-					return
-				}
+			if !assert.Eventually(t, func() bool {
+				after, err := devenv.MachineSnapshot()
+				return err == nil && after == before
+			}, time.Minute, time.Second) {
+				after, err := devenv.MachineSnapshot()
+				t.Fatalf("the machine differs a minute after the node (%v):\n%s", err, diffLines(before, after))
 			}
-			t.Fatalf("the machine differs a minute after the node (%v):\n%s", err, diffLines(before, after))
 		})
 	}
 }

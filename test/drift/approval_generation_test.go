@@ -31,10 +31,13 @@ func TestOnceApprovalNamingTheDeploymentsGenerationIsSpent(t *testing.T) {
 	_, err := f.scale(t, 2)
 	require.NoError(t, err)
 	waitDecision(t, "drift-denied", denied)
-	// Also lets the ReplicaSet controller's status writes settle: a once
+	f.deniedAgain(t, 2, "enforce mode let the revert through")
+	// The ReplicaSet controller's status writes settle first: a once
 	// approval is spent at admission, and a write that then conflicts
 	// with one of them would spend it in vain.
-	assertStays(t, 2*time.Second, func() bool { return f.replicas(t) == 2 }, "enforce mode let the revert through")
+	harness.Eventually(t, f.rs.DeepCopy(), 30*time.Second, func(rs *appsv1.ReplicaSet) bool {
+		return rs.Status.ObservedGeneration == rs.Generation && rs.Status.Replicas == 2
+	})
 
 	dep := &appsv1.Deployment{}
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(f.dep), dep))
@@ -55,7 +58,7 @@ func TestOnceApprovalNamingTheDeploymentsGenerationIsSpent(t *testing.T) {
 	_, err = f.scale(t, 3)
 	require.NoError(t, err)
 	waitDecision(t, "drift-denied", denied)
-	assertStays(t, 2*time.Second, func() bool { return f.replicas(t) == 3 }, "a spent approval let a second change through")
+	f.deniedAgain(t, 3, "a spent approval let a second change through")
 }
 
 // An approval naming a generation before the parent's last spec change can

@@ -165,7 +165,7 @@ func TestForgedDriftInKubeSystemAsksAndWritesNothing(t *testing.T) {
 		workflows.ApprovalSignal{Approver: "mallory", Request: workflows.DriftApprovalRequestName(d.signal.ID, time.Now())}))
 	require.NoError(t, harness.Temporal().SignalWorkflow(context.Background(), d.workflowID(), "", workflows.SignalReject,
 		workflows.ApprovalSignal{Approver: "mallory", Reason: "forged"}))
-	time.Sleep(2 * time.Second)
+	harness.WaitHandled(t, d.workflowID(), driftTimeout) // both signals reached the workflow code
 	assert.Len(t, d.status(t).Open, 1, "the drift is tracked, unasked")
 	assert.Zero(t, l.hits.Load(), "the signal's URL received nothing")
 	d.assertNothingWritten(t)

@@ -18,6 +18,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/webhook"
 )
@@ -66,22 +67,37 @@ func replicaSetPolicy(name string, mode kv1.Mode, ns ...string) *kv1.Kausality {
 
 // revert has a person scale the family's ReplicaSet to 2 and reports
 // whether the Deployment controller's revert to 0 (drift) got through: it
-// lands within moments when allowed; denied, the controller retries with
-// backoff and the ReplicaSet stays at 2. (The decision counters are
-// shared with other tests' families, so they only back the denial up.)
+// lands within moments when allowed; denied, the parent gets a DriftDenied
+// Event, the controller retries with backoff and the ReplicaSet stays at 2.
+// (The decision counters are shared with other tests' families, so they
+// only back the denial up.)
 func revert(t *testing.T, f family) (reverted bool) {
 	t.Helper()
 	denied := decisions("drift-denied")
 	_, err := f.scale(t, 2)
 	require.NoError(t, err, "a person's change is a new origin")
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if f.replicas(t) == 0 {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
+	require.Eventually(t, func() bool {
+		reverted = f.replicas(t) == 0
+		return reverted || f.deniedEvent(t)
+	}, driftTimeout, 50*time.Millisecond, "the revert neither landed nor was denied")
+	if reverted {
+		return true
 	}
 	require.Greater(t, decisions("drift-denied"), denied, "the ReplicaSet stayed at 2 without a denial")
+	f.deniedAgain(t, 2, "a retried revert got through after a denial")
+	return false
+}
+
+// deniedEvent reports whether the family's parent has a DriftDenied Event.
+func (f family) deniedEvent(t *testing.T) bool {
+	t.Helper()
+	var list corev1.EventList
+	require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(f.ns)))
+	for _, e := range list.Items {
+		if e.Reason == v1alpha1.ReasonDriftDenied && e.InvolvedObject.UID == f.dep.UID {
+			return true
+		}
+	}
 	return false
 }
 

@@ -245,7 +245,8 @@ func TestDecisionRecordedAfterApprovalWebhookOutage(t *testing.T) {
 	k := awaitApproval(t, ns, "scale-web", 4)
 	stopOperator()
 	approve(t, k)
-	time.Sleep(20 * time.Second)
+	// Down longer than the old five tries: the sixth is under way.
+	harness.WaitPendingActivity(t, k.Status.WorkflowID, "RecordDecision", 5, 2*time.Minute)
 	harness.StartOperator(t)
 
 	k = waitPhase(t, k, v1alpha1.PhaseRollbackReady, time.Minute)

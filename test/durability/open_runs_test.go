@@ -2,6 +2,7 @@ package durability
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -50,12 +52,20 @@ func TestOpenRunsCapHoldsAStartUntilARunEnds(t *testing.T) {
 	next := waitPhase(t, createExecution(t, other, "next", scaleSpec(other, "web", 3)), v1alpha1.PhaseRollbackReady, time.Minute)
 	requirePhase(t, next, v1alpha1.PhaseRollbackReady)
 
-	// Still held after several looks, counted and announced once.
-	time.Sleep(5 * time.Second)
+	// Still held after several looks, counted and announced once. Each touch
+	// is a look; a third run, held after them, shows they have been taken.
+	for i := range 3 {
+		touch := ctrlclient.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{"test/look":"%d"}}}`, i))
+		require.NoError(t, harness.Kube().Patch(ctx, second.DeepCopy(), touch))
+	}
+	harness.Deployment(t, ns, "api", 1)
+	harness.Eventually(t, createExecution(t, ns, "third", scaleSpec(ns, "api", 2)), time.Minute, func(k *v1alpha1.KubernetesExecution) bool {
+		return k.Status.Reason == v1alpha1.ReasonOpenRunsLimited
+	})
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(second), second))
 	assert.Equal(t, v1alpha1.ReasonOpenRunsLimited, second.Status.Reason)
 	assert.Empty(t, second.Status.WorkflowID)
-	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.OpenRunsLimited.WithLabelValues(ns)))
+	assert.Equal(t, 2.0, testutil.ToFloat64(metrics.OpenRunsLimited.WithLabelValues(ns)), "one count for each held run, none for a look again")
 	assert.Equal(t, 0.0, testutil.ToFloat64(metrics.OpenRunsLimited.WithLabelValues(other)))
 	var evs eventsv1.EventList
 	require.NoError(t, harness.Kube().List(ctx, &evs, ctrlclient.InNamespace(ns)))

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	sdkworker "go.temporal.io/sdk/worker"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -109,13 +110,16 @@ func (f fixture) edit(t *testing.T, value string) {
 }
 
 // expectOneRollout waits for exactly one pod-template change after gen, then
-// checks that no second one follows.
+// checks that no second one follows: the reload run closes only once nothing
+// is pending and the window after its restart has passed.
 func (f fixture) expectOneRollout(t *testing.T, gen int64) {
 	t.Helper()
 	f.waitRollout(t, gen)
-	time.Sleep(2 * debounce)
+	harness.WaitClosed(t, f.workflowID(), 30*time.Second)
 	assert.Equal(t, gen+1, f.generation(t), "exactly one rollout")
 }
+
+func (f fixture) workflowID() string { return v1alpha1.ReloadWorkflowID(f.ns, "Deployment", "web") }
 
 // waitRollout waits for a pod-template change after gen and returns the generation.
 func (f fixture) waitRollout(t *testing.T, gen int64) int64 {
@@ -136,7 +140,10 @@ func TestChangeWhileOperatorIsDownRollsOnceAfterStart(t *testing.T) {
 	stopOperator()
 
 	f.edit(t, "b")
-	time.Sleep(debounce + time.Second)
+	// Only a reload run restarts, and only the operator starts one.
+	_, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), f.workflowID(), "")
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound, "no reload run while the operator is down")
 	assert.Equal(t, gen, f.generation(t), "nothing rolls while the operator is down")
 
 	defer startOperator(t)()
@@ -162,9 +169,15 @@ func TestWorkerDownDuringDebounceRestartsOnceWhenBack(t *testing.T) {
 		v, err := harness.Temporal().QueryWorkflow(context.Background(), id, "", workflows.QueryStatus)
 		return err == nil && v.Get(&st) == nil && len(st.Pending) == 1 && st.DueAt != ""
 	}, 10*time.Second, 20*time.Millisecond, "the change within the window waits for it to close")
+	fired := harness.Events(t, id, enumspb.EVENT_TYPE_TIMER_FIRED)
 	stopWorker()
 
-	time.Sleep(2 * debounce)
+	// The window's timer fires, and the workflow task it calls for waits:
+	// no worker takes it, so nothing can restart.
+	harness.WaitEvents(t, id, enumspb.EVENT_TYPE_TIMER_FIRED, fired+1, 30*time.Second)
+	d, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
+	require.NoError(t, err)
+	require.NotNil(t, d.GetPendingWorkflowTask(), "the fired timer waits for a worker")
 	assert.Equal(t, gen, f.generation(t), "no worker, no restart")
 
 	defer startWorker(t)()
@@ -211,7 +224,7 @@ func TestEditsFasterThanTheDebounceContinueAsNewAndStillRestart(t *testing.T) {
 	got := harness.Eventually(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns}}, window+10*time.Second,
 		func(d *appsv1.Deployment) bool { return d.Generation > gen }).Generation
 	assert.Equal(t, gen+1, got)
-	time.Sleep(2 * time.Second)
+	harness.WaitClosed(t, id, window+10*time.Second)
 	assert.Equal(t, gen+1, f.generation(t), "exactly one restart for every edit in the window")
 	var dep appsv1.Deployment
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(f.dep), &dep))

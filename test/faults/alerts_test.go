@@ -148,7 +148,7 @@ func alertReceipt(t *testing.T, p *parts, what string) string {
 		// The receiver goes on, and meets Temporal down: 503.
 		hold.Release()
 	}
-	time.Sleep(down[what])
+	time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
 	p.restart(t, what)
 	hold.Release()
 
@@ -190,14 +190,14 @@ func alertFlap(t *testing.T, p *parts, what string) string {
 		harness.ResolveAlert(t, p.alerting.am, l)
 		harness.WaitClosed(t, id, time.Minute)
 		// A firing inside the resolve's group_interval (1s) is no change to Alertmanager.
-		time.Sleep(2500 * time.Millisecond)
+		time.Sleep(2500 * time.Millisecond) // paces the input; asserts nothing
 	}
 	harness.FireAlert(t, p.alerting.am, l)
 	ran(1, time.Minute)
 
 	p.kill(t, what)
 	harness.FireAlert(t, p.alerting.am, l)
-	time.Sleep(down[what])
+	time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
 	p.restart(t, what)
 	back := time.Now()
 	ran(2, 90*time.Second)

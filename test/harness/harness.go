@@ -48,7 +48,7 @@ type Options struct {
 	// CRDs are test fixture CRDs to install, relative to the repository root.
 	CRDs []string
 	// Manifests are directories applied after the drift webhook and before
-	// the operator and worker, as `remedy-dev` applies the demo workloads.
+	// the operator and worker, as `remedy dev` applies the demo workloads.
 	Manifests []string
 	// WorkflowCheckInterval shortens how long a quiet run waits before the
 	// operator checks that its workflow exists (0: the operator's default).
@@ -97,47 +97,12 @@ func Main(m *testing.M, o Options) int {
 	// net/http logs refused TLS clients through the standard logger.
 	log.SetOutput(logFile)
 
-	opts, err := devenv.OptionsFromEnv(Root)
+	opts, removeDirs, err := envOptions(o, logFile)
+	defer removeDirs()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		return 1
 	}
-	opts.ControllerManager = o.ControllerManager || o.Node || len(o.ExtraControllers) > 0
-	opts.ExtraControllers = o.ExtraControllers
-	if o.Node {
-		imageDir, err := os.MkdirTemp("", "remedy-images-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "harness: node:", err)
-			return 1
-		}
-		// containerd has imported them once Start returns.
-		defer os.RemoveAll(imageDir)
-		if opts.Node, err = image.NodeOptions(context.Background(), Root, runtime.GOARCH, imageDir); err != nil {
-			fmt.Fprintln(os.Stderr, "harness: node:", err)
-			return 1
-		}
-	}
-	opts.AuditLog = o.AuditLog
-	tokenDir, err := os.MkdirTemp("", "remedy-tokens-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harness: tokens:", err)
-		return 1
-	}
-	defer os.RemoveAll(tokenDir)
-	tokenFile, err := writeTokenFile(tokenDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harness: tokens:", err)
-		return 1
-	}
-	if opts.APIServerFlags == nil {
-		opts.APIServerFlags = map[string]string{}
-	}
-	opts.APIServerFlags["token-auth-file"] = tokenFile
-	for _, c := range o.CRDs {
-		opts.ExtraCRDs = append(opts.ExtraCRDs, filepath.Join(Root, c))
-	}
-	opts.Log = logFile
-	opts.DieWithParent = true
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -148,43 +113,11 @@ func Main(m *testing.M, o Options) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	remedyOpts = devcompose.RemedyOptions{WorkflowCheckInterval: o.WorkflowCheckInterval, DriftCallbackURLs: o.DriftCallbackURLs,
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return countRequests{rt} }}
-	if err := env.InstallRemedy(ctx, Root); err != nil {
-		fmt.Fprintln(os.Stderr, "harness: install:", err)
+	stopAlerts, err := install(ctx, &o, logFile)
+	defer stopAlerts()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
 		return 1
-	}
-	// The shipped safety policy, as a user installs it: without one nothing runs (PolicyMissing).
-	if err := devenv.Install(ctx, env.Config, filepath.Join(Root, "deploy", "policies")); err != nil {
-		fmt.Fprintln(os.Stderr, "harness: install policies:", err)
-		return 1
-	}
-	if kube, err = ctrlclient.New(env.Config, ctrlclient.Options{Scheme: operator.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, "harness: client:", err)
-		return 1
-	}
-	// The drift webhook comes before the manifests, so their workloads get traces.
-	if o.Drift != nil {
-		if o.Drift.Manifest == "" {
-			o.Drift.Manifest = filepath.Join(Root, "deploy", "webhook", "drift.yaml")
-		}
-		if _, err := devcompose.RunDriftWebhook(ctx, env, *o.Drift); err != nil {
-			fmt.Fprintln(os.Stderr, "harness: drift webhook:", err)
-			return 1
-		}
-	}
-	if err := devenv.Install(ctx, env.Config, o.Manifests...); err != nil {
-		fmt.Fprintln(os.Stderr, "harness: install manifests:", err)
-		return 1
-	}
-	if o.Alerts != nil {
-		url, amAuth, err := startAlerts(ctx, *o.Alerts, logFile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "harness: alerts:", err)
-			return 1
-		}
-		defer func() { _ = alertmanager.Stop() }()
-		remedyOpts.AlertmanagerURL, remedyOpts.AlertmanagerHTTPConfigFile = url, amAuth
 	}
 	var stopped <-chan error
 	if o.Remedy {
@@ -206,6 +139,93 @@ func Main(m *testing.M, o Options) int {
 		_ = os.Remove(logPath)
 	}
 	return code
+}
+
+// envOptions are the parts o asks for, with a node's images and the API
+// server's token file in temporary directories that removeDirs removes.
+func envOptions(o Options, logFile *os.File) (opts devenv.Options, removeDirs func(), err error) {
+	var dirs []string
+	removeDirs = func() {
+		for _, d := range dirs {
+			_ = os.RemoveAll(d)
+		}
+	}
+	if opts, err = devenv.OptionsFromEnv(Root); err != nil {
+		return opts, removeDirs, err
+	}
+	opts.ControllerManager = o.ControllerManager || o.Node || len(o.ExtraControllers) > 0
+	opts.ExtraControllers = o.ExtraControllers
+	if o.Node {
+		imageDir, err := os.MkdirTemp("", "remedy-images-")
+		if err != nil {
+			return opts, removeDirs, fmt.Errorf("node: %w", err)
+		}
+		// containerd has imported them once Start returns.
+		dirs = append(dirs, imageDir)
+		if opts.Node, err = image.NodeOptions(context.Background(), Root, runtime.GOARCH, imageDir); err != nil {
+			return opts, removeDirs, fmt.Errorf("node: %w", err)
+		}
+	}
+	opts.AuditLog = o.AuditLog
+	tokenDir, err := os.MkdirTemp("", "remedy-tokens-")
+	if err != nil {
+		return opts, removeDirs, fmt.Errorf("tokens: %w", err)
+	}
+	dirs = append(dirs, tokenDir)
+	tokenFile, err := writeTokenFile(tokenDir)
+	if err != nil {
+		return opts, removeDirs, fmt.Errorf("tokens: %w", err)
+	}
+	if opts.APIServerFlags == nil {
+		opts.APIServerFlags = map[string]string{}
+	}
+	opts.APIServerFlags["token-auth-file"] = tokenFile
+	for _, c := range o.CRDs {
+		opts.ExtraCRDs = append(opts.ExtraCRDs, filepath.Join(Root, c))
+	}
+	opts.Log = logFile
+	opts.DieWithParent = true
+	return opts, removeDirs, nil
+}
+
+// install puts Remedy's CRDs and RBAC, the shipped safety policy, the drift
+// webhook, o's manifests and Alertmanager in place, and sets kube and
+// remedyOpts. stopAlerts stops Alertmanager, if it was started.
+func install(ctx context.Context, o *Options, logFile *os.File) (stopAlerts func(), err error) {
+	stopAlerts = func() {}
+	remedyOpts = devcompose.RemedyOptions{WorkflowCheckInterval: o.WorkflowCheckInterval, DriftCallbackURLs: o.DriftCallbackURLs,
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return countRequests{rt} }}
+	if err := env.InstallRemedy(ctx, Root); err != nil {
+		return stopAlerts, fmt.Errorf("install: %w", err)
+	}
+	// The shipped safety policy, as a user installs it: without one nothing runs (PolicyMissing).
+	if err := devenv.Install(ctx, env.Config, filepath.Join(Root, "deploy", "policies")); err != nil {
+		return stopAlerts, fmt.Errorf("install policies: %w", err)
+	}
+	if kube, err = ctrlclient.New(env.Config, ctrlclient.Options{Scheme: operator.Scheme()}); err != nil {
+		return stopAlerts, fmt.Errorf("client: %w", err)
+	}
+	// The drift webhook comes before the manifests, so their workloads get traces.
+	if o.Drift != nil {
+		if o.Drift.Manifest == "" {
+			o.Drift.Manifest = filepath.Join(Root, "deploy", "webhook", "drift.yaml")
+		}
+		if _, err := devcompose.RunDriftWebhook(ctx, env, *o.Drift); err != nil {
+			return stopAlerts, fmt.Errorf("drift webhook: %w", err)
+		}
+	}
+	if err := devenv.Install(ctx, env.Config, o.Manifests...); err != nil {
+		return stopAlerts, fmt.Errorf("install manifests: %w", err)
+	}
+	if o.Alerts != nil {
+		url, amAuth, err := startAlerts(ctx, *o.Alerts, logFile)
+		if err != nil {
+			return stopAlerts, fmt.Errorf("alerts: %w", err)
+		}
+		stopAlerts = func() { _ = alertmanager.Stop() }
+		remedyOpts.AlertmanagerURL, remedyOpts.AlertmanagerHTTPConfigFile = url, amAuth
+	}
+	return stopAlerts, nil
 }
 
 // Kube is a cluster-admin client for setup and assertions.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -64,16 +65,12 @@ func Deployment(t testing.TB, namespace, name string, replicas int32) *appsv1.De
 // Eventually polls get until cond holds, failing with the last object seen.
 func Eventually[T ctrlclient.Object](t testing.TB, obj T, timeout time.Duration, cond func(T) bool) T {
 	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := kube.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), obj)
-		if err == nil && cond(obj) {
-			return obj
-		}
-		if time.Now().After(deadline) {
-			require.Failf(t, "condition not met", "after %s; last error %v; last object: %+v", timeout, err, obj)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	if !assert.Eventually(t, func() bool {
+		err = kube.Get(context.Background(), ctrlclient.ObjectKeyFromObject(obj), obj)
+		return err == nil && cond(obj)
+	}, timeout, 50*time.Millisecond) {
+		require.Failf(t, "condition not met", "after %s; last error %v; last object: %+v", timeout, err, obj)
 	}
+	return obj
 }

@@ -3,8 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
-	failurepb "go.temporal.io/api/failure/v1"
 	"testing"
+
+	failurepb "go.temporal.io/api/failure/v1"
 
 	"github.com/stretchr/testify/require"
 

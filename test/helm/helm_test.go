@@ -29,6 +29,7 @@ func TestMain(m *testing.M) { os.Exit(procs.Main(m, procs.Options{Name: "helm", 
 
 const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
+// Long: one chart installation walked through in order; its steps share the release.
 func TestChartInstalledAndWalkedThrough(t *testing.T) {
 	start := time.Now()
 	ctx := context.Background()

@@ -281,6 +281,8 @@ func TestReloadNeverTrustsADataHashAnnotation(t *testing.T) {
 
 	cm.Annotations["remedy.dev/data-hash"] = "forged-again"
 	require.NoError(t, harness.Kube().Update(ctx, cm))
-	stableGeneration(t, web, gen, 3*time.Second)
+	reconciledAfter(t, ns, "reload", "probe")
+	assert.Zero(t, harness.SignalsReceived(t, v1alpha1.ReloadWorkflowID(ns, "Deployment", "web"), ""), "no change signalled")
+	requireGeneration(t, web, gen)
 	assert.Equal(t, want, currentHash(t, web, "app"))
 }

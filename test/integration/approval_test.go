@@ -68,16 +68,11 @@ func temporalCLIAs(t *testing.T, ns, user string, args ...string) (string, error
 func awaitApprovalStatus(t *testing.T, id, status string) {
 	t.Helper()
 	q := fmt.Sprintf("WorkflowId='%s' AND ApprovalStatus='%s'", id, status)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	require.Eventually(t, func() bool {
 		resp, err := harness.Temporal().ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: q})
 		require.NoError(t, err)
-		if len(resp.Executions) == 1 {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "no run matches %s", q)
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(resp.Executions) == 1
+	}, 10*time.Second, 100*time.Millisecond, "no run matches %s", q)
 }
 
 func historyLength(t testing.TB, id string) int64 {
@@ -87,22 +82,19 @@ func historyLength(t testing.TB, id string) int64 {
 	return d.WorkflowExecutionInfo.GetHistoryLength()
 }
 
-// settledHistoryLength is the history length once the run has stopped
-// growing: a phase shows in .status from inside a workflow task, whose
+// settledHistoryLength is the history length once the run has no workflow
+// task pending: a phase shows in .status from inside a workflow task, whose
 // events are written when the task completes, a moment later.
 func settledHistoryLength(t testing.TB, id string) int64 {
 	t.Helper()
-	last := historyLength(t, id)
-	for range 50 {
-		time.Sleep(200 * time.Millisecond)
-		n := historyLength(t, id)
-		if n == last {
-			return n
-		}
-		last = n
-	}
-	t.Fatalf("history of %s kept growing for 10s", id)
-	return 0
+	var n int64
+	require.Eventually(t, func() bool {
+		d, err := harness.Temporal().DescribeWorkflowExecution(context.Background(), id, "")
+		require.NoError(t, err)
+		n = d.GetWorkflowExecutionInfo().GetHistoryLength()
+		return d.GetPendingWorkflowTask() == nil
+	}, 10*time.Second, 100*time.Millisecond, "history of %s: a workflow task stayed pending for 10s", id)
+	return n
 }
 
 func TestApproveBySignalThroughCLI(t *testing.T) {

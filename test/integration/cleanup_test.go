@@ -70,7 +70,10 @@ func TestFinishedRunsAreDeletedAfterTheirTTL(t *testing.T) {
 
 	waitPhase(t, kept, v1alpha1.PhaseCompleted)
 	window = waitPhase(t, window, v1alpha1.PhaseRollbackReady)
-	time.Sleep(2 * time.Second)
+	// The cleanup had its look at both: one made after them, with a TTL of 0,
+	// is queued behind their last changes and goes.
+	probe := createExecution(t, ns, "ttl-probe", scale("kept", ptr.To[int32](0), 0))
+	awaitGone(t, probe, "deleted once it completed (ttl 0)")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(kept), kept), "no TTL, no default: kept")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(window), window), "a run in its rollback window has not finished")
 	assert.Equal(t, v1alpha1.PhaseRollbackReady, window.Status.Phase)

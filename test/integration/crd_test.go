@@ -132,6 +132,7 @@ func decode(t *testing.T, raw []byte) []*unstructured.Unstructured {
 
 // Every duration field of every CRD refuses a value that is not a duration
 // with a 422 naming the field, and accepts the forms people write.
+// Long: a table of every CRD's duration fields.
 func TestDurationsAreValidatedAtAdmission(t *testing.T) {
 	ns := harness.Namespace(t)
 	bad := v1alpha1.Duration("5 s")

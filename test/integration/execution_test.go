@@ -258,28 +258,25 @@ func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
 // assertEvents waits until the object has an Event for every wanted reason.
 func assertEvents(t *testing.T, ns, name string, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var missing []string
+	seen := map[string]bool{}
+	ok := assert.Eventually(t, func() bool {
 		var list eventsv1.EventList
 		require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(ns)))
-		seen := map[string]bool{}
 		for _, e := range list.Items {
 			if e.Regarding.Name == name {
 				seen[e.Reason] = true
 			}
 		}
-		missing := []string{}
+		missing = missing[:0]
 		for _, w := range want {
 			if !seen[w] {
 				missing = append(missing, w)
 			}
 		}
-		if len(missing) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			require.Failf(t, "missing events", "%s/%s has no Event with reason %v (seen %v)", ns, name, missing, seen)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return len(missing) == 0
+	}, 5*time.Second, 100*time.Millisecond)
+	if !ok {
+		require.Failf(t, "missing events", "%s/%s has no Event with reason %v (seen %v)", ns, name, missing, seen)
 	}
 }

@@ -123,7 +123,7 @@ func TestReloadRestartRunsAsRemedyReload(t *testing.T) {
 	}, reloadTimeout, 200*time.Millisecond, "the restart never failed")
 	assert.Contains(t, last, `User "`+serviceAccountUser(activities.ReloadServiceAccount)+`" cannot`, "refused in remedy-reload's name")
 	assert.Contains(t, strings.ToLower(last), "forbidden")
-	stableGeneration(t, web, gen, 100*time.Millisecond)
+	requireGeneration(t, web, gen)
 
 	restore()
 	harness.Eventually(t, web, reloadTimeout, func(d *appsv1.Deployment) bool {

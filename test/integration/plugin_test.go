@@ -103,12 +103,15 @@ func TestPluginApproveRemediationStep(t *testing.T) {
 	rr := createRemediation(t, ns, "fix", v1alpha1.RemediationStep{Name: "scale", Execution: spec})
 
 	out, err := kubectlRemedy(t, ns, "approve", "rr", rr.Name)
-	for err != nil && time.Since(rr.CreationTimestamp.Time) < runTimeout {
+	require.Eventually(t, func() bool {
+		if err == nil {
+			return true
+		}
 		// Until the step asks, the plugin says it does not wait for approval.
 		require.Contains(t, err.Error(), "is not waiting for approval")
-		time.Sleep(200 * time.Millisecond)
 		out, err = kubectlRemedy(t, ns, "approve", "rr", rr.Name, "-m", "go")
-	}
+		return err == nil
+	}, runTimeout, 200*time.Millisecond, "the plugin never approved: %v", err)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "remediationapprovalrequest/fix-scale-approval: Approved requested by ")
 	harness.Eventually(t, rr, runTimeout, func(rr *v1alpha1.RemediationRequest) bool { return rr.Status.Phase == v1alpha1.PhaseCompleted })

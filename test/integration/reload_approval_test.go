@@ -95,13 +95,13 @@ func TestReloadApprovedByKubectlRollsOnce(t *testing.T) {
 	assert.Equal(t, "restart", rar.Spec.ApprovalContext.Action)
 	assert.WithinDuration(t, time.Now().Add(time.Hour), rar.Spec.RequiredBy.Time, time.Minute, "spec.approval.timeout applies")
 	awaitApprovalStatus(t, id, workflows.ApprovalPending)
-	stableGeneration(t, web, gen, time.Second)
+	requireGeneration(t, web, gen)
 
 	err := impersonating(t, "eve").Status().Patch(ctx, rar.DeepCopy(), decisionPatch("Approved", "let me", "carol"))
 	require.Error(t, err)
 	assert.True(t, apierrors.IsForbidden(err), "want 403, got %v", err)
 	assert.Contains(t, err.Error(), `needs the verb "approve"`)
-	stableGeneration(t, web, gen, 500*time.Millisecond)
+	requireGeneration(t, web, gen)
 
 	require.NoError(t, impersonating(t, "carol").Status().Patch(ctx, rar, decisionPatch("Approved", "ship it", "mallory")))
 	require.NotNil(t, rar.Status.RequestedDecision)
@@ -110,8 +110,7 @@ func TestReloadApprovedByKubectlRollsOnce(t *testing.T) {
 	web = harness.Eventually(t, web, reloadTimeout, func(d *appsv1.Deployment) bool { return d.Generation > gen })
 	hash := web.Spec.Template.Annotations[hashKey("app")]
 	assert.Contains(t, rar.Spec.ApprovalContext.Reason, "app="+hash)
-	time.Sleep(2 * time.Second)
-	stableGeneration(t, web, gen+1, 500*time.Millisecond)
+	settledGeneration(t, web, gen+1)
 	assert.Equal(t, hash, currentHash(t, web, "app"), "the baseline follows the approved restart")
 	require.Eventually(t, func() bool { return replicaSets(t, web) == 2 }, reloadTimeout, 100*time.Millisecond, "one new ReplicaSet: one rollout")
 	assert.Empty(t, web.Annotations[v1alpha1.DeclinedAnnotation])
@@ -171,7 +170,8 @@ func TestReloadRejectedRollsNothingUntilDataChanges(t *testing.T) {
 	// when the operator looks again (a metadata-only edit requeues it).
 	cm.Annotations = map[string]string{"touched": "yes"}
 	require.NoError(t, harness.Kube().Update(ctx, cm))
-	stableGeneration(t, web, gen, 3*time.Second)
+	reconciledAfter(t, ns, "reload", "probe")
+	requireGeneration(t, web, gen)
 	assert.Equal(t, template, web.Spec.Template.Annotations)
 	assert.Equal(t, 1, replicaSets(t, web), "no rollout")
 	assert.Len(t, approvalRequests(t, ns, "web"), 1)

@@ -20,7 +20,7 @@ import (
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
-// The seed's coalescing through the operator and worker: 10 edits 0.5 s
+// Coalescing through the operator and worker: 10 edits 0.5 s
 // apart with a 3 s window roll the workload twice, once at the first edit
 // and once a window after the last (pushing the due time, not once per
 // window, which would be three).
@@ -32,7 +32,7 @@ func TestReloadBurstRollsAtOnceAndOnceAfterTheBurst(t *testing.T) {
 	var lastEdit time.Time
 	for i := 1; i <= 10; i++ {
 		if i > 1 {
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(500 * time.Millisecond) // paces the edits (the input), asserts nothing
 		}
 		setData(t, cm, fmt.Sprintf("v%d", i))
 		lastEdit = time.Now()
@@ -41,7 +41,7 @@ func TestReloadBurstRollsAtOnceAndOnceAfterTheBurst(t *testing.T) {
 	web = waitTemplateHash(t, web, "app", final)
 	rolled := time.Now()
 	assert.GreaterOrEqual(t, rolled.Sub(lastEdit), 3*time.Second, "the trailing restart comes a window after the last edit")
-	stableGeneration(t, web, gen+2, 4*time.Second) // past the window after the trailing restart: no third rollout
+	settledGeneration(t, web, gen+2) // the run closed a window after the trailing restart: no third rollout
 
 	var evs eventsv1.EventList
 	require.NoError(t, harness.Kube().List(ctx, &evs, ctrlclient.InNamespace(ns)))
@@ -88,7 +88,7 @@ func TestReloadMaxWaitAtAdmission(t *testing.T) {
 // A policy applied to a workload restarted before (restartedAt on its pod
 // template, no hash) records the baseline and rolls nothing; once the
 // policy has seen the workload, a pod template restarted without hashes
-// gets the seed's repair restart.
+// gets a repair restart.
 func TestReloadNewPolicyRecordsBaselineOfRestartedWorkload(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
@@ -102,7 +102,8 @@ func TestReloadNewPolicyRecordsBaselineOfRestartedWorkload(t *testing.T) {
 
 	gen := waitBaseline(t, web, "app")
 	assert.Equal(t, reloadrule.ConfigMapHash(cm), web.Annotations[hashKey("app")])
-	stableGeneration(t, web, gen, 3*time.Second)
+	reconciledAfter(t, ns, "reload", "probe")
+	requireGeneration(t, web, gen)
 	assert.Equal(t, map[string]string{v1alpha1.RestartedAtAnnotation: restartedAt}, web.Spec.Template.Annotations, "the pod template was not touched")
 	_, err := harness.Temporal().DescribeWorkflowExecution(ctx, v1alpha1.ReloadWorkflowID(ns, "Deployment", "web"), "")
 	assert.Error(t, err, "no reload run was started")

@@ -85,7 +85,9 @@ func TestReloadInProtectedNamespaceRestartsNothing(t *testing.T) {
 	assert.Contains(t, warningEvent(t, ns, "ConfigReloadPolicy", "reload").Note, "is protected")
 
 	setData(t, cm, "v1")
-	stableGeneration(t, web, web.Generation, 3*time.Second)
+	// The refusal comes before the operator reads a ConfigMap, on every look
+	// (the Ready condition above): no look can write or signal.
+	requireGeneration(t, web, web.Generation)
 	assert.Empty(t, web.Annotations[hashKey("app")], "not even a baseline is written")
 	assert.Empty(t, web.Spec.Template.Annotations)
 	_, err := harness.Temporal().DescribeWorkflowExecution(ctx, v1alpha1.ReloadWorkflowID(ns, "Deployment", "web"), "")
@@ -115,7 +117,7 @@ func TestReloadRefusedWhenNamespaceBecomesProtected(t *testing.T) {
 	assert.Contains(t, app.Error(), "namespace "+ns+" is protected")
 	harness.ReplayRun(t, id, "", "reload-protected-namespace.json")
 	assert.Contains(t, warningEvent(t, ns, "Deployment", "web").Note, "nothing restarted")
-	stableGeneration(t, web, gen, 500*time.Millisecond)
+	requireGeneration(t, web, gen)
 
 	// The operator sees the label too and stops signalling.
 	harness.Eventually(t, p, reloadTimeout, func(p *v1alpha1.ConfigReloadPolicy) bool {

@@ -115,7 +115,8 @@ func TestReloadPolicyAuthorMayRestartUntilTheGrantIsRevoked(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return !allowedFor(t, "oncall-olga", ns, v1alpha1.GroupVersion.Group, "actions", "execute", "restart")
 	}, reloadTimeout, 100*time.Millisecond)
-	time.Sleep(2 * time.Second) // past the debounce window of the last restart
+	// The run ends once the window after its restart has passed: the next change is a leading edge.
+	harness.WaitClosed(t, v1alpha1.ReloadWorkflowID(ns, "Deployment", "web"), reloadTimeout)
 	setData(t, cm, "v2")
 
 	ev := warningEventWith(t, ns, "Deployment", "web", v1alpha1.ReasonForbidden)
@@ -128,7 +129,7 @@ func TestReloadPolicyAuthorMayRestartUntilTheGrantIsRevoked(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	assert.Equal(t, v1alpha1.ReasonForbidden, app.Type())
-	stableGeneration(t, web, gen, time.Second)
+	requireGeneration(t, web, gen)
 }
 
 // The finding's shape: a workload selected by a policy that requires
@@ -142,12 +143,15 @@ func TestReloadOverlappingPolicyWaitsForTheOtherApproval(t *testing.T) {
 
 	setData(t, cm, "v1")
 	rar := waitApprovalRequests(t, ns, "web", 1)
-	stableGeneration(t, web, gen, 3*time.Second)
+	id := v1alpha1.ReloadWorkflowID(ns, "Deployment", "web")
+	awaitApprovalStatus(t, id, workflows.ApprovalPending)
+	reconciledAfter(t, ns, "fast", "probe") // the policy that asks no one has signalled too
+	harness.WaitHandled(t, id, reloadTimeout)
+	requireGeneration(t, web, gen)
 
 	require.NoError(t, impersonating(t, "carol").Status().Patch(ctx, rar, decisionPatch("Approved", "ship it", "carol")))
 	harness.Eventually(t, web, reloadTimeout, func(d *appsv1.Deployment) bool { return d.Generation > gen })
-	time.Sleep(2 * time.Second)
-	stableGeneration(t, web, gen+1, 500*time.Millisecond)
+	settledGeneration(t, web, gen+1)
 }
 
 // The finding's shape: a ReloadWorkflow started by hand, by someone who
@@ -199,7 +203,8 @@ func TestForgedReloadStartCannotSkipApproval(t *testing.T) {
 	t.Cleanup(func() { _ = harness.Temporal().TerminateWorkflow(ctx, id, "", "test over") })
 	rar := waitApprovalRequests(t, ns, "web", 1)
 	assert.Contains(t, rar.Spec.ApprovalContext.Reason, "app="+hash)
-	stableGeneration(t, web, gen, 3*time.Second)
+	awaitApprovalStatus(t, id, workflows.ApprovalPending)
+	requireGeneration(t, web, gen)
 }
 
 // allowedFor asks the API server whether user may verb group/resource name in ns.

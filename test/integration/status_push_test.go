@@ -45,6 +45,8 @@ type apiProxy struct {
 	// beforeStatusPut runs once, before the next PUT of a status subresource is forwarded.
 	beforeStatusPut func()
 	statusPuts      atomic.Int32
+	// dials counts the connections clients of config tried to open, refused ones too.
+	dials atomic.Int32
 }
 
 func newAPIProxy(t *testing.T, upstream *rest.Config) *apiProxy {
@@ -105,6 +107,10 @@ func (p *apiProxy) config(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Host = "http://" + p.addr
 	c.TLSClientConfig = rest.TLSClientConfig{}
+	c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		p.dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
 	return c
 }
 
@@ -130,6 +136,7 @@ func pushServer(ctx workflow.Context) error {
 // server: a write that loses a resourceVersion race is retried, a write made
 // while the API server is unreachable lands once it is back, and a stale write
 // never takes the object back to an older phase.
+// Long: its subtests share one pusher and one execution, in order.
 func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 	ctx := context.Background()
 	ns := harness.Namespace(t)
@@ -140,47 +147,7 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 	base := k.Status.Sequence
 	require.Positive(t, base, "the run wrote its own status")
 
-	wcfg, err := devenv.ServiceAccountConfig(ctx, harness.Config(), devenv.Namespace, "remedy-worker")
-	require.NoError(t, err)
-	proxy := newAPIProxy(t, harness.Config())
-	pcfg := proxy.config(wcfg)
-	kc, err := ctrlclient.New(pcfg, ctrlclient.Options{Scheme: operator.Scheme()})
-	require.NoError(t, err)
-	cs, err := kubernetes.NewForConfig(pcfg)
-	require.NoError(t, err)
-
-	const queue = "status-faults"
-	w := sdkworker.New(harness.Temporal(), queue, sdkworker.Options{})
-	w.RegisterWorkflow(pushWorkflow)
-	w.RegisterWorkflow(pushServer)
-	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
-
-	// Only the execution's recorded run writes its status: the test's
-	// pusher becomes that run, as an administrator rebinding the finished
-	// execution to it.
-	server, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: ns + "-pusher", TaskQueue: queue}, pushServer)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = harness.Temporal().TerminateWorkflow(context.Background(), server.GetID(), server.GetRunID(), "test done")
-	})
-	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
-	k.Status.WorkflowID, k.Status.RunID = server.GetID(), server.GetRunID()
-	require.NoError(t, harness.Kube().Status().Update(ctx, k))
-
-	pushed := func(name string, seq int64, phase v1alpha1.Phase) activities.ExecutionStatusPush {
-		st := *k.Status.DeepCopy()
-		st.Sequence, st.Phase, st.Reason, st.Message = seq, phase, string(phase), "pushed by "+name
-		st.PhaseTransitions = append(st.PhaseTransitions, v1alpha1.PhaseTransition{Phase: phase, Reason: string(phase), Time: metav1.NowMicro()})
-		return activities.ExecutionStatusPush{Namespace: ns, Name: k.Name, UID: string(k.UID), Action: "scale", Status: st}
-	}
-	push := func(name string, seq int64, phase v1alpha1.Phase) error {
-		h, err := harness.Temporal().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: server.GetID(), RunID: server.GetRunID(),
-			UpdateName: "push", Args: []any{pushed(name, seq, phase)}, WaitForStage: client.WorkflowUpdateStageCompleted})
-		require.NoError(t, err)
-		return h.Get(ctx, nil)
-	}
+	proxy, push := startPusher(t, k)
 	stored := func() v1alpha1.KubernetesExecutionStatus {
 		var cur v1alpha1.KubernetesExecution
 		require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), &cur))
@@ -212,8 +179,11 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 	t.Run("a write made while the API server is unreachable lands when it is back", func(t *testing.T) {
 		proxy.down()
 		done := make(chan error, 1)
+		dials := proxy.dials.Load()
 		go func() { done <- push("outage", base+2, v1alpha1.PhaseExecuting) }()
-		time.Sleep(3 * time.Second)
+		// The writer met the refusal and tried again, twice.
+		require.Eventually(t, func() bool { return proxy.dials.Load()-dials >= 3 }, 30*time.Second, 50*time.Millisecond,
+			"the writer did not retry while the API server was unreachable")
 		select {
 		case err := <-done:
 			require.Failf(t, "push finished while the API server was unreachable", "err: %v", err)
@@ -234,8 +204,8 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 	t.Run("another run's push is refused and sends nothing", func(t *testing.T) {
 		before := stored()
 		puts := proxy.statusPuts.Load()
-		run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: ns + "-other", TaskQueue: queue}, pushWorkflow,
-			pushed("other", before.Sequence+5, v1alpha1.PhaseValidating))
+		run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: ns + "-other", TaskQueue: pushQueue}, pushWorkflow,
+			pushedStatus(k, "other", before.Sequence+5, v1alpha1.PhaseValidating))
 		require.NoError(t, err)
 		err = run.Get(ctx, nil)
 		var app *temporal.ApplicationError
@@ -255,4 +225,57 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 		assert.Equal(t, "pushed by outage", after.Message)
 		assert.Equal(t, puts, proxy.statusPuts.Load(), "a stale write is not even sent")
 	})
+}
+
+// startPusher runs the worker's status writer, as the worker's own
+// ServiceAccount, behind a proxy in front of the API server, in a run that
+// becomes k's recorded run. push writes k's status with seq and phase through
+// it, as a run of k does.
+func startPusher(t *testing.T, k *v1alpha1.KubernetesExecution) (*apiProxy, func(name string, seq int64, phase v1alpha1.Phase) error) {
+	ctx := context.Background()
+	wcfg, err := devenv.ServiceAccountConfig(ctx, harness.Config(), devenv.Namespace, "remedy-worker")
+	require.NoError(t, err)
+	proxy := newAPIProxy(t, harness.Config())
+	pcfg := proxy.config(wcfg)
+	kc, err := ctrlclient.New(pcfg, ctrlclient.Options{Scheme: operator.Scheme()})
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(pcfg)
+	require.NoError(t, err)
+
+	w := sdkworker.New(harness.Temporal(), pushQueue, sdkworker.Options{})
+	w.RegisterWorkflow(pushWorkflow)
+	w.RegisterWorkflow(pushServer)
+	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	// Only the execution's recorded run writes its status: the test's
+	// pusher becomes that run, as an administrator rebinding the finished
+	// execution to it.
+	server, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: k.Namespace + "-pusher", TaskQueue: pushQueue}, pushServer)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = harness.Temporal().TerminateWorkflow(context.Background(), server.GetID(), server.GetRunID(), "test done")
+	})
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
+	k.Status.WorkflowID, k.Status.RunID = server.GetID(), server.GetRunID()
+	require.NoError(t, harness.Kube().Status().Update(ctx, k))
+
+	return proxy, func(name string, seq int64, phase v1alpha1.Phase) error {
+		h, err := harness.Temporal().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: server.GetID(), RunID: server.GetRunID(),
+			UpdateName: "push", Args: []any{pushedStatus(k, name, seq, phase)}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		require.NoError(t, err)
+		return h.Get(ctx, nil)
+	}
+}
+
+// pushQueue is the task queue of the test's status writer.
+const pushQueue = "status-faults"
+
+// pushedStatus is k's status moved to phase with sequence seq, as a run's push carries it.
+func pushedStatus(k *v1alpha1.KubernetesExecution, name string, seq int64, phase v1alpha1.Phase) activities.ExecutionStatusPush {
+	st := *k.Status.DeepCopy()
+	st.Sequence, st.Phase, st.Reason, st.Message = seq, phase, string(phase), "pushed by "+name
+	st.PhaseTransitions = append(st.PhaseTransitions, v1alpha1.PhaseTransition{Phase: phase, Reason: string(phase), Time: metav1.NowMicro()})
+	return activities.ExecutionStatusPush{Namespace: k.Namespace, Name: k.Name, UID: string(k.UID), Action: "scale", Status: st}
 }

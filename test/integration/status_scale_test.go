@@ -33,44 +33,7 @@ func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
 		harness.Deployment(t, ns, fmt.Sprintf("web-%d", i), 1)
 	}
 
-	wc, err := ctrlclient.NewWithWatch(harness.Config(), ctrlclient.Options{Scheme: operator.Scheme()})
-	require.NoError(t, err)
-	var initial v1alpha1.KubernetesExecutionList
-	require.NoError(t, wc.List(ctx, &initial, ctrlclient.InNamespace(ns)))
-	var mu sync.Mutex
-	seen := map[types.UID][]int64{} // sequence of every version with sequence > 0
-	watchErr := make(chan error, 1)
-	go func() {
-		// The API server may end a watch at any time: watch again from the
-		// last version seen, so no write goes uncounted.
-		rv := initial.ResourceVersion
-		for ctx.Err() == nil {
-			w, err := wc.Watch(ctx, &v1alpha1.KubernetesExecutionList{}, ctrlclient.InNamespace(ns),
-				&ctrlclient.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
-			if err != nil {
-				watchErr <- err
-				return
-			}
-			for ev := range w.ResultChan() {
-				if ev.Type == watch.Error {
-					watchErr <- fmt.Errorf("watch: %v", ev.Object)
-					return
-				}
-				k, ok := ev.Object.(*v1alpha1.KubernetesExecution)
-				if !ok {
-					continue
-				}
-				rv = k.ResourceVersion
-				if ev.Type != watch.Modified || k.Status.Sequence == 0 {
-					continue
-				}
-				mu.Lock()
-				seen[k.UID] = append(seen[k.UID], k.Status.Sequence)
-				mu.Unlock()
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
+	w := watchStatusWrites(ctx, t, ns)
 
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -96,15 +59,28 @@ func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
 	}, 5*time.Minute, 500*time.Millisecond, "not every execution finished")
 	t.Logf("%d executions created at once finished in %s", n, time.Since(start).Round(time.Millisecond))
 
-	// Writes after the last phase would still be in flight; give the watch a moment.
-	time.Sleep(2 * time.Second)
+	// Every run has closed, so no write is still to come; the watch, in
+	// order, has seen each execution's last one.
+	for _, k := range list.Items {
+		harness.WaitClosed(t, k.Status.WorkflowID, time.Minute)
+	}
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, k := range list.Items {
+			if s := w.seen[k.UID]; len(s) == 0 || s[len(s)-1] < k.Status.Sequence {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "the watch did not see every execution's last status write")
 	select {
-	case err := <-watchErr:
+	case err := <-w.errs:
 		require.NoError(t, err, "the watch counting status writes failed")
 	default:
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, k := range list.Items {
 		assert.Equal(t, v1alpha1.PhaseCompleted, k.Status.Phase, "%s: %s %s", k.Name, k.Status.Reason, k.Status.Message)
 		phases := int64(len(k.Status.PhaseTransitions))
@@ -113,7 +89,7 @@ func TestConcurrentExecutionsWriteOncePerPhase(t *testing.T) {
 		for s := int64(1); s <= phases; s++ {
 			want = append(want, s)
 		}
-		assert.Equal(t, want, seen[k.UID], "%s: exactly one status write per phase change, in order", k.Name)
+		assert.Equal(t, want, w.seen[k.UID], "%s: exactly one status write per phase change, in order", k.Name)
 	}
 
 	// The happy path stays short with its writes: at most 60 history events.
@@ -131,4 +107,53 @@ func manyScale(ns string, i, targets int) *v1alpha1.KubernetesExecution {
 	return &v1alpha1.KubernetesExecution{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%03d", i), Namespace: ns},
 		Spec: v1alpha1.KubernetesExecutionSpec{Action: "scale", Target: target(ns, fmt.Sprintf("web-%d", i%targets)),
 			Parameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](3)}, RollbackWindow: v1alpha1.DurationOf(0)}}
+}
+
+// statusWrites is what a watch saw of the executions of one namespace.
+type statusWrites struct {
+	mu   sync.Mutex
+	seen map[types.UID][]int64 // sequence of every version with sequence > 0
+	errs chan error
+}
+
+// watchStatusWrites records the sequence of every status write to the
+// executions of ns from now on, until ctx ends.
+func watchStatusWrites(ctx context.Context, t *testing.T, ns string) *statusWrites {
+	wc, err := ctrlclient.NewWithWatch(harness.Config(), ctrlclient.Options{Scheme: operator.Scheme()})
+	require.NoError(t, err)
+	var initial v1alpha1.KubernetesExecutionList
+	require.NoError(t, wc.List(ctx, &initial, ctrlclient.InNamespace(ns)))
+	sw := &statusWrites{seen: map[types.UID][]int64{}, errs: make(chan error, 1)}
+	go func() {
+		// The API server may end a watch at any time: watch again from the
+		// last version seen, so no write goes uncounted.
+		rv := initial.ResourceVersion
+		for ctx.Err() == nil {
+			w, err := wc.Watch(ctx, &v1alpha1.KubernetesExecutionList{}, ctrlclient.InNamespace(ns),
+				&ctrlclient.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+			if err != nil {
+				sw.errs <- err
+				return
+			}
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					sw.errs <- fmt.Errorf("watch: %v", ev.Object)
+					return
+				}
+				k, ok := ev.Object.(*v1alpha1.KubernetesExecution)
+				if !ok {
+					continue
+				}
+				rv = k.ResourceVersion
+				if ev.Type != watch.Modified || k.Status.Sequence == 0 {
+					continue
+				}
+				sw.mu.Lock()
+				sw.seen[k.UID] = append(sw.seen[k.UID], k.Status.Sequence)
+				sw.mu.Unlock()
+			}
+			time.Sleep(100 * time.Millisecond) // paces watching again after the server ended a watch; asserts nothing
+		}
+	}()
+	return sw
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,6 +17,7 @@ import (
 
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
@@ -64,10 +66,15 @@ func TestDriftTraceFollowsARealRollout(t *testing.T) {
 	require.NoError(t, harness.Kube().Patch(ctx, rs, ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`))))
 	require.Eventually(t, func() bool { return len(driftDenied(t, ns)) > 0 }, runTimeout, 100*time.Millisecond, "no DriftDenied Event")
 	assert.Contains(t, driftDenied(t, ns)[0].Message, "ReplicaSet "+rs.Name)
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rs), rs))
-		require.Equal(t, int32(3), *rs.Spec.Replicas, "enforce mode let the drift through")
-	}
+	// The controller retried its revert and was denied again: the retry a
+	// broken decision would let through was made.
+	denied := testutil.ToFloat64(metrics.DriftDecisions.WithLabelValues("drift-denied"))
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(metrics.DriftDecisions.WithLabelValues("drift-denied")) > denied
+	},
+		runTimeout, 50*time.Millisecond, "the Deployment controller did not retry its revert")
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(rs), rs))
+	require.Equal(t, int32(3), *rs.Spec.Replicas, "enforce mode let the drift through")
 }
 
 func sharesPod(a, b map[string]kv1.Trace) bool {

@@ -302,7 +302,7 @@ func diesWhilePending(t *testing.T, jobs *activities.Jobs, in activities.JobInpu
 	runs := a.run(jobs, in)
 	jobPods(t, activities.JobName(in), 1, corev1.PodPending)
 	<-a.beats                          // about to watch
-	time.Sleep(500 * time.Millisecond) // and watching
+	time.Sleep(500 * time.Millisecond) // and watching: sets up the scenario (no event marks the watch open); asserts nothing
 	kill()
 	require.Error(t, await(t, runs, 10*time.Second).err, "the dead attempt does not report a result")
 	require.NotNil(t, a.heartbeat(), "the attempt recorded its Job")

@@ -91,64 +91,22 @@ func Main(m *testing.M, o Options) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	logPath = filepath.Join(os.TempDir(), fmt.Sprintf("remedy-%s-test-%d.log", o.Name, os.Getpid()))
-	if logFile, err = os.Create(logPath); err != nil {
+	if err := openLog(o.Name); err != nil {
 		fmt.Fprintln(os.Stderr, o.Name+":", err)
 		return 1
 	}
 	defer logFile.Close()
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
-	log.SetOutput(logFile)
 
-	var node *devenv.NodeOptions
-	built := make(chan error, 1)
-	bin = filepath.Join(dir, "remedy")
-	if o.Node {
-		// The image's binary is this tree's; the node imports the image before it starts.
-		built <- nil
-		images := filepath.Join(dir, "images")
-		if err := os.Mkdir(images, 0o700); err != nil {
-			fmt.Fprintln(os.Stderr, o.Name+":", err)
-			return 1
-		}
-		if node, err = image.NodeOptions(context.Background(), Root, runtime.GOARCH, images); err != nil {
-			fmt.Fprintln(os.Stderr, o.Name+": node:", err)
-			return 1
-		}
-		bin = filepath.Join(images, "remedy")
-	} else {
-		go func() {
-			// The image's build: static, no cgo (internal/image).
-			build := exec.Command("go", "build", "-o", bin, "./cmd/remedy")
-			build.Dir, build.Env = Root, append(os.Environ(), "CGO_ENABLED=0")
-			out, err := build.CombinedOutput()
-			if err != nil {
-				err = fmt.Errorf("build remedy: %w: %s", err, out)
-			}
-			built <- err
-		}()
-	}
-
-	opts, err := devenv.OptionsFromEnv(Root)
+	node, built, err := buildBinary(o, dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, o.Name+":", err)
 		return 1
 	}
-	// deploy/webhook's configurations are installed as written, by the test.
-	opts.OperatorWebhooks = nil
-	opts.ControllerManager = true
-	opts.ExtraControllers = o.ExtraControllers
-	opts.ExtraCRDs = []string{filepath.Join(Root, "test", "testdata", "cert-manager"), filepath.Join(Root, "test", "testdata", "prometheus-operator")}
-	// Webhook Services resolve through their EndpointSlices, as kube-proxy-less
-	// clusters (and this one, which has no Service network) route them.
-	opts.APIServerFlags = map[string]string{"enable-aggregator-routing": "true"}
-	// containerd has imported the images once Start returns.
-	opts.Node, opts.TemporalForPods = node, o.Pods
-	if o.Restartable {
-		opts.StateDir = filepath.Join(dir, "state")
+	opts, err := envOptions(o, dir, node)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, o.Name+":", err)
+		return 1
 	}
-	opts.Log = logFile
-	opts.DieWithParent = true
 	ctx := context.Background()
 	if env, err = devenv.Start(ctx, opts); err != nil {
 		fmt.Fprintln(os.Stderr, o.Name+": start:", err, "(logs:", logPath+")")
@@ -185,6 +143,76 @@ func Main(m *testing.M, o Options) int {
 		_ = os.Remove(logPath)
 	}
 	return code
+}
+
+// openLog creates the package's log file and sends the controllers' and the standard logger's output to it.
+func openLog(name string) error {
+	logPath = filepath.Join(os.TempDir(), fmt.Sprintf("remedy-%s-test-%d.log", name, os.Getpid()))
+	var err error
+	if logFile, err = os.Create(logPath); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
+	log.SetOutput(logFile)
+	return nil
+}
+
+// buildBinary sets bin: with a node, the binary of the image the node
+// imports (and the node's options); else it builds this tree's in the
+// background and reports on built when done.
+func buildBinary(o Options, dir string) (*devenv.NodeOptions, <-chan error, error) {
+	built := make(chan error, 1)
+	bin = filepath.Join(dir, "remedy")
+	if o.Node {
+		// The image's binary is this tree's; the node imports the image before it starts.
+		built <- nil
+		images := filepath.Join(dir, "images")
+		if err := os.Mkdir(images, 0o700); err != nil {
+			return nil, nil, err
+		}
+		node, err := image.NodeOptions(context.Background(), Root, runtime.GOARCH, images)
+		if err != nil {
+			return nil, nil, fmt.Errorf("node: %w", err)
+		}
+		bin = filepath.Join(images, "remedy")
+		return node, built, nil
+	}
+	go func() {
+		// The image's build: static, no cgo (internal/image).
+		build := exec.Command("go", "build", "-o", bin, "./cmd/remedy")
+		build.Dir, build.Env = Root, append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("build remedy: %w: %s", err, out)
+		}
+		built <- err
+	}()
+	return nil, built, nil
+}
+
+// envOptions are the parts this package runs: the control plane with its
+// controller manager, the node when asked for, and no operator webhooks
+// (deploy/webhook's configurations are installed as written, by the test).
+func envOptions(o Options, dir string, node *devenv.NodeOptions) (devenv.Options, error) {
+	opts, err := devenv.OptionsFromEnv(Root)
+	if err != nil {
+		return opts, err
+	}
+	opts.OperatorWebhooks = nil
+	opts.ControllerManager = true
+	opts.ExtraControllers = o.ExtraControllers
+	opts.ExtraCRDs = []string{filepath.Join(Root, "test", "testdata", "cert-manager"), filepath.Join(Root, "test", "testdata", "prometheus-operator")}
+	// Webhook Services resolve through their EndpointSlices, as kube-proxy-less
+	// clusters (and this one, which has no Service network) route them.
+	opts.APIServerFlags = map[string]string{"enable-aggregator-routing": "true"}
+	// containerd has imported the images once Start returns.
+	opts.Node, opts.TemporalForPods = node, o.Pods
+	if o.Restartable {
+		opts.StateDir = filepath.Join(dir, "state")
+	}
+	opts.Log = logFile
+	opts.DieWithParent = true
+	return opts, nil
 }
 
 func repoRoot() string {

@@ -20,6 +20,7 @@ import (
 // checkNetworkPolicies: deploy/network's policies exist and select what
 // they say. Whether traffic is dropped cannot be checked here: the node's
 // bridge CNI does not enforce NetworkPolicy (docs/operate.md says so).
+// Long: one case per NetworkPolicy of deploy/network, over the same Pods.
 func checkNetworkPolicies(t *testing.T, deployments []appsv1.Deployment) {
 	ctx := context.Background()
 	cs := procs.Clientset(t)

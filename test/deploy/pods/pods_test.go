@@ -31,6 +31,7 @@ import (
 // written, runs as Pods; the webhooks are served by them through their
 // Services; runs complete through the in-cluster worker and in a Job Pod;
 // the PodDisruptionBudgets hold and the NetworkPolicies select Remedy's Pods.
+// Long: its steps share one installation of deploy/ as Pods, in the install doc's order.
 func TestDeployedPods(t *testing.T) {
 	ctx := context.Background()
 	cs := procs.Clientset(t)
