@@ -10,9 +10,6 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
-// ApprovalRequestName is the deterministic name of an execution's RAR.
-func ApprovalRequestName(execution string) string { return execution + "-approval" }
-
 // approvalTimeout applies the first two levels of the hierarchy, which need
 // no I/O: spec, then policy; 0 means "ask the namespace".
 func approvalTimeout(spec v1alpha1.KubernetesExecutionSpec, policyTimeout string) time.Duration {
@@ -32,7 +29,7 @@ func approvalTimeout(spec v1alpha1.KubernetesExecutionSpec, policyTimeout string
 // execute.
 func (r *executionRun) awaitApproval(ctx workflow.Context, pol activities.PolicyResult) bool {
 	spec := r.in.Spec
-	name := ApprovalRequestName(r.in.Name)
+	name := v1alpha1.ApprovalRequestName(r.in.Name)
 	reason := "spec.approval.required is set"
 	if pol.Validation.RequiredApproval {
 		reason = "policy " + pol.Validation.PolicyName + " requires approval"

@@ -33,3 +33,6 @@ func AlertWorkflowID(namespace, rule, fingerprint string) string {
 // AlertGuardWorkflowID is the namespace's guard: the one workflow that
 // grants alert runs their permits (per target, per rule, per namespace).
 func AlertGuardWorkflowID(namespace string) string { return "alert-guard/" + namespace }
+
+// ApprovalRequestName is the deterministic name of an execution's RAR.
+func ApprovalRequestName(execution string) string { return execution + "-approval" }

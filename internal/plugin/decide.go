@@ -14,7 +14,6 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
-	"github.com/remedy-dev/remedy/workflows"
 )
 
 // approverHint says what deciding takes, for a refusal that does not say it.
@@ -126,7 +125,7 @@ func (s *session) approvalRequest(ctx context.Context, ref Ref) (*v1alpha1.Remed
 	case KindApproval:
 		return rar, s.get(ctx, ref, rar)
 	case KindExecution:
-		err := s.get(ctx, Ref{KindApproval, workflows.ApprovalRequestName(ref.Name)}, rar)
+		err := s.get(ctx, Ref{KindApproval, v1alpha1.ApprovalRequestName(ref.Name)}, rar)
 		if apierrors.IsNotFound(err) {
 			return nil, s.notWaiting(ctx, ref, err)
 		}

@@ -37,7 +37,7 @@ func awaitingApproval(t *testing.T, ns, name string, timeout, window time.Durati
 		RollbackWindow: v1alpha1.DurationOf(window),
 	})
 	k = waitPhase(t, k, v1alpha1.PhaseWaitingApproval)
-	require.Equal(t, &v1alpha1.LocalRef{Name: workflows.ApprovalRequestName(name)}, k.Status.ApprovalRequestRef)
+	require.Equal(t, &v1alpha1.LocalRef{Name: v1alpha1.ApprovalRequestName(name)}, k.Status.ApprovalRequestRef)
 	rar := &v1alpha1.RemediationApprovalRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: k.Status.ApprovalRequestRef.Name}}
 	require.NoError(t, harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(rar), rar))
 	return k, rar

@@ -136,7 +136,7 @@ func TestDeletingAnExecutionBeforeItsWorkflowIDIsWrittenCancelsItsWorkflow(t *te
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKeyFromObject(k), k))
 	require.Contains(t, k.Finalizers, operator.Finalizer, "the finalizer came before the start")
 	require.Empty(t, k.Status.WorkflowID, "no status was written")
-	err := harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: workflows.ApprovalRequestName(k.Name)}, &v1alpha1.RemediationApprovalRequest{})
+	err := harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: v1alpha1.ApprovalRequestName(k.Name)}, &v1alpha1.RemediationApprovalRequest{})
 	require.True(t, apierrors.IsNotFound(err), "a run whose run ID is not recorded asks nothing: %v", err)
 
 	require.NoError(t, harness.Kube().Delete(ctx, k))
