@@ -46,13 +46,6 @@ type Alerts struct {
 	Runs *OpenRuns
 }
 
-// AlertSubject is what an alert workflow was started for.
-type AlertSubject struct {
-	Namespace string          `json:"namespace"`
-	Rule      string          `json:"rule"`
-	Alert     alertrule.Alert `json:"alert"`
-}
-
 // AlertPlan is the verified rule and what it would do for the alert.
 type AlertPlan struct {
 	RuleUID       string                     `json:"ruleUID"`

@@ -25,6 +25,11 @@ type GuardReader interface {
 // guardQuery is the guard's status query (workflows.QueryStatus).
 const guardQuery = "status"
 
+// Permits is a's permit check as a function, for the gate's RunReads to
+// bind an alert run's reads with (worker.go); a method it would not be, so
+// that it registers no activity.
+func Permits(a *Alerts) func(ctx context.Context, namespace string) error { return a.holdsPermit }
+
 // holdsPermit requires the calling alert run to hold a permit of its
 // namespace's guard. An alert run has no object of its own to record its
 // run ID on; the guard records it: the run asks for its permit with its own

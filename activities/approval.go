@@ -134,15 +134,6 @@ func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalReques
 	return nil
 }
 
-// Decision is one decision as the RAR's status records it.
-type Decision struct {
-	Decision  v1alpha1.Decision   `json:"decision"`
-	DecidedBy string              `json:"decidedBy"`
-	Via       v1alpha1.DecidedVia `json:"via"`
-	At        time.Time           `json:"at"`
-	Message   string              `json:"message,omitempty"`
-}
-
 // DecisionInput names the request a decision is for.
 type DecisionInput struct {
 	Namespace  string   `json:"namespace"`

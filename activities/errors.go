@@ -42,3 +42,10 @@ func classify(failReason string, err error) error {
 		return err
 	}
 }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

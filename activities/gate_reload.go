@@ -254,3 +254,21 @@ func askedChanges(reason string) map[string]bool {
 	}
 	return asked
 }
+
+// ReloadGrants is VerifyReload's check ahead of any write: the live
+// ConfigReloadPolicies that select the workload, each of whose authors still
+// holds the grant to restart it. The write itself passes the gate again.
+func (g *Gate) ReloadGrants(ctx context.Context, namespace, kind, name string) ([]v1alpha1.ConfigReloadPolicy, error) {
+	sel, err := g.selectReload(ctx, namespace, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := sel.authority()
+	if err != nil {
+		return nil, err
+	}
+	if err := g.checkGrants(ctx, namespace, auth, v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: kind, Namespace: namespace, Name: name}); err != nil {
+		return nil, err
+	}
+	return sel.policies, nil
+}

@@ -260,13 +260,6 @@ func patchWorkload(ctx context.Context, client dynamic.ResourceInterface, kind, 
 	return nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
 // IsWorkloadGone reports whether err is the permanent failure of a deleted workload.
 func IsWorkloadGone(err error) bool {
 	var app interface{ Type() string }

@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 
-	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
 
@@ -26,14 +25,7 @@ func (r *Reload) VerifyReload(ctx context.Context, in ChangesInput) (ReloadVerdi
 	if err := r.Gate.Runs.reload(ctx, in.Namespace, in.Kind, in.Name); err != nil {
 		return ReloadVerdict{}, err
 	}
-	sel, err := r.Gate.selectReload(ctx, in.Namespace, in.Kind, in.Name)
-	if err == nil {
-		var auth authority
-		if auth, err = sel.authority(); err == nil {
-			err = r.Gate.checkGrants(ctx, in.Namespace, auth,
-				v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: in.Kind, Namespace: in.Namespace, Name: in.Name})
-		}
-	}
+	policies, err := r.Gate.ReloadGrants(ctx, in.Namespace, in.Kind, in.Name)
 	if err != nil {
 		if IsWorkloadGone(err) {
 			return ReloadVerdict{}, err
@@ -43,8 +35,8 @@ func (r *Reload) VerifyReload(ctx context.Context, in ChangesInput) (ReloadVerdi
 		}
 		return ReloadVerdict{}, err
 	}
-	v := ReloadVerdict{Approval: reloadrule.CombineApproval(sel.policies)}
-	for _, p := range sel.policies {
+	v := ReloadVerdict{Approval: reloadrule.CombineApproval(policies)}
+	for _, p := range policies {
 		v.Policies = append(v.Policies, p.Name)
 	}
 	return v, nil

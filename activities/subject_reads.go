@@ -34,7 +34,7 @@ type readFor struct {
 // (activity.GetInfo), never anything in the input: kexec/<ns>/<name>/<uid>
 // is that KubernetesExecution, rr/... that RemediationRequest (its steps'
 // targets), alert/<ns>/... an alert run, which its namespace guard's permit
-// binds (Alerts.holdsPermit). So the inputs need no subject field, and a
+// binds (Permits, the alert guard's). So the inputs need no subject field, and a
 // read scheduled by a run started before this check (its input has none)
 // is bound like any other. A read scheduled by a rogue workflow (its own
 // ID, or a closed run's ID under a new run) reads nothing: non-retryable
@@ -46,9 +46,9 @@ type readFor struct {
 // live.
 type RunReads struct {
 	Subjects *Subjects
-	// Alerts binds an alert run's reads (shadow mode's dry-runs); nil
-	// refuses them.
-	Alerts *Alerts
+	// Permits binds an alert run's reads (shadow mode's dry-runs) to the
+	// permit the run holds (the alerts package's Permits); nil refuses them.
+	Permits func(ctx context.Context, namespace string) error
 }
 
 func (b *RunReads) bindRead(ctx context.Context, r readFor) error {
@@ -88,10 +88,10 @@ func (b *RunReads) bindRead(ctx context.Context, r readFor) error {
 		return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("no step of RemediationRequest %s/%s runs %s on %s: its run does not %s it",
 			ref.Namespace, ref.Name, r.action, r.target.String(), r.what))
 	case "alert":
-		if b.Alerts == nil {
+		if b.Permits == nil {
 			return permanent(v1alpha1.ReasonSubjectMismatch, errors.New("the worker cannot verify alert runs, so it reads nothing for one"))
 		}
-		return b.Alerts.holdsPermit(ctx, ref.Namespace)
+		return b.Permits(ctx, ref.Namespace)
 	}
 	return permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s reads for a person only in the run of a Remedy object, not in workflow %s", r.what, caller.ID))
 }

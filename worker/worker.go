@@ -166,7 +166,7 @@ func New(o Options) (sdkworker.Worker, error) {
 	}
 	// Silences are writes outside the cluster: only the gate posts them.
 	alerting.Gate, gate.Alertmanager = gate, alerting.Alertmanager
-	runReads.Alerts = alerting
+	runReads.Permits = activities.Permits(alerting)
 	w.RegisterActivity(alerting)
 	w.RegisterActivity(&activities.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue, Client: kc})
 	w.RegisterActivity(subjects)
