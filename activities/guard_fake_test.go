@@ -12,8 +12,6 @@ import (
 	"go.temporal.io/sdk/converter"
 )
 
-const testTaskQueue = "remedy"
-
 // guardHolding is a running guard whose permits are held by the given alert
 // workflows, each in the test environment's run.
 type guardHolding []string
@@ -34,9 +32,3 @@ func (g guardHolding) QueryWorkflow(context.Context, string, string, string, ...
 	b, err := json.Marshal(map[string]any{"running": running})
 	return jsonValue(b), err
 }
-
-// jsonValue is a query answer as JSON.
-type jsonValue []byte
-
-func (v jsonValue) HasValue() bool         { return len(v) > 0 }
-func (v jsonValue) Get(valuePtr any) error { return json.Unmarshal(v, valuePtr) }

@@ -1,11 +1,13 @@
 package activities
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -66,9 +68,9 @@ func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[stri
 	})
 	mapper := apimeta.NewDefaultRESTMapper(nil)
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), apimeta.RESTScopeNamespace)
-	gate := &Gate{ActionNamespace: "remedy-system", Subjects: subjects, fake: dyn,
+	gate := (&Gate{ActionNamespace: "remedy-system", Subjects: subjects,
 		Checks: &Validation{Kube: kube, Mapper: mapper, ActionNamespace: "remedy-system", Policy: policy.NewEngine()},
-		Runs:   openRunsOf(reloadWorkflowType)}
+		Runs:   openRunsOf(reloadWorkflowType)}).WithFake(dyn)
 	r := &Reload{Gate: gate, Events: kube, Namespaces: kube}
 	return r, kube, dyn, reloadRun{t: t, r: r}
 }
@@ -174,4 +176,22 @@ func TestDeclineReloadRecordsHashesEventAndMetric(t *testing.T) {
 
 func unstructuredAnnotations(obj map[string]any) (map[string]string, bool, error) {
 	return unstructured.NestedStringMap(obj, "spec", "template", "metadata", "annotations")
+}
+
+// reloadRun runs reload activities as the reload run of the workload their
+// input names; its ExecuteActivity stands in for an activity environment's.
+type reloadRun struct {
+	t *testing.T
+	r *Reload
+}
+
+func (e reloadRun) ExecuteActivity(activityFn any, args ...any) (converter.EncodedValue, error) {
+	e.t.Helper()
+	b, err := json.Marshal(args[0])
+	require.NoError(e.t, err)
+	var w struct{ Namespace, Kind, Name string }
+	require.NoError(e.t, json.Unmarshal(b, &w))
+	var res json.RawMessage
+	err = asRun(e.t, v1alpha1.ReloadWorkflowID(w.Namespace, w.Kind, w.Name), e.r, activityFn, args[0], &res)
+	return jsonValue(res), err
 }

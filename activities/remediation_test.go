@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
@@ -96,6 +97,50 @@ func TestCreateStepExecutionChecksWhatItFinds(t *testing.T) {
 			require.ErrorAs(t, err, &app)
 			assert.True(t, app.NonRetryable())
 			assert.Equal(t, v1alpha1.ReasonInvalidParameters, app.Type())
+		})
+	}
+}
+
+// TestStepsOnlyFromTheRequestsRun: a RemediationRequest's steps are created
+// by its recorded run only, not by another run under its workflow ID.
+func TestStepsOnlyFromTheRequestsRun(t *testing.T) {
+	s := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	const id = "rr/shop/fix/rr-uid"
+	for _, tc := range []struct {
+		name, runID string
+		created     bool
+	}{
+		{"the recorded run", testRunID, true},
+		{"another run of the same workflow ID", "the-closed-run", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := &v1alpha1.RemediationRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "fix", UID: "rr-uid"},
+				Status: v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhaseExecuting, WorkflowID: id, RunID: tc.runID}}
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(rr).Build()
+			r := &Remediation{Client: c}
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
+			env.RegisterActivity(r)
+			env.ExecuteWorkflow(func(ctx workflow.Context) error {
+				ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
+					RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+				return workflow.ExecuteActivity(ctx, r.CreateStepExecution, StepInput{Namespace: "shop", Request: "fix", RequestUID: "rr-uid",
+					Step: v1alpha1.RemediationStep{Name: "scale", Execution: v1alpha1.KubernetesExecutionSpec{Action: "scale"}}}).Get(ctx, nil)
+			})
+			require.True(t, env.IsWorkflowCompleted())
+			var steps v1alpha1.KubernetesExecutionList
+			require.NoError(t, c.List(t.Context(), &steps))
+			if tc.created {
+				require.NoError(t, env.GetWorkflowError())
+				assert.Len(t, steps.Items, 1)
+				return
+			}
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, env.GetWorkflowError(), &app)
+			assert.Equal(t, v1alpha1.ReasonSubjectMismatch, app.Type())
+			assert.Empty(t, steps.Items)
 		})
 	}
 }

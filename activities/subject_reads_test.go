@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,11 +12,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
@@ -38,19 +34,6 @@ func bindReadAs(t *testing.T, b *RunReads, id string, r readFor) error {
 	})
 	require.True(t, env.IsWorkflowCompleted())
 	return env.GetWorkflowError()
-}
-
-// countingClient is a fake client that counts its Gets.
-func countingClient(t *testing.T, objs ...ctrlclient.Object) (ctrlclient.Client, *atomic.Int32) {
-	s := runtime.NewScheme()
-	require.NoError(t, v1alpha1.AddToScheme(s))
-	var gets atomic.Int32
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(objs...).WithInterceptorFuncs(interceptor.Funcs{
-		Get: func(ctx context.Context, c ctrlclient.WithWatch, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
-			gets.Add(1)
-			return c.Get(ctx, key, obj, opts...)
-		}}).Build()
-	return c, &gets
 }
 
 // TestReadsBoundToTheSubjectsRun: a read made for a person passes only in
