@@ -89,7 +89,7 @@ func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 		metrics.AlertGuardTrips.WithLabelValues(in.Guard).Inc()
 	}
 	if rule != nil && a.Events != nil {
-		a.Events.event(ctx, rule, "RemediationRule", "refused/"+rec.Fingerprint+"/"+runID, v1alpha1.PhaseFailed, rec.Reason,
+		RecordEvent(ctx, a.Events, rule, "RemediationRule", "refused/"+rec.Fingerprint+"/"+runID, v1alpha1.PhaseFailed, rec.Reason,
 			"alert "+rec.AlertName+" ("+rec.Fingerprint+"): "+rec.Message)
 	}
 	return nil

@@ -82,7 +82,7 @@ type ApprovalRequestInput struct {
 // subjects are marked controller and block their deletion: a workload or a
 // drifted parent merely garbage-collects the request.
 func (a *Approvals) CreateApprovalRequest(ctx context.Context, in ApprovalRequestInput) error {
-	if err := (&Subjects{Client: a.Client}).approvalRun(ctx, a.Runs, in.Namespace, in.Subject, in.WorkflowID); err != nil {
+	if err := ApprovalRun(ctx, &Subjects{Client: a.Client}, a.Runs, in.Namespace, in.Subject, in.WorkflowID); err != nil {
 		return err
 	}
 	if in.Context.Action == DriftApprovalAction {
@@ -160,7 +160,7 @@ func (a *Approvals) RecordDecision(ctx context.Context, in DecisionInput) (Decis
 		// Only the run that asked decides: a decision recorded by any other
 		// run (a rogue one scheduling this activity) would be attributed to
 		// whoever it names.
-		if refused = (&Subjects{Client: a.Client}).approvalRun(ctx, a.Runs, rar.Namespace, rar.Spec.SubjectRef, rar.Spec.WorkflowID); refused != nil {
+		if refused = ApprovalRun(ctx, &Subjects{Client: a.Client}, a.Runs, rar.Namespace, rar.Spec.SubjectRef, rar.Spec.WorkflowID); refused != nil {
 			return nil
 		}
 		created = rar.CreationTimestamp.Time

@@ -41,7 +41,7 @@ func (a *Approvals) AuthorizeApprover(ctx context.Context, in ApproverInput) (st
 	if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: in.Namespace, Name: in.Name}, &rar); err != nil {
 		return "", classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("read approval request %s/%s: %w", in.Namespace, in.Name, err))
 	}
-	if err := (&Subjects{Client: a.Client}).approvalRun(ctx, a.Runs, rar.Namespace, rar.Spec.SubjectRef, rar.Spec.WorkflowID); err != nil {
+	if err := ApprovalRun(ctx, &Subjects{Client: a.Client}, a.Runs, rar.Namespace, rar.Spec.SubjectRef, rar.Spec.WorkflowID); err != nil {
 		return "", err
 	}
 	p := in.Person

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/dynamic"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -82,7 +81,7 @@ func newDriftActivities(objs ...runtime.Object) (*Drift, *dynfake.FakeDynamicCli
 	gate := &Gate{Subjects: reader, Checks: &Validation{Kube: kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}), Mapper: mapper}, Drift: config,
 		Runs: openRunsOf(driftWorkflowType)}
 	// One fake stands for both identities: the API server, not this test, tells them apart.
-	gate.writers.Store("write/"+DriftServiceAccount, dynamic.Interface(dyn))
+	gate.WithFake(dyn)
 	return &Drift{Dynamic: dyn, Gate: gate, Config: config, Mapper: mapper}, dyn
 }
 

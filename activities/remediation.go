@@ -44,7 +44,7 @@ type StepRef struct {
 // the request, so kubectl shows it; a retry finds the one it created.
 func (r *Remediation) CreateStepExecution(ctx context.Context, in StepInput) (StepRef, error) {
 	// Only the request's own run creates its steps.
-	if _, err := (&Subjects{Client: r.Client}).remediation(ctx, SubjectRef{Namespace: in.Namespace, Name: in.Request, UID: in.RequestUID}); err != nil {
+	if _, err := RemediationOf(ctx, &Subjects{Client: r.Client}, SubjectRef{Namespace: in.Namespace, Name: in.Request, UID: in.RequestUID}); err != nil {
 		return StepRef{}, err
 	}
 	spec := in.Step.Execution

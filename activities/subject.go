@@ -122,6 +122,12 @@ func (s *Subjects) VerifyRemediation(ctx context.Context, ref SubjectRef, spec v
 
 // remediation reads the RemediationRequest and requires the UID the run has,
 // an unfinished object, and this run (ownRun).
+// RemediationOf is s.remediation for the remediation activities: a
+// function, not a method, so that it registers no activity of Subjects.
+func RemediationOf(ctx context.Context, s *Subjects, ref SubjectRef) (*v1alpha1.RemediationRequest, error) {
+	return s.remediation(ctx, ref)
+}
+
 func (s *Subjects) remediation(ctx context.Context, ref SubjectRef) (*v1alpha1.RemediationRequest, error) {
 	var rr v1alpha1.RemediationRequest
 	if err := s.getRecorded(ctx, ref, "RemediationRequest", &rr, func() bool { return rr.Status.RunID != "" || rr.Status.Phase.Terminal() }); err != nil {
@@ -145,6 +151,12 @@ func (s *Subjects) remediation(ctx context.Context, ref SubjectRef) (*v1alpha1.R
 // workflows are started by signal-with-start and continue as new), so for
 // them the caller must be the open run of the workflow ID, of its kind, on
 // Remedy's task queue (OpenRuns).
+// ApprovalRun is s.approvalRun for the approval activities: a function, not
+// a method, so that it registers no activity of Subjects.
+func ApprovalRun(ctx context.Context, s *Subjects, runs *OpenRuns, namespace string, subject v1alpha1.ObjectRef, workflowID string) error {
+	return s.approvalRun(ctx, runs, namespace, subject, workflowID)
+}
+
 func (s *Subjects) approvalRun(ctx context.Context, runs *OpenRuns, namespace string, subject v1alpha1.ObjectRef, workflowID string) error {
 	caller := activity.GetInfo(ctx).WorkflowExecution
 	if caller.ID != workflowID {
