@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/remedy-dev/remedy/activities/execution"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
-
-	"github.com/remedy-dev/remedy/activities"
 )
 
 const remedyNamespace = "remedy-system"
@@ -220,8 +220,8 @@ func TestNetworkKustomization(t *testing.T) {
 // execPodLabels are the labels the worker puts on executor Jobs' pods.
 func execPodLabels() map[string]string {
 	return map[string]string{
-		activities.LabelPartOf: "remedy", activities.LabelAction: "restart",
-		activities.LabelExecutionName: "x", activities.LabelExecutionNamespace: "tenant-a", activities.LabelExecutionUID: "uid",
+		execution.LabelPartOf: "remedy", execution.LabelAction: "restart",
+		execution.LabelExecutionName: "x", execution.LabelExecutionNamespace: "tenant-a", execution.LabelExecutionUID: "uid",
 	}
 }
 

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/drift"
+	"github.com/remedy-dev/remedy/activities/gate"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -17,7 +21,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
@@ -40,28 +43,28 @@ func driftSignal(id string) DriftSignal {
 type driftEnv struct {
 	*testsuite.TestWorkflowEnvironment
 	mu     sync.Mutex
-	posts  []activities.PostReportInput
-	checks []activities.CheckDriftsInput
+	posts  []drift.PostReportInput
+	checks []drift.CheckDriftsInput
 	writes []string
 	// postErr, when set, fails a POST attempt; it runs under mu.
-	postErr func(in activities.PostReportInput) error
+	postErr func(in drift.PostReportInput) error
 	// settings are what the worker's configuration says, once verifyErr
 	// (when set) let a drift's claims through.
-	settings  activities.DriftSettings
-	verifyErr func(in activities.VerifyDriftInput) error
-	verified  []activities.VerifyDriftInput
+	settings  gate.DriftSettings
+	verifyErr func(in drift.VerifyDriftInput) error
+	verified  []drift.VerifyDriftInput
 }
 
-type checkFunc func(n int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error)
+type checkFunc func(n int, in drift.CheckDriftsInput) (drift.CheckDriftsResult, error)
 
 func newDriftEnv(t *testing.T, check checkFunc) *driftEnv {
 	var s testsuite.WorkflowTestSuite
 	e := &driftEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(),
-		settings: activities.DriftSettings{CallbackURLs: []string{"https://a.example/drift", "https://b.example/drift"}}}
+		settings: gate.DriftSettings{CallbackURLs: []string{"https://a.example/drift", "https://b.example/drift"}}}
 	e.RegisterWorkflowWithOptions(DriftWorkflow, workflow.RegisterOptions{Name: "DriftWorkflow"})
-	e.RegisterActivity(&activities.Drift{})
-	e.RegisterActivity(&activities.Approvals{})
-	e.OnActivity(drifts.PostReport, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PostReportInput) error {
+	e.RegisterActivity(&drift.Drift{})
+	e.RegisterActivity(&approval.Approvals{})
+	e.OnActivity(drifts.PostReport, mock.Anything, mock.Anything).Return(func(_ context.Context, in drift.PostReportInput) error {
 		// A report goes to its URLs from parallel activities.
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -74,17 +77,17 @@ func newDriftEnv(t *testing.T, check checkFunc) *driftEnv {
 		return nil
 	})
 	e.OnActivity(drifts.VerifyDrift, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.VerifyDriftInput) (activities.DriftSettings, error) {
+		func(_ context.Context, in drift.VerifyDriftInput) (gate.DriftSettings, error) {
 			e.verified = append(e.verified, in)
 			if e.verifyErr != nil {
 				if err := e.verifyErr(in); err != nil {
-					return activities.DriftSettings{}, err
+					return gate.DriftSettings{}, err
 				}
 			}
 			return e.settings, nil
 		})
 	e.OnActivity(drifts.CheckDrifts, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
+		func(_ context.Context, in drift.CheckDriftsInput) (drift.CheckDriftsResult, error) {
 			e.checks = append(e.checks, in)
 			return check(len(e.checks), in)
 		})
@@ -93,11 +96,11 @@ func newDriftEnv(t *testing.T, check checkFunc) *driftEnv {
 
 // resolveAt resolves every open drift on the nth check.
 func resolveAt(n int, reason string) checkFunc {
-	return func(got int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
-		var res activities.CheckDriftsResult
+	return func(got int, in drift.CheckDriftsInput) (drift.CheckDriftsResult, error) {
+		var res drift.CheckDriftsResult
 		if got >= n {
 			for _, d := range in.Drifts {
-				res.Resolved = append(res.Resolved, activities.DriftResolution{ID: d.ID, Reason: reason})
+				res.Resolved = append(res.Resolved, drift.DriftResolution{ID: d.ID, Reason: reason})
 			}
 		}
 		return res, nil
@@ -134,7 +137,7 @@ func (e *driftEnv) phases(t *testing.T) []string {
 }
 
 func TestDriftDetectedThenResolved(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(2, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(2, drift.DriftParentChanged))
 	start := env.Now()
 	var checkedAt []time.Time
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
@@ -150,15 +153,15 @@ func TestDriftDetectedThenResolved(t *testing.T) {
 		"a1/Detected",
 		"a1/Resolved",
 	}, env.phases(t))
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftParentChanged}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftParentChanged}}, res.Closed)
 	assert.Empty(t, res.Status.Open)
 	assert.Equal(t, 1, res.Status.Resolved)
 	require.Len(t, checkedAt, 2)
 	assert.Equal(t, []time.Time{start.Add(driftPollInterval), start.Add(2 * driftPollInterval)}, checkedAt, "constant poll interval")
 
 	check := env.checks[0]
-	assert.Equal(t, activities.DriftObject(driftParent), check.Parent)
-	assert.Equal(t, []activities.DriftCheck{{ID: "a1", Child: activities.DriftObject(driftSignal("a1").Child), Operation: "UPDATE",
+	assert.Equal(t, drift.DriftObject(driftParent), check.Parent)
+	assert.Equal(t, []drift.DriftCheck{{ID: "a1", Child: drift.DriftObject(driftSignal("a1").Child), Operation: "UPDATE",
 		ParentSpecHash: "hash-3", ParentGeneration: 3}}, check.Drifts)
 
 	report := env.posts[0].Report
@@ -196,74 +199,74 @@ func TestDriftSignals(t *testing.T) {
 			signals: map[time.Duration]DriftSignal{
 				0: driftSignal("a1"), time.Second: driftSignal("a1"), 2 * time.Second: driftSignal("a1"),
 			},
-			check: resolveAt(1, activities.DriftChildDeleted),
+			check: resolveAt(1, drift.DriftChildDeleted),
 			wantPosts: []string{"a1/Detected",
 				"a1/Resolved"},
-			wantClosed: []ResolvedDrift{{ID: "a1", Reason: activities.DriftChildDeleted}},
+			wantClosed: []ResolvedDrift{{ID: "a1", Reason: drift.DriftChildDeleted}},
 			wantChecks: 1,
 		},
 		{
 			name:    "two ids are two drifts",
 			signals: map[time.Duration]DriftSignal{0: driftSignal("a1"), time.Second: driftSignal("b2")},
-			check:   resolveAt(1, activities.DriftParentChanged),
+			check:   resolveAt(1, drift.DriftParentChanged),
 			wantPosts: []string{"a1/Detected",
 				"b2/Detected",
 				"a1/Resolved",
 				"b2/Resolved"},
-			wantClosed: []ResolvedDrift{{ID: "a1", Reason: activities.DriftParentChanged}, {ID: "b2", Reason: activities.DriftParentChanged}},
+			wantClosed: []ResolvedDrift{{ID: "a1", Reason: drift.DriftParentChanged}, {ID: "b2", Reason: drift.DriftParentChanged}},
 			wantChecks: 1,
 		},
 		{
 			name:       "a drift resolved under its snooze is followed but never reported",
 			signals:    map[time.Duration]DriftSignal{0: snoozedFor(time.Hour)},
-			check:      resolveAt(2, activities.DriftParentChanged),
-			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			check:      resolveAt(2, drift.DriftParentChanged),
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: drift.DriftParentChanged}},
 			wantChecks: 2,
 		},
 		{
 			name:    "a drift that outlives its snooze is reported when it expires",
 			signals: map[time.Duration]DriftSignal{0: snoozedFor(7 * time.Second)},
-			check:   resolveAt(3, activities.DriftParentChanged),
+			check:   resolveAt(3, drift.DriftParentChanged),
 			wantPosts: []string{"s1/Detected",
 				"s1/Resolved"},
-			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: drift.DriftParentChanged}},
 			wantChecks: 3,
 		},
 		{
 			name:    "a repeat without the snooze ends its silence",
 			signals: map[time.Duration]DriftSignal{0: snoozedFor(time.Hour), time.Second: driftSignal("s1")},
-			check:   resolveAt(1, activities.DriftParentChanged),
+			check:   resolveAt(1, drift.DriftParentChanged),
 			wantPosts: []string{"s1/Detected",
 				"s1/Resolved"},
-			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: drift.DriftParentChanged}},
 			wantChecks: 1,
 		},
 		{
 			name:       "a repeat under a longer snooze keeps it silent",
 			signals:    map[time.Duration]DriftSignal{0: snoozedFor(7 * time.Second), time.Second: snoozedFor(time.Hour)},
-			check:      resolveAt(3, activities.DriftParentChanged),
-			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			check:      resolveAt(3, drift.DriftParentChanged),
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: drift.DriftParentChanged}},
 			wantChecks: 3,
 		},
 		{
 			name:    "an approved signal resolves the open drift at once",
 			signals: map[time.Duration]DriftSignal{0: driftSignal("a1"), time.Second: approved},
-			check:   resolveAt(100, activities.DriftParentChanged),
+			check:   resolveAt(100, drift.DriftParentChanged),
 			wantPosts: []string{"a1/Detected",
 				"a1/Resolved"},
-			wantClosed: []ResolvedDrift{{ID: "a1", Reason: activities.DriftApproved}},
+			wantClosed: []ResolvedDrift{{ID: "a1", Reason: drift.DriftApproved}},
 		},
 		{
 			name:       "an approved signal for no open drift opens nothing and reports Resolved at once",
 			signals:    map[time.Duration]DriftSignal{0: approved},
-			check:      resolveAt(1, activities.DriftParentChanged),
+			check:      resolveAt(1, drift.DriftParentChanged),
 			wantPosts:  []string{"a1/Resolved"},
 			wantClosed: nil,
 		},
 		{
 			name:    "an approved signal under a snooze reports nothing",
 			signals: map[time.Duration]DriftSignal{0: snoozedApproved},
-			check:   resolveAt(1, activities.DriftParentChanged),
+			check:   resolveAt(1, drift.DriftParentChanged),
 		},
 	}
 	for _, tt := range tests {
@@ -284,9 +287,9 @@ func TestDriftSignals(t *testing.T) {
 }
 
 func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(1, drift.DriftParentChanged))
 	attempts := map[string]int{}
-	env.postErr = func(in activities.PostReportInput) error {
+	env.postErr = func(in drift.PostReportInput) error {
 		attempts[in.URL]++
 		if in.URL == "https://a.example/drift" {
 			return temporal.NewNonRetryableApplicationError("404", v1alpha1.ReasonCallbackRejected, nil)
@@ -299,7 +302,7 @@ func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {
 	env.signalAt(0, driftSignal("a1"))
 	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
 	res := env.result(t)
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftParentChanged}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftParentChanged}}, res.Closed)
 	assert.Equal(t, 2, attempts["https://a.example/drift"], "a rejected report is not retried: once per phase")
 	assert.Equal(t, 4, attempts["https://b.example/drift"], "2 failures then success for Detected, then Resolved")
 	assert.Equal(t, []UndeliveredReport{
@@ -309,8 +312,8 @@ func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {
 }
 
 func TestDriftUndeliveredReportsAreBoundedAndCarried(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1, activities.DriftParentChanged))
-	env.postErr = func(activities.PostReportInput) error {
+	env := newDriftEnv(t, resolveAt(1, drift.DriftParentChanged))
+	env.postErr = func(drift.PostReportInput) error {
 		return temporal.NewNonRetryableApplicationError("not acknowledged: slack is down", v1alpha1.ReasonCallbackRejected, nil)
 	}
 	carried := make([]UndeliveredReport, maxUndelivered)
@@ -341,22 +344,22 @@ func TestDriftReportOfKeepsEveryKausalityField(t *testing.T) {
 
 func TestDriftCheckFailureKeepsTheDriftOpen(t *testing.T) {
 	calls := 0
-	env := newDriftEnv(t, func(n int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
+	env := newDriftEnv(t, func(n int, in drift.CheckDriftsInput) (drift.CheckDriftsResult, error) {
 		calls = n
 		if n <= 3 {
-			return activities.CheckDriftsResult{}, temporal.NewNonRetryableApplicationError("forbidden", v1alpha1.ReasonForbidden, nil)
+			return drift.CheckDriftsResult{}, temporal.NewNonRetryableApplicationError("forbidden", v1alpha1.ReasonForbidden, nil)
 		}
-		return activities.CheckDriftsResult{Resolved: []activities.DriftResolution{{ID: "a1", Reason: activities.DriftChildDeleted}}}, nil
+		return drift.CheckDriftsResult{Resolved: []drift.DriftResolution{{ID: "a1", Reason: drift.DriftChildDeleted}}}, nil
 	})
 	env.signalAt(0, driftSignal("a1"))
 	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
 	res := env.result(t)
 	assert.Equal(t, 4, calls, "one failed check per tick, then the one that sees it resolved")
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftChildDeleted}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftChildDeleted}}, res.Closed)
 }
 
 func TestDriftStatusQueryListsOpenDrifts(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(3, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(3, drift.DriftParentChanged))
 	var during DriftStatus
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(QueryStatus)
@@ -375,7 +378,7 @@ func TestDriftStatusQueryListsOpenDrifts(t *testing.T) {
 }
 
 func TestDriftContinuesAsNewCarryingOpenDrifts(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(1_000_000, drift.DriftParentChanged))
 	// The same drift reported over and over: each signal counts, none opens a new drift.
 	for i := 0; i < maxDriftSignalsPerRun+5; i++ {
 		env.signalAt(time.Duration(i)*100*time.Millisecond, driftSignal("a1"))
@@ -400,26 +403,26 @@ func TestDriftContinuesAsNewCarryingOpenDrifts(t *testing.T) {
 // withApprovals mocks the approval activities: the namespace timeout is 10m,
 // the RAR records whatever decision the workflow took, and the parent
 // annotation writes are recorded.
-func (e *driftEnv) withApprovals() (*[]activities.ApprovalRequestInput, *[]activities.DecisionInput, *[]activities.DriftDecisionInput) {
-	var rars []activities.ApprovalRequestInput
-	var decisions []activities.DecisionInput
-	var writes []activities.DriftDecisionInput
+func (e *driftEnv) withApprovals() (*[]approval.ApprovalRequestInput, *[]approval.DecisionInput, *[]drift.DriftDecisionInput) {
+	var rars []approval.ApprovalRequestInput
+	var decisions []approval.DecisionInput
+	var writes []drift.DriftDecisionInput
 	e.settings.RequestApproval = true
 	e.OnActivity(approvals.NamespaceApprovalTimeout, mock.Anything, mock.Anything).Return(10*time.Minute, nil)
-	e.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApprovalRequestInput) error {
+	e.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(func(_ context.Context, in approval.ApprovalRequestInput) error {
 		rars = append(rars, in)
 		return nil
 	})
-	e.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DecisionInput) (activities.Decision, error) {
+	e.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(func(_ context.Context, in approval.DecisionInput) (gate.Decision, error) {
 		decisions = append(decisions, in)
 		return in.Decision, nil
 	})
-	e.OnActivity(drifts.WriteApproval, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DriftDecisionInput) error {
+	e.OnActivity(drifts.WriteApproval, mock.Anything, mock.Anything).Return(func(_ context.Context, in drift.DriftDecisionInput) error {
 		e.writes = append(e.writes, "approval")
 		writes = append(writes, in)
 		return nil
 	})
-	e.OnActivity(drifts.WriteRejection, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DriftDecisionInput) error {
+	e.OnActivity(drifts.WriteRejection, mock.Anything, mock.Anything).Return(func(_ context.Context, in drift.DriftDecisionInput) error {
 		e.writes = append(e.writes, "rejection")
 		writes = append(writes, in)
 		return nil
@@ -435,9 +438,9 @@ func askingSignal(id string) DriftSignal { return driftSignal(id) }
 // a drift whose claims do not hold, or about another parent, is neither
 // reported nor asked about, and carried drifts of a parent that is gone are dropped.
 func TestDriftIgnoresUnconfirmedSignals(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(2, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(2, drift.DriftParentChanged))
 	rars, _, writes := env.withApprovals()
-	env.verifyErr = func(in activities.VerifyDriftInput) error {
+	env.verifyErr = func(in drift.VerifyDriftInput) error {
 		if in.Child.Name == "web-forged" || in.Carried {
 			return temporal.NewNonRetryableApplicationError("parent shop/Deployment/web does not exist", v1alpha1.ReasonSubjectMismatch, nil)
 		}
@@ -468,7 +471,7 @@ func TestDriftApproval(t *testing.T) {
 		wantDecision v1alpha1.Decision
 		wantMessage  string
 		wantWrites   []string
-		wantWrite    activities.DriftDecisionInput
+		wantWrite    drift.DriftDecisionInput
 		wantClosed   ResolvedDrift
 	}{
 		{
@@ -477,9 +480,9 @@ func TestDriftApproval(t *testing.T) {
 			resolveCheck: 1_000_000,
 			wantDecision: v1alpha1.DecisionApproved,
 			wantWrites:   []string{"approval"},
-			wantWrite: activities.DriftDecisionInput{Parent: activities.DriftObject(driftParent),
-				Child: activities.DriftObject(driftSignal("a1").Child), Generation: 3},
-			wantClosed: ResolvedDrift{ID: "a1", Reason: activities.DriftApproved},
+			wantWrite: drift.DriftDecisionInput{Parent: drift.DriftObject(driftParent),
+				Child: drift.DriftObject(driftSignal("a1").Child), Generation: 3},
+			wantClosed: ResolvedDrift{ID: "a1", Reason: drift.DriftApproved},
 		},
 		{
 			name: "reject writes a rejection with the reason; the drift stays until the parent changes",
@@ -490,9 +493,9 @@ func TestDriftApproval(t *testing.T) {
 			wantDecision: v1alpha1.DecisionRejected,
 			wantMessage:  "the controller is wrong",
 			wantWrites:   []string{"rejection"},
-			wantWrite: activities.DriftDecisionInput{Parent: activities.DriftObject(driftParent),
-				Child: activities.DriftObject(driftSignal("a1").Child), Generation: 3, Reason: "rejected by bob: the controller is wrong"},
-			wantClosed: ResolvedDrift{ID: "a1", Reason: activities.DriftParentChanged},
+			wantWrite: drift.DriftDecisionInput{Parent: drift.DriftObject(driftParent),
+				Child: drift.DriftObject(driftSignal("a1").Child), Generation: 3, Reason: "rejected by bob: the controller is wrong"},
+			wantClosed: ResolvedDrift{ID: "a1", Reason: drift.DriftParentChanged},
 		},
 		{
 			name: "the decide update works as the signals do",
@@ -504,27 +507,27 @@ func TestDriftApproval(t *testing.T) {
 			resolveCheck: 1_000_000,
 			wantDecision: v1alpha1.DecisionApproved,
 			wantWrites:   []string{"approval"},
-			wantWrite: activities.DriftDecisionInput{Parent: activities.DriftObject(driftParent),
-				Child: activities.DriftObject(driftSignal("a1").Child), Generation: 3},
-			wantClosed: ResolvedDrift{ID: "a1", Reason: activities.DriftApproved},
+			wantWrite: drift.DriftDecisionInput{Parent: drift.DriftObject(driftParent),
+				Child: drift.DriftObject(driftSignal("a1").Child), Generation: 3},
+			wantClosed: ResolvedDrift{ID: "a1", Reason: drift.DriftApproved},
 		},
 		{
 			name:         "an expired request writes nothing; the drift stays until the parent changes",
 			resolveCheck: 200, // 1000s: after the 10m request expired
 			wantDecision: v1alpha1.DecisionExpired,
-			wantClosed:   ResolvedDrift{ID: "a1", Reason: activities.DriftParentChanged},
+			wantClosed:   ResolvedDrift{ID: "a1", Reason: drift.DriftParentChanged},
 		},
 		{
 			name:         "a drift that resolves first supersedes its request",
 			resolveCheck: 1,
 			wantDecision: v1alpha1.DecisionExpired,
 			wantMessage:  "superseded: the drift resolved: ParentChanged",
-			wantClosed:   ResolvedDrift{ID: "a1", Reason: activities.DriftParentChanged},
+			wantClosed:   ResolvedDrift{ID: "a1", Reason: drift.DriftParentChanged},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newDriftEnv(t, resolveAt(tt.resolveCheck, activities.DriftParentChanged))
+			env := newDriftEnv(t, resolveAt(tt.resolveCheck, drift.DriftParentChanged))
 			rars, decisions, writes := env.withApprovals()
 			start := env.Now()
 			env.signalAt(0, askingSignal("a1"))
@@ -555,7 +558,7 @@ func TestDriftApproval(t *testing.T) {
 			if len(tt.wantWrites) > 0 {
 				want := tt.wantWrite
 				want.ApprovalRequest = rar.Name // the gate finds the decision on it
-				assert.Equal(t, []activities.DriftDecisionInput{want}, *writes)
+				assert.Equal(t, []drift.DriftDecisionInput{want}, *writes)
 			}
 			assert.Equal(t, []ResolvedDrift{tt.wantClosed}, res.Closed)
 			assert.Equal(t, []string{"a1/Detected", "a1/Resolved"}, env.phases(t))
@@ -564,7 +567,7 @@ func TestDriftApproval(t *testing.T) {
 }
 
 func TestDriftApprovalsAreAskedOneAtATime(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(1_000_000, drift.DriftParentChanged))
 	rars, _, writes := env.withApprovals()
 	start := env.Now()
 	env.signalAt(0, askingSignal("a1"))
@@ -582,23 +585,23 @@ func TestDriftApprovalsAreAskedOneAtATime(t *testing.T) {
 	require.Len(t, *writes, 2)
 	assert.Equal(t, "web-a1", (*writes)[0].Child.Name)
 	assert.Equal(t, "web-b2", (*writes)[1].Child.Name)
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftApproved}, {ID: "b2", Reason: activities.DriftApproved}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftApproved}, {ID: "b2", Reason: drift.DriftApproved}}, res.Closed)
 }
 
 func TestDriftContinuedRunAsksForCarriedDrifts(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(1_000_000, drift.DriftParentChanged))
 	rars, _, writes := env.withApprovals()
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalApprove, ApprovalSignal{Approver: "alice"}) }, 2*time.Second)
 	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent, Open: []OpenDrift{{Signal: askingSignal("a1")}}})
 	res := env.result(t)
 	require.Len(t, *rars, 1)
 	require.Len(t, *writes, 1)
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftApproved}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftApproved}}, res.Closed)
 	assert.Equal(t, []string{"a1/Resolved"}, env.phases(t), "Detected was posted by the earlier run")
 }
 
 func TestDriftContinuesAsNewWhileAnApprovalIsOpenAndTheNextRunResumesIt(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(1_000_000, drift.DriftParentChanged))
 	rars, decisions, _ := env.withApprovals()
 	start := env.Now()
 	env.signalAt(0, askingSignal("a1"))
@@ -621,7 +624,7 @@ func TestDriftContinuesAsNewWhileAnApprovalIsOpenAndTheNextRunResumesIt(t *testi
 	assert.Empty(t, next.Open[1].ApprovalRequest, "b2 waits for its turn in the next run")
 
 	// The next run waits on the same request, and a decision sent to it lands.
-	env2 := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	env2 := newDriftEnv(t, resolveAt(1_000_000, drift.DriftParentChanged))
 	rars2, decisions2, writes2 := env2.withApprovals()
 	env2.RegisterDelayedCallback(func() {
 		env2.SignalWorkflow(SignalApprove, ApprovalSignal{Approver: "alice", Request: name, Namespace: "shop"})
@@ -635,11 +638,11 @@ func TestDriftContinuesAsNewWhileAnApprovalIsOpenAndTheNextRunResumesIt(t *testi
 	assert.Equal(t, name, (*decisions2)[0].Name)
 	assert.Equal(t, v1alpha1.DecisionApproved, (*decisions2)[0].Decision.Decision)
 	require.Len(t, *writes2, 2)
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftApproved}, {ID: "b2", Reason: activities.DriftApproved}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftApproved}, {ID: "b2", Reason: drift.DriftApproved}}, res.Closed)
 }
 
 func TestDriftResumedRequestExpiresOnItsOriginalTime(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(50, activities.DriftParentChanged)) // after the expiry
+	env := newDriftEnv(t, resolveAt(50, drift.DriftParentChanged)) // after the expiry
 	rars, decisions, _ := env.withApprovals()
 	start := env.Now()
 	open := OpenDrift{Signal: askingSignal("a1"), ApprovalRequest: "drift-a1-1", ApprovalRequiredBy: start.Add(3 * time.Minute)}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 )
 
 // DriftObjectRef names a drift's parent or child.
@@ -98,7 +98,7 @@ type DriftStatus struct {
 	Undelivered []UndeliveredReport `json:"undelivered,omitempty"`
 	// Settings are the parent's reporting settings as the worker last read
 	// them from its configuration.
-	Settings activities.DriftSettings `json:"settings"`
+	Settings gate.DriftSettings `json:"settings"`
 }
 
 // UndeliveredReport is a DriftReport that failed for good at one URL: the

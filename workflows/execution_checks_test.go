@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -16,7 +19,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -28,10 +30,10 @@ func TestChecksRunAsLocalActivities(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
 	allowAll(env)
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, errors.New("etcdserver: leader changed")).Once()
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
-	env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, errors.New("etcdserver: leader changed")).Once()
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
+	env.OnActivity(executionActs.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil).Once()
 
 	// Local activities start on goroutines of their own.
 	var mu sync.Mutex
@@ -110,7 +112,7 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 			first := []string{"VerifyExecution", "CheckSpec", "CheckRequester"}
 			second := []string{"CheckRBAC", "InspectTarget", "EvaluatePolicy"}
 			env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(
-				func(context.Context, activities.SubjectRef, v1alpha1.KubernetesExecutionSpec) error {
+				func(context.Context, gate.SubjectRef, v1alpha1.KubernetesExecutionSpec) error {
 					together(first...)
 					return tt.subject
 				}).Maybe()
@@ -120,16 +122,16 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 					return tt.spec
 				}).Maybe()
 			env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(
-				func(context.Context, activities.RequesterCheck) error { together(first...); return tt.requester }).Maybe()
+				func(context.Context, gate.RequesterCheck) error { together(first...); return tt.requester }).Maybe()
 			env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(
 				func(context.Context, actions.Request) error { together(second...); return tt.rbac }).Maybe()
-			env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(
+			env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(
 				func(context.Context, actions.Request) (actions.Plan, error) {
 					together(second...)
 					return scalePlan, tt.target
 				}).Maybe()
 			env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(
-				func(context.Context, actions.Request) (activities.PolicyResult, error) {
+				func(context.Context, actions.Request) (gate.PolicyResult, error) {
 					together(second...)
 					return allowed, nil
 				}).Maybe()

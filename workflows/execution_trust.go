@@ -1,20 +1,20 @@
 package workflows
 
 import (
+	"github.com/remedy-dev/remedy/activities/gate"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
 
-var subjects *activities.Subjects
+var subjects *gate.Subjects
 
 // verifySubject is the run's first activity: a start forged from outside,
 // for an object that does not exist or has another UID or spec, does nothing.
 func (r *executionRun) verifySubject(ctx workflow.Context, req actions.Request) bool {
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "verifying the KubernetesExecution requested by "+orUnknown(requesterName(r.in.Spec.Requester)))
-	ref := activities.SubjectRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID}
+	ref := gate.SubjectRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID}
 	// None of these reads the target, so a forged start learns nothing of it.
 	r.ahead(ctx, subjects.VerifyExecution, ref, r.in.Spec)
 	r.ahead(ctx, validation.CheckSpec, r.in.Spec, req)
@@ -32,8 +32,8 @@ func (r *executionRun) checkRequester(ctx workflow.Context, action string) error
 	return r.check(ctx, validation.CheckRequester, r.requesterCheck(action)).Get(ctx, nil)
 }
 
-func (r *executionRun) requesterCheck(action string) activities.RequesterCheck {
-	return activities.RequesterCheck{Namespace: r.in.Namespace, Requester: r.in.Spec.Requester, Action: action, Target: r.in.Spec.Target}
+func (r *executionRun) requesterCheck(action string) gate.RequesterCheck {
+	return gate.RequesterCheck{Namespace: r.in.Namespace, Requester: r.in.Spec.Requester, Action: action, Target: r.in.Spec.Target}
 }
 
 func requesterName(r *v1alpha1.Requester) string {

@@ -3,9 +3,10 @@ package workflows
 import (
 	"strings"
 
+	"github.com/remedy-dev/remedy/activities/gate"
+
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -40,7 +41,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	// and ask whether the requester may read the target's values.
 	r.redacts = workflow.GetVersion(ctx, redactChange, workflow.DefaultVersion, 1) >= 1
 	r.ahead(ctx, validation.CheckRBAC, req)
-	r.ahead(ctx, execution.InspectTarget, req)
+	r.ahead(ctx, executionActs.InspectTarget, req)
 	r.ahead(ctx, validation.EvaluatePolicy, req)
 	if r.redacts {
 		r.ahead(ctx, validation.MayReadTarget, r.requesterCheck(spec.Action))
@@ -56,7 +57,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "reading the target as "+actions.ServiceAccountName(spec.Action))
 	var before actions.Plan
-	err = r.check(ctx, execution.InspectTarget, req).Get(ctx, &before)
+	err = r.check(ctx, executionActs.InspectTarget, req).Get(ctx, &before)
 	if reasonOf(err, "") == v1alpha1.ReasonNotFound || err == nil {
 		vr.ResourceExists = boolPtr(err == nil)
 	}
@@ -66,7 +67,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 	}
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
-	var pol activities.PolicyResult
+	var pol gate.PolicyResult
 	if err := r.check(ctx, validation.EvaluatePolicy, req).Get(ctx, &pol); err != nil {
 		r.fail(ctx, err, v1alpha1.ReasonPolicyDenied)
 		return actions.Plan{}, false
@@ -83,7 +84,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		r.noChange(ctx, before.Change)
 		return actions.Plan{}, false
 	}
-	var approval *activities.PolicyResult
+	var approval *gate.PolicyResult
 	if pol.Validation.RequiredApproval || (spec.Approval != nil && spec.Approval.Required) {
 		approval = &pol
 	}
@@ -120,7 +121,7 @@ func (r *executionRun) dryRun(ctx workflow.Context, req actions.Request) bool {
 	vr := r.status.ValidationResults
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
 	var dry v1alpha1.DryRunResults
-	if err := r.check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
+	if err := r.check(ctx, executionActs.DryRun, req).Get(ctx, &dry); err != nil {
 		vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{capMessage(r.readable().Failure(err))}}
 		r.failWrite(ctx, err, v1alpha1.ReasonDryRunFailed)
 		return false
@@ -143,7 +144,7 @@ func (r *executionRun) conditions(ctx workflow.Context, conds []v1alpha1.Conditi
 		r.push(ctx)
 		var res v1alpha1.ConditionResult
 		opts := workflow.WithActivityOptions(ctx, conditionOptions(c))
-		err := workflow.ExecuteActivity(opts, validation.EvaluateCondition, activities.ConditionRequest{Condition: c, Target: r.in.Spec.Target, Requester: r.in.Spec.Requester}).Get(ctx, &res)
+		err := workflow.ExecuteActivity(opts, validation.EvaluateCondition, gate.ConditionRequest{Condition: c, Target: r.in.Spec.Target, Requester: r.in.Spec.Requester}).Get(ctx, &res)
 		if err != nil {
 			*results = (*results)[:len(*results)-1]
 			return "", err

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/remedy-dev/remedy/activities/status"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -12,7 +14,6 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
@@ -32,7 +33,7 @@ var knownSignals = map[string][]string{
 // use (activities.SignalEvents: a Warning Event on the workflow's object).
 // It must not block.
 type SignalWarner interface {
-	WarnSignal(activities.SignalWarning)
+	WarnSignal(status.SignalWarning)
 }
 
 // UnknownSignals is a worker interceptor that logs a Warning and counts
@@ -143,7 +144,7 @@ func (i *unknownSignalsInbound) warn(ctx workflow.Context, signal, reason, note 
 		// A signal handled before the run started (signal-with-start).
 		return
 	}
-	i.warner.WarnSignal(activities.SignalWarning{Regarding: *subject, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+	i.warner.WarnSignal(status.SignalWarning{Regarding: *subject, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Seq: i.seq, Signal: signal, Reason: reason, Note: note})
 }
 

@@ -11,12 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/remedy-dev/remedy/activities/gate"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
 
@@ -46,7 +47,7 @@ func write(dir string) error {
 			return err
 		}
 	}
-	for _, id := range activities.Identities() {
+	for _, id := range gate.Identities() {
 		accounts = append(accounts, id.Name)
 		files = append(files, id.Name+".yaml")
 		if err := writeAccount(filepath.Join(dir, id.Name+".yaml"), id.Name, "", id.Rules); err != nil {

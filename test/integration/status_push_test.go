@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remedy-dev/remedy/activities/status"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -25,7 +27,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/operator"
@@ -110,8 +111,8 @@ func (p *apiProxy) config(cfg *rest.Config) *rest.Config {
 
 // pushWorkflow writes one status through the workflows' own push options and
 // reports the writer's error.
-func pushWorkflow(ctx workflow.Context, in activities.ExecutionStatusPush) error {
-	var s *activities.Statuses
+func pushWorkflow(ctx workflow.Context, in status.ExecutionStatusPush) error {
+	var s *status.Statuses
 	ctx = workflow.WithLocalActivityOptions(ctx, workflows.PushOptions)
 	return workflow.ExecuteLocalActivity(ctx, s.PushExecutionStatus, in).Get(ctx, nil)
 }
@@ -153,7 +154,7 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 	w := sdkworker.New(harness.Temporal(), queue, sdkworker.Options{})
 	w.RegisterWorkflow(pushWorkflow)
 	w.RegisterWorkflow(pushServer)
-	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
+	w.RegisterActivity(&status.Statuses{Client: kc, Kube: cs})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
@@ -169,11 +170,11 @@ func TestStatusPushSurvivesConflictAndOutage(t *testing.T) {
 	k.Status.WorkflowID, k.Status.RunID = server.GetID(), server.GetRunID()
 	require.NoError(t, harness.Kube().Status().Update(ctx, k))
 
-	pushed := func(name string, seq int64, phase v1alpha1.Phase) activities.ExecutionStatusPush {
+	pushed := func(name string, seq int64, phase v1alpha1.Phase) status.ExecutionStatusPush {
 		st := *k.Status.DeepCopy()
 		st.Sequence, st.Phase, st.Reason, st.Message = seq, phase, string(phase), "pushed by "+name
 		st.PhaseTransitions = append(st.PhaseTransitions, v1alpha1.PhaseTransition{Phase: phase, Reason: string(phase), Time: metav1.NowMicro()})
-		return activities.ExecutionStatusPush{Namespace: ns, Name: k.Name, UID: string(k.UID), Action: "scale", Status: st}
+		return status.ExecutionStatusPush{Namespace: ns, Name: k.Name, UID: string(k.UID), Action: "scale", Status: st}
 	}
 	push := func(name string, seq int64, phase v1alpha1.Phase) error {
 		h, err := harness.Temporal().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: server.GetID(), RunID: server.GetRunID(),

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remedy-dev/remedy/activities/execution"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/remedy-dev/remedy/activities"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/worker"
@@ -90,9 +91,9 @@ func TestWorkerMayCreateOnlyExecutorJobs(t *testing.T) {
 		{"a Secret volume", func(p *corev1.PodSpec) {
 			p.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "remedy-webhook-tls"}}}}
 		}, "must not declare volumes"},
-		{"the exec gate's token is admitted", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken(activities.ExecGateAudience, 600)} }, ""},
+		{"the exec gate's token is admitted", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken(execution.ExecGateAudience, 600)} }, ""},
 		{"a token for the API server", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken("", 600)} }, "must not declare volumes but the exec gate's token"},
-		{"a long-lived gate token", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken(activities.ExecGateAudience, 86400)} }, "must not declare volumes"},
+		{"a long-lived gate token", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken(execution.ExecGateAudience, 86400)} }, "must not declare volumes"},
 		{"restarted in place", func(p *corev1.PodSpec) { p.RestartPolicy = corev1.RestartPolicyOnFailure }, "must have backoffLimit 0 and restartPolicy Never"},
 		{"host network", func(p *corev1.PodSpec) { p.HostNetwork = true }, "must not use the host's network"},
 		{"host PID", func(p *corev1.PodSpec) { p.HostPID = true }, "must not use the host's network, PID"},

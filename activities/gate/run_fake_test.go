@@ -1,0 +1,10 @@
+package gate
+
+import (
+	"github.com/remedy-dev/remedy/activities/internal/activitytest"
+)
+
+// openRunsOf binds runs against a fake whose open runs are of type typ.
+func OpenRunsOf(typ string) *OpenRuns {
+	return &OpenRuns{Temporal: &activitytest.OpenRunFake{Typ: typ}, TaskQueue: activitytest.TestTaskQueue}
+}
