@@ -14,7 +14,7 @@ import (
 )
 
 // ExecGateOptions serve the exec gate the job executor's Pods ask
-// immediately before their write (activities/job_gate.go).
+// immediately before their write (activities/execution/job_gate.go).
 type ExecGateOptions struct {
 	// Addr is where the worker listens ("" : it does not serve; its Jobs'
 	// Pods then find no run to answer them on this worker).

@@ -37,7 +37,7 @@ type GateRefusal struct{ Message string }
 
 func (r *GateRefusal) Error() string { return "refused by the write gate: " + r.Message }
 
-// DefaultGateClient reads the Pod's environment as activities/job.go sets it.
+// DefaultGateClient reads the Pod's environment as activities/execution/job.go sets it.
 func DefaultGateClient() GateClient {
 	return GateClient{URL: os.Getenv(ExecGateURLEnv), CA: []byte(os.Getenv(ExecGateCAEnv)), TokenFile: filepath.Join(ExecGateTokenDir, "token")}
 }

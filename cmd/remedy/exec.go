@@ -21,7 +21,7 @@ import (
 // runExec is the job executor's entrypoint. It runs as the action's
 // ServiceAccount (the pod's own token, no impersonation), so the API server
 // enforces the action's RBAC on the write, and writes only after the worker's
-// exec gate passed it, immediately before (activities/job_gate.go).
+// exec gate passed it, immediately before (activities/execution/job_gate.go).
 func runExec(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	request := fs.String("request", os.Getenv(execution.RequestEnv), "the action request as JSON (default $"+execution.RequestEnv+")")

@@ -26,7 +26,7 @@ import (
 	"github.com/remedy-dev/remedy/worker"
 )
 
-// executorJob has the shape of the worker's executor Jobs (activities/job.go).
+// executorJob has the shape of the worker's executor Jobs (activities/execution/job.go).
 func executorJob() *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "remedy-scale-", Namespace: devenv.Namespace},
