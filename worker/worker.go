@@ -61,7 +61,7 @@ type Options struct {
 	// cancelling them (0: at once). A cancelled write stops heartbeating, so the
 	// server retries it on another worker within its heartbeat timeout.
 	StopTimeout time.Duration
-	// JobTTL is how long the job executor's finished Jobs stay (default activities.DefaultJobTTL).
+	// JobTTL is how long the job executor's finished Jobs stay (default execution.DefaultJobTTL).
 	JobTTL time.Duration
 	// DriftCallbackURLs receive every drift's DriftReports, and DriftApproval
 	// asks a person about every drift, besides what Kausality policies'
@@ -90,7 +90,7 @@ var DefaultExecImage = release.Image()
 // between SIGTERM and SIGKILL.
 const DefaultStopTimeout = 20 * time.Second
 
-// seenSubjects bounds the subjects the worker keeps (activities.Seen): up to
+// seenSubjects bounds the subjects the worker keeps (gate.Seen): up to
 // some KiB each, and a run needs its own only while it runs.
 const seenSubjects = 1024
 

@@ -111,7 +111,7 @@ type ApprovalAsk struct {
 //
 //	d, err := g.awaitDecision(ctx, ApprovalAsk{...})
 //
-// awaitDecision creates the RAR (activities.Approvals), sets ApprovalStatus,
+// awaitDecision creates the RAR (approval.Approvals), sets ApprovalStatus,
 // waits for the approve/reject signals, the decide update or the requiredBy
 // timer, records the decision on the RAR and returns it. Handlers are
 // registered on the first ask and stay for the whole run (a run may register

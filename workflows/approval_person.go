@@ -41,7 +41,7 @@ func (d *decisionPayload) UnmarshalJSON(b []byte) error {
 func (d *decisionPayload) SignedBy(p seal.Person) { d.by = &p }
 
 // authorizePerson asks whether the person may decide the open request (the
-// verb approve on it, as kubectl needs; activities.AuthorizeApprover) and
+// verb approve on it, as kubectl needs; approval.Approvals.AuthorizeApprover) and
 // returns the request they may decide, or nil with why not. The requester
 // check runs first, as the webhook's does, and offer repeats it.
 func (g *approvalGate) authorizePerson(ctx workflow.Context, namespace, request string, who seal.Person, decision v1alpha1.Decision) (*openApproval, string) {

@@ -64,7 +64,7 @@ type DriftSignal struct {
 	SnoozedUntil time.Time `json:"snoozedUntil,omitzero"`
 	DetectedAt   time.Time `json:"detectedAt"`
 	// A signal names no callback URL and does not ask for approval: the
-	// worker reads both from its configuration (activities.DriftSettings).
+	// worker reads both from its configuration (gate.DriftSettings).
 }
 
 // OpenDrift is one drift the workflow tracks until it resolves.

@@ -30,7 +30,7 @@ var knownSignals = map[string][]string{
 }
 
 // SignalWarner records, outside the history, a signal a workflow cannot
-// use (activities.SignalEvents: a Warning Event on the workflow's object).
+// use (status.SignalEvents: a Warning Event on the workflow's object).
 // It must not block.
 type SignalWarner interface {
 	WarnSignal(status.SignalWarning)

@@ -20,7 +20,7 @@ import (
 )
 
 // pushLog holds the status pushes of each test environment, in order.
-var pushLog sync.Map // *testsuite.TestWorkflowEnvironment -> *[]activities.ExecutionStatusPush
+var pushLog sync.Map // *testsuite.TestWorkflowEnvironment -> *[]status.ExecutionStatusPush
 
 func recordPushes(env *testsuite.TestWorkflowEnvironment) {
 	log := &[]status.ExecutionStatusPush{}

@@ -1,7 +1,7 @@
 // Command genactions writes deploy/actions from the action catalog: per action
 // a ServiceAccount, a ClusterRole with exactly the rules the action declares
 // and its binding; the same for the worker's other dedicated accounts
-// (activities.Identities: reload restarts, drift parent writes); plus the
+// (gate.Identities: reload restarts, drift parent writes); plus the
 // worker's Role to impersonate just those accounts.
 package main
 
