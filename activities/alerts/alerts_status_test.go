@@ -81,7 +81,7 @@ func TestRecordAlertOnlyByTheAlertsOpenRun(t *testing.T) {
 			require.NoError(t, v1alpha1.AddToScheme(s))
 			rule := &v1alpha1.RemediationRule{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "restart-web", UID: "rule-uid"}}
 			c := ctrlfake.NewClientBuilder().WithScheme(s).WithObjects(rule).WithStatusSubresource(rule).Build()
-			a := &Alerts{Client: c, Runs: OpenRunsOf(tt.runType)}
+			a := &Alerts{Client: c, Runs: openRunsOf(tt.runType)}
 			err := activitytest.AsRun(t, tt.caller, a, a.RecordAlert, in, nil)
 			require.NoError(t, c.Get(context.Background(), ctrlclient.ObjectKeyFromObject(rule), rule))
 			if tt.written {

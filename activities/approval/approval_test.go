@@ -153,7 +153,7 @@ func TestApprovalRequestOwnedByAnySubject(t *testing.T) {
 	require.NoError(t, v1alpha1.AddToScheme(s))
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "web-uid"}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(web).Build()
-	a := &Approvals{Client: c, Runs: OpenRunsOf(gate.ReloadWorkflowType)}
+	a := &Approvals{Client: c, Runs: openRunsOf(gate.ReloadWorkflowType)}
 	// Asked as the workload's reload run.
 	ask := func(name, subject string, requiredBy time.Time) error {
 		id := v1alpha1.ReloadWorkflowID("shop", "Deployment", subject)
@@ -196,7 +196,7 @@ func TestApprovalOfAWorkloadOnlyFromItsOpenRun(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(s).WithObjects(web.DeepCopy()).Build()
-			a := &Approvals{Client: c, Runs: OpenRunsOf(tc.runType)}
+			a := &Approvals{Client: c, Runs: openRunsOf(tc.runType)}
 			err := activitytest.AsRun(t, tc.id, a, a.CreateApprovalRequest, ApprovalRequestInput{Namespace: "shop", Name: "asked", WorkflowID: tc.id,
 				Subject: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 				Context: v1alpha1.ApprovalContext{Reason: "r", Action: "restart"}, RequiredBy: time.Now().Add(time.Hour)}, nil)

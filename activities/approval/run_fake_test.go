@@ -6,6 +6,6 @@ import (
 )
 
 // openRunsOf binds runs against a fake whose open runs are of type typ.
-func OpenRunsOf(typ string) *gate.OpenRuns {
+func openRunsOf(typ string) *gate.OpenRuns {
 	return &gate.OpenRuns{Temporal: &activitytest.OpenRunFake{Typ: typ}, TaskQueue: activitytest.TestTaskQueue}
 }

@@ -82,7 +82,7 @@ func newDriftActivities(objs ...runtime.Object) (*Drift, *dynfake.FakeDynamicCli
 	reader := ctrlfake.NewClientBuilder().WithScheme(sch).WithObjects(reads...).Build()
 	config := &gate.DriftConfig{Reader: reader}
 	gate := &gate.Gate{Subjects: reader, Checks: &gate.Validation{Kube: kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}), Mapper: mapper}, Drift: config,
-		Runs: OpenRunsOf(gate.DriftWorkflowType)}
+		Runs: openRunsOf(gate.DriftWorkflowType)}
 	// One fake stands for both identities: the API server, not this test, tells them apart.
 	gate.WithFake(dyn)
 	return &Drift{Dynamic: dyn, Gate: gate, Config: config, Mapper: mapper}, dyn

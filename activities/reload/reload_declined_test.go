@@ -73,7 +73,7 @@ func reloadFixtureIn(t *testing.T, ns *corev1.Namespace, meta, template map[stri
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), apimeta.RESTScopeNamespace)
 	gate := (&gate.Gate{ActionNamespace: "remedy-system", Subjects: subjects,
 		Checks: &gate.Validation{Kube: kube, Mapper: mapper, ActionNamespace: "remedy-system", Policy: policy.NewEngine()},
-		Runs:   OpenRunsOf(gate.ReloadWorkflowType)}).WithFake(dyn)
+		Runs:   openRunsOf(gate.ReloadWorkflowType)}).WithFake(dyn)
 	r := &Reload{Gate: gate, Events: kube, Namespaces: kube}
 	return r, kube, dyn, reloadRun{t: t, r: r}
 }
