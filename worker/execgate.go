@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/execution"
-
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/remedy-dev/remedy/activities/execution"
 )
 
 // ExecGateOptions serve the exec gate the job executor's Pods ask

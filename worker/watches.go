@@ -5,14 +5,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	sdkworker "go.temporal.io/sdk/worker"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

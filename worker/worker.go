@@ -9,14 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/alerts"
-	"github.com/remedy-dev/remedy/activities/approval"
-	"github.com/remedy-dev/remedy/activities/drift"
-	"github.com/remedy-dev/remedy/activities/execution"
-	"github.com/remedy-dev/remedy/activities/gate"
-	"github.com/remedy-dev/remedy/activities/reload"
-	"github.com/remedy-dev/remedy/activities/status"
-
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -31,6 +23,13 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/remedy-dev/remedy/activities/alerts"
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/drift"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/reload"
+	"github.com/remedy-dev/remedy/activities/status"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/alertmanager"

@@ -3,11 +3,10 @@ package workflows
 import (
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/alerts"
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities/alerts"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

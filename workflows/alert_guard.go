@@ -5,10 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/alerts"
-
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities/alerts"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

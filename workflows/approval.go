@@ -8,11 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/approval"
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

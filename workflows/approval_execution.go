@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

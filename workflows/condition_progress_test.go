@@ -4,14 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/execution"
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

@@ -3,11 +3,10 @@ package workflows
 import (
 	"errors"
 
-	"github.com/remedy-dev/remedy/activities/drift"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities/drift"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 )
 

@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/approval"
-	"github.com/remedy-dev/remedy/activities/drift"
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -21,6 +17,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/drift"
+	"github.com/remedy-dev/remedy/activities/gate"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )

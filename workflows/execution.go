@@ -5,14 +5,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/execution"
-	"github.com/remedy-dev/remedy/activities/fail"
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/fail"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )

@@ -4,13 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/execution"
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

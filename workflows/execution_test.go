@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/execution"
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -16,6 +13,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"k8s.io/utils/ptr"
 
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )

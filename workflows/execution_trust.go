@@ -1,9 +1,9 @@
 package workflows
 
 import (
-	"github.com/remedy-dev/remedy/activities/gate"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )

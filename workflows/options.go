@@ -3,11 +3,10 @@ package workflows
 import (
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities/fail"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

@@ -4,13 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-
 	"github.com/stretchr/testify/assert"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"k8s.io/utils/ptr"
 
+	"github.com/remedy-dev/remedy/activities/fail"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

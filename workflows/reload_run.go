@@ -4,11 +4,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/reload"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/remedy-dev/remedy/activities/reload"
 	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/internal/reloadrule"
 )

@@ -3,10 +3,10 @@ package workflows
 import (
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/status"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/remedy-dev/remedy/activities/status"
 )
 
 var statuses *status.Statuses

@@ -8,10 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-	"github.com/remedy-dev/remedy/activities/gate"
-	"github.com/remedy-dev/remedy/activities/status"
-
 	"go.temporal.io/sdk/activity"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/remedy-dev/remedy/activities/fail"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/status"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"

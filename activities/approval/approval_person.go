@@ -6,13 +6,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	"go.temporal.io/sdk/activity"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/remedy-dev/remedy/activities/fail"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/seal"
 )

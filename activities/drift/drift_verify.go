@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-	"github.com/remedy-dev/remedy/activities/gate"
-
 	"go.temporal.io/sdk/activity"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/remedy-dev/remedy/activities/fail"
+	"github.com/remedy-dev/remedy/activities/gate"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -16,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/remedy-dev/remedy/activities/fail"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/authz"
 	"github.com/remedy-dev/remedy/internal/policy"

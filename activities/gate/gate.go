@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/remedy-dev/remedy/activities/fail"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/internal/alertmanager"

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-
 	"go.temporal.io/sdk/temporal"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/remedy-dev/remedy/activities/fail"
 )
 
 // APIText marks a failure whose text the API server wrote: a dry-run's or a

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
@@ -14,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/remedy-dev/remedy/activities/fail"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

@@ -7,10 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-
 	"go.temporal.io/sdk/activity"
 
+	"github.com/remedy-dev/remedy/activities/fail"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/runs"
 )

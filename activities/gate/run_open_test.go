@@ -5,14 +5,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/remedy-dev/remedy/activities/internal/activitytest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 	workflowservice "go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/remedy-dev/remedy/activities/internal/activitytest"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-
 	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/remedy-dev/remedy/activities/fail"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

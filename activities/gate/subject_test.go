@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/remedy-dev/remedy/activities/internal/activitytest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/remedy-dev/remedy/activities/internal/activitytest"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

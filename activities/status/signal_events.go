@@ -5,11 +5,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/fail"
-
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/remedy-dev/remedy/activities/fail"
 )
 
 // SignalWarning is a signal a workflow received and cannot use as sent.

@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/gate"
-	"github.com/remedy-dev/remedy/activities/internal/activitytest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
@@ -18,6 +15,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/internal/activitytest"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 

@@ -7,14 +7,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/execution"
-
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
 

@@ -9,10 +9,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/remedy-dev/remedy/activities/execution"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/worker"
 )
 

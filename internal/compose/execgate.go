@@ -6,7 +6,6 @@ import (
 	"net"
 
 	"github.com/remedy-dev/remedy/activities/execution"
-
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/pki"
 	"github.com/remedy-dev/remedy/worker"

@@ -3,10 +3,9 @@ package drift
 import (
 	"testing"
 
-	"github.com/remedy-dev/remedy/activities/drift"
-
 	"github.com/stretchr/testify/assert"
 
+	"github.com/remedy-dev/remedy/activities/drift"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"

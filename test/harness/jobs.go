@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/remedy-dev/remedy/activities/execution"
 	failurepb "go.temporal.io/api/failure/v1"
 
 	"github.com/stretchr/testify/require"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/seal"

@@ -5,12 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/reload"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/remedy-dev/remedy/activities/reload"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"

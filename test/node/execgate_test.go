@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities/execution"
-
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 )

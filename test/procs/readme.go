@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/remedy-dev/remedy/activities/execution"
-
 	"github.com/stretchr/testify/require"
 
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/test/docs"

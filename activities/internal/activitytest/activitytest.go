@@ -1,3 +1,6 @@
+// Package activitytest holds the fakes the activity packages' tests share:
+// the test environment's run, a Temporal that describes it, a run of one
+// activity, a counting client. Only tests import it (TestLayering).
 package activitytest
 
 import (
@@ -7,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -22,10 +24,9 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-)
 
-// Fakes the activity packages' tests share: the test environment's run,
-// a Temporal that describes it, a run of one activity, a counting client.
+	"github.com/remedy-dev/remedy/api/v1alpha1"
+)
 
 // The test activity environment's caller: every activity it runs is
 // scheduled by this workflow ID and run ID.
@@ -34,18 +35,19 @@ const (
 	TestRunID      = "default-test-run-id"
 )
 
+// TestTaskQueue is the queue the fakes' runs are on.
 const TestTaskQueue = "remedy"
 
-// jsonValue is a query answer as JSON.
+// JSONValue is a query answer as JSON.
 type JSONValue []byte
 
 func (v JSONValue) HasValue() bool { return len(v) > 0 }
 
 func (v JSONValue) Get(valuePtr any) error { return json.Unmarshal(v, valuePtr) }
 
-// openRun is a Temporal whose every workflow ID's open run is the test
-// environment's run, of type typ, on queue (testTaskQueue when empty);
-// described counts the questions.
+// OpenRunFake is a Temporal whose every workflow ID's open run is the test
+// environment's run, of type Typ, on Queue (TestTaskQueue when empty);
+// Described counts the questions.
 type OpenRunFake struct {
 	Typ, Queue, RunID string
 	Described         int
@@ -67,7 +69,7 @@ func (f *OpenRunFake) DescribeWorkflowExecution(_ context.Context, id, _ string)
 	}, nil
 }
 
-// asRun runs one activity of acts, once, inside a workflow with ID id (the
+// AsRun runs one activity of acts, once, inside a workflow with ID id (the
 // test environment's run), and decodes its result into out when set.
 func AsRun(t *testing.T, id string, acts, activityFn, in, out any) error {
 	t.Helper()
@@ -93,7 +95,7 @@ func AsRun(t *testing.T, id string, acts, activityFn, in, out any) error {
 	return nil
 }
 
-// countingClient is a fake client that counts its Gets.
+// CountingClient is a fake client that counts its Gets.
 func CountingClient(t *testing.T, objs ...ctrlclient.Object) (ctrlclient.Client, *atomic.Int32) {
 	s := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(s))
