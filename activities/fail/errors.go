@@ -23,7 +23,7 @@ func Permanent(reason string, err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), reason, err)
 }
 
-// classify turns an action or API error into a typed permanent failure, or
+// Classify turns an action or API error into a typed permanent failure, or
 // leaves it retryable (conflicts, timeouts, unavailable servers).
 func Classify(failReason string, err error) error {
 	var inv *actions.InvalidError

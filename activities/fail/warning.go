@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// warning is a Warning Event the worker records on an object it does not
+// Warning is a Warning Event the worker records on an object it does not
 // act on for a run: a broken policy ConfigMap, a workflow's object that got
 // a signal nobody reads.
 type Warning struct {
@@ -24,7 +24,7 @@ type Warning struct {
 	Key, Action, Reason, Note string
 }
 
-// recordWarning creates w as the worker; a repeated report is not an error.
+// RecordWarning creates w as the worker; a repeated report is not an error.
 func RecordWarning(ctx context.Context, kube kubernetes.Interface, w Warning) error {
 	sum := sha256.Sum256([]byte(w.Key))
 	ns := w.Regarding.Namespace

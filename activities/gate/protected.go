@@ -10,7 +10,7 @@ import (
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
-// namespaceProtected reads namespace name and applies the rule to it.
+// NamespaceProtected reads namespace name and applies the rule to it.
 func NamespaceProtected(ctx context.Context, kube kubernetes.Interface, name string) (bool, error) {
 	ns, err := kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {

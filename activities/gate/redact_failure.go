@@ -23,7 +23,7 @@ type APIText struct {
 // reasonAPIError is the type of a retryable failure the API server answered.
 const reasonAPIError = "APIServerError"
 
-// fromAPIServer is classify for the error of a dry-run or a write, marked
+// FromAPIServer is classify for the error of a dry-run or a write, marked
 // APIText when the API server answered it.
 func FromAPIServer(failReason string, err error) error {
 	c := fail.Classify(failReason, err)
@@ -34,7 +34,7 @@ func FromAPIServer(failReason string, err error) error {
 	return WithAPIText(c, APIText{Code: st.Status().Code, Reason: string(st.Status().Reason)})
 }
 
-// withAPIText re-types err, as retryable or not as it was, with t as details.
+// WithAPIText re-types err, as retryable or not as it was, with t as details.
 func WithAPIText(err error, t APIText) error {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {

@@ -55,12 +55,12 @@ const (
 	maxOpenRuns = 4096
 )
 
-// reload requires the caller to be the open reload run of the workload.
+// Reload requires the caller to be the open reload run of the workload.
 func (o *OpenRuns) Reload(ctx context.Context, namespace, kind, name string) error {
 	return o.callerIs(ctx, v1alpha1.ReloadWorkflowID(namespace, kind, name), ReloadWorkflowType)
 }
 
-// drift requires the caller to be the open drift run of the parent.
+// Drift requires the caller to be the open drift run of the parent.
 func (o *OpenRuns) Drift(ctx context.Context, parentUID string) error {
 	if parentUID == "" {
 		return fail.Permanent(v1alpha1.ReasonSubjectMismatch, errors.New("a drift run acts only for a parent with a UID"))
@@ -68,7 +68,7 @@ func (o *OpenRuns) Drift(ctx context.Context, parentUID string) error {
 	return o.callerIs(ctx, v1alpha1.DriftWorkflowID(parentUID), DriftWorkflowType)
 }
 
-// alert requires the caller to be the open alert run of the rule's alert.
+// Alert requires the caller to be the open alert run of the rule's alert.
 func (o *OpenRuns) Alert(ctx context.Context, namespace, rule, fingerprint string) error {
 	return o.callerIs(ctx, v1alpha1.AlertWorkflowID(namespace, rule, fingerprint), AlertWorkflowType)
 }

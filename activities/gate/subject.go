@@ -218,7 +218,7 @@ type ownRun struct {
 	want, workflowID, runID string
 }
 
-// callerIsRun requires the calling run to be the recorded one; an
+// CallerIsRun requires the calling run to be the recorded one; an
 // unrecorded run is retried (ErrRunNotRecorded), never taken on trust.
 func CallerIsRun(caller, kind string, ref SubjectRef, recorded string) error {
 	if recorded == "" {
@@ -235,7 +235,7 @@ func CallerIsRun(caller, kind string, ref SubjectRef, recorded string) error {
 // retries until the operator records it.
 var ErrRunNotRecorded = errors.New("its run ID is not recorded yet (status.runID); retrying until the operator records it")
 
-// runRecordWait is how long a check waits in place for the operator to
+// RunRecordWait is how long a check waits in place for the operator to
 // record a run it just started, before it fails retryably: the run's first
 // check usually races the operator's status write by milliseconds. A
 // variable only so that tests can shorten it.

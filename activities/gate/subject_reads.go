@@ -19,7 +19,7 @@ type ReadBinder interface {
 	bindRead(ctx context.Context, r ReadFor) error
 }
 
-// readFor is what a read made for a person claims: the action (empty for a
+// ReadFor is what a read made for a person claims: the action (empty for a
 // condition), the target and whose read it is.
 type ReadFor struct {
 	What      string
@@ -105,7 +105,7 @@ func sameRequester(r ReadFor, requester *v1alpha1.Requester, kind string, ref Su
 	return nil
 }
 
-// bindRead refuses every read when the worker was built without a binder.
+// BindRead refuses every read when the worker was built without a binder.
 func BindRead(ctx context.Context, b ReadBinder, r ReadFor) error {
 	if b == nil {
 		return fail.Permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("%s: the worker binds no reads to their runs, so it reads nothing for a person", r.What))

@@ -44,7 +44,7 @@ func NewSeen(max int) *Seen {
 	return &Seen{max: max, order: list.New(), byUID: map[string]*list.Element{}}
 }
 
-// put keeps a copy of obj unless a newer copy of it is kept already (a slow
+// Put keeps a copy of obj unless a newer copy of it is kept already (a slow
 // read must not replace what a later write returned).
 func (s *Seen) Put(obj ctrlclient.Object) {
 	if s == nil || obj == nil || obj.GetUID() == "" {
@@ -70,7 +70,7 @@ func (s *Seen) Put(obj ctrlclient.Object) {
 	}
 }
 
-// get copies the kept object of uid into into (same type) and reports
+// Get copies the kept object of uid into into (same type) and reports
 // whether there was one.
 func (s *Seen) Get(uid string, into ctrlclient.Object) bool {
 	if s == nil || uid == "" {
@@ -88,7 +88,7 @@ func (s *Seen) Get(uid string, into ctrlclient.Object) bool {
 	return copyInto(e.Value.(seenEntry).obj, into)
 }
 
-// forget drops uid's copy.
+// Forget drops uid's copy.
 func (s *Seen) Forget(uid string) {
 	if s == nil {
 		return

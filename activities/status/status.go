@@ -190,7 +190,7 @@ func mergeRemediationStatus(cur, pushed v1alpha1.RemediationRequestStatus, gener
 	return next, next.Phase != cur.Phase || next.Reason != cur.Reason, true
 }
 
-// writeStatus reads the object afresh and updates its status subresource with
+// WriteStatus reads the object afresh and updates its status subresource with
 // the resourceVersion it read, retrying on conflict; merge returns false to
 // write nothing. A deleted or replaced object (other UID) is not written;
 // bound, when set, refuses a caller that may not write the object (its error
