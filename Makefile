@@ -133,7 +133,7 @@ release: ## Write a release into $(DIST) (default dist/): the image tarball, the
 bench: tools ## Run the benchmarks and print a results table with ratios to the baseline
 	go test -count=1 -timeout 60m -run '^$$' -bench . -skip '$(HEAVY_BENCH)' -benchtime $(BENCHTIME) ./test/integration/ | tee bench.out
 	go test -count=1 -timeout 60m -run '^$$' -bench '$(HEAVY_BENCH)' -benchtime 1x ./test/integration/ | tee -a bench.out
-	go test -count=1 -run '^$$' -bench . ./activities/ | tee -a bench.out
+	go test -count=1 -run '^$$' -bench . ./activities/gate/ | tee -a bench.out
 	go test -count=1 -run '^$$' -bench . ./internal/seal/ | tee -a bench.out
 	go test -count=1 -run '^$$' -bench . ./webhook/kausality/ | tee -a bench.out
 	go test -count=1 -run '^$$' -bench . -benchtime 1x ./test/drift/ | tee -a bench.out

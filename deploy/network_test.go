@@ -20,7 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 )
 
 const remedyNamespace = "remedy-system"
@@ -220,8 +220,8 @@ func TestNetworkKustomization(t *testing.T) {
 // execPodLabels are the labels the worker puts on executor Jobs' pods.
 func execPodLabels() map[string]string {
 	return map[string]string{
-		activities.LabelPartOf: "remedy", activities.LabelAction: "restart",
-		activities.LabelExecutionName: "x", activities.LabelExecutionNamespace: "tenant-a", activities.LabelExecutionUID: "uid",
+		execution.LabelPartOf: "remedy", execution.LabelAction: "restart",
+		execution.LabelExecutionName: "x", execution.LabelExecutionNamespace: "tenant-a", execution.LabelExecutionUID: "uid",
 	}
 }
 

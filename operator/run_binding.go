@@ -18,7 +18,7 @@ import (
 
 // Run binding. Every activity that acts for a KubernetesExecution or a
 // RemediationRequest accepts only the run its status.runID names
-// (activities.Subjects.ownRun, the status push). The operator records the
+// (gate.Subjects.ownRun, the status push). The operator records the
 // run ID that starting the workflow returns, in the same status write as the
 // workflow ID. Two kinds of run have no such start to record, and are
 // backfilled here by describing the open run of the object's deterministic

@@ -10,11 +10,11 @@ import (
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 )
 
 // ExecGateOptions serve the exec gate the job executor's Pods ask
-// immediately before their write (activities/job_gate.go).
+// immediately before their write (activities/execution/job_gate.go).
 type ExecGateOptions struct {
 	// Addr is where the worker listens ("" : it does not serve; its Jobs'
 	// Pods then find no run to answer them on this worker).
@@ -31,7 +31,7 @@ type ExecGateOptions struct {
 }
 
 // serveExecGate listens on o.Addr and returns the server to run beside the worker.
-func serveExecGate(gate *activities.ExecGate, o ExecGateOptions) (func(stop <-chan struct{}), error) {
+func serveExecGate(gate *execution.ExecGate, o ExecGateOptions) (func(stop <-chan struct{}), error) {
 	if o.TLS == nil {
 		return nil, errors.New("the exec gate needs a serving certificate: it is HTTPS only")
 	}
@@ -43,7 +43,7 @@ func serveExecGate(gate *activities.ExecGate, o ExecGateOptions) (func(stop <-ch
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle(activities.ExecGatePath, gate)
+	mux.Handle(execution.ExecGatePath, gate)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: o.TLS}
 	log := ctrllog.Log.WithName("exec-gate")
 	log.Info("serving the exec gate", "addr", l.Addr().String(), "url", o.URL)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -35,13 +35,13 @@ type watchedWorker struct {
 // policyWatches watches namespaces, and the policy ConfigMaps and the action
 // ServiceAccounts of the action namespace (the worker's role may list and
 // watch them): validation reads them for every run.
-func policyWatches(cs kubernetes.Interface, actionNamespace string) (*activities.PolicyReads, cache.SharedIndexInformer, []informers.SharedInformerFactory) {
+func policyWatches(cs kubernetes.Interface, actionNamespace string) (*gate.PolicyReads, cache.SharedIndexInformer, []informers.SharedInformerFactory) {
 	all := informers.NewSharedInformerFactory(cs, 0)
 	own := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(actionNamespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1alpha1.PolicyLabel + "=true" }))
 	accounts := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(actionNamespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1alpha1.ActionLabel }))
-	reads := &activities.PolicyReads{
+	reads := &gate.PolicyReads{
 		Namespaces: all.Core().V1().Namespaces().Lister(),
 		Policies:   own.Core().V1().ConfigMaps().Lister().ConfigMaps(actionNamespace),
 		Accounts:   accounts.Core().V1().ServiceAccounts().Lister().ServiceAccounts(actionNamespace),

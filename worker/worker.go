@@ -23,7 +23,13 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/alerts"
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/drift"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/reload"
+	"github.com/remedy-dev/remedy/activities/status"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/alertmanager"
@@ -54,7 +60,7 @@ type Options struct {
 	// cancelling them (0: at once). A cancelled write stops heartbeating, so the
 	// server retries it on another worker within its heartbeat timeout.
 	StopTimeout time.Duration
-	// JobTTL is how long the job executor's finished Jobs stay (default activities.DefaultJobTTL).
+	// JobTTL is how long the job executor's finished Jobs stay (default execution.DefaultJobTTL).
 	JobTTL time.Duration
 	// DriftCallbackURLs receive every drift's DriftReports, and DriftApproval
 	// asks a person about every drift, besides what Kausality policies'
@@ -83,7 +89,7 @@ var DefaultExecImage = release.Image()
 // between SIGTERM and SIGKILL.
 const DefaultStopTimeout = 20 * time.Second
 
-// seenSubjects bounds the subjects the worker keeps (activities.Seen): up to
+// seenSubjects bounds the subjects the worker keeps (gate.Seen): up to
 // some KiB each, and a run needs its own only while it runs.
 const seenSubjects = 1024
 
@@ -102,7 +108,7 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build clientset: %w", err)
 	}
 	// Signals a workflow cannot use become Warning Events on its object.
-	signalEvents := activities.NewSignalEvents(cs, ctrllog.Log.WithName("signals"))
+	signalEvents := status.NewSignalEvents(cs, ctrllog.Log.WithName("signals"))
 	w := &registered{Worker: sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&workflows.UnknownSignals{Warner: signalEvents,
 			Sealed: &seal.Signals{Keys: o.PayloadKeys, UnsealedBefore: o.PayloadUnsealedBefore}}},
@@ -121,30 +127,30 @@ func New(o Options) (sdkworker.Worker, error) {
 		return nil, fmt.Errorf("build client: %w", err)
 	}
 	reads, policies, watches := policyWatches(cs, o.ActionNamespace)
-	validation := &activities.Validation{
+	validation := &gate.Validation{
 		Kube: cs, Dynamic: dyn, Mapper: mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(), Reads: reads,
-		LastGood: &activities.LastGoodPolicy{Events: cs, Log: ctrllog.Log.WithName("policy")},
+		LastGood: &gate.LastGoodPolicy{Events: cs, Log: ctrllog.Log.WithName("policy")},
 	}
 	w.RegisterActivity(validation)
 	// Seen keeps the subjects this worker last read or wrote, so a run's
 	// status pushes and bound reads need not read them again (subject_seen.go).
-	seen := activities.NewSeen(seenSubjects)
-	subjects := &activities.Subjects{Client: kc, Seen: seen}
-	runReads := &activities.RunReads{Subjects: subjects}
+	seen := gate.NewSeen(seenSubjects)
+	subjects := &gate.Subjects{Client: kc, Seen: seen}
+	runReads := &gate.RunReads{Subjects: subjects}
 	validation.Runs = runReads
 	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
-	driftConfig := &activities.DriftConfig{Reader: kc, CallbackURLs: o.DriftCallbackURLs, RequestApproval: o.DriftApproval}
+	driftConfig := &gate.DriftConfig{Reader: kc, CallbackURLs: o.DriftCallbackURLs, RequestApproval: o.DriftApproval}
 	// Reload, drift and alert runs record no run ID: they are bound to the open run of their workflow ID.
-	openRuns := &activities.OpenRuns{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue}
-	gate := &activities.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Seen: seen, Checks: validation,
+	openRuns := &gate.OpenRuns{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue}
+	writeGate := &gate.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Seen: seen, Checks: validation,
 		Callbacks: &http.Client{Timeout: 10 * time.Second}, Drift: driftConfig, Runs: openRuns}
-	w.RegisterActivity(&activities.Execution{Gate: gate, Mapper: mapper, Heartbeats: o.Temporal, Runs: runReads})
+	w.RegisterActivity(&execution.Execution{Gate: writeGate, Mapper: mapper, Heartbeats: o.Temporal, Runs: runReads})
 	if o.ExecImage == "" {
 		o.ExecImage = DefaultExecImage
 	}
-	execGate := &activities.ExecGate{Client: cs, Namespace: o.ActionNamespace, URL: o.ExecGate.URL, CA: o.ExecGate.CA}
-	w.RegisterActivity(&activities.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL,
-		Gate: gate, ExecGate: execGate})
+	execGate := &execution.ExecGate{Client: cs, Namespace: o.ActionNamespace, URL: o.ExecGate.URL, CA: o.ExecGate.CA}
+	w.RegisterActivity(&execution.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL,
+		Gate: writeGate, ExecGate: execGate})
 	background := []func(stop <-chan struct{}){signalEvents.Run}
 	if o.ExecGate.Addr != "" || o.ExecGate.Listener != nil {
 		serve, err := serveExecGate(execGate, o.ExecGate)
@@ -153,10 +159,10 @@ func New(o Options) (sdkworker.Worker, error) {
 		}
 		background = append(background, serve)
 	}
-	w.RegisterActivity(&activities.Remediation{Client: kc})
-	statuses := &activities.Statuses{Client: kc, Kube: cs, Seen: seen}
+	w.RegisterActivity(&execution.Remediation{Client: kc})
+	statuses := &status.Statuses{Client: kc, Kube: cs, Seen: seen}
 	w.RegisterActivity(statuses)
-	alerting := &activities.Alerts{Client: kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue, Runs: openRuns}
+	alerting := &alerts.Alerts{Client: kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue, Runs: openRuns}
 	if o.AlertmanagerURL != "" {
 		am, err := alertmanager.New(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile)
 		if err != nil {
@@ -165,16 +171,16 @@ func New(o Options) (sdkworker.Worker, error) {
 		alerting.Alertmanager = am
 	}
 	// Silences are writes outside the cluster: only the gate posts them.
-	alerting.Gate, gate.Alertmanager = gate, alerting.Alertmanager
-	runReads.Alerts = alerting
+	alerting.Gate, writeGate.Alertmanager = writeGate, alerting.Alertmanager
+	runReads.Permits = alerts.Permits(alerting)
 	w.RegisterActivity(alerting)
-	w.RegisterActivity(&activities.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue, Client: kc})
+	w.RegisterActivity(&alerts.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue, Client: kc})
 	w.RegisterActivity(subjects)
-	w.RegisterActivity(&activities.Approvals{Client: kc, Runs: openRuns})
-	w.RegisterActivity(&activities.Reload{Gate: gate, Events: cs, Namespaces: cs})
-	w.RegisterActivity(&activities.Drift{Dynamic: dyn, Gate: gate, Config: driftConfig, Mapper: mapper})
+	w.RegisterActivity(&approval.Approvals{Client: kc, Runs: openRuns})
+	w.RegisterActivity(&reload.Reload{Gate: writeGate, Events: cs, Namespaces: cs})
+	w.RegisterActivity(&drift.Drift{Dynamic: dyn, Gate: writeGate, Config: driftConfig, Mapper: mapper})
 	return &watchedWorker{Worker: w.Worker, activities: w.activities, factories: watches, stop: make(chan struct{}),
-		policies: policies, policyChanged: func() { activities.ObservePolicy(context.Background(), validation) },
+		policies: policies, policyChanged: func() { gate.ObservePolicy(context.Background(), validation) },
 		background: background}, nil
 }
 

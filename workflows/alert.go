@@ -9,7 +9,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/alerts"
+	"github.com/remedy-dev/remedy/activities/fail"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/internal/alertrule"
@@ -57,8 +59,8 @@ type AlertResult struct {
 }
 
 var (
-	alerts *activities.Alerts
-	guards *activities.Guards
+	alertActs *alerts.Alerts
+	guards    *alerts.Guards
 )
 
 var awaitRequestOptions = workflow.ActivityOptions{
@@ -66,7 +68,7 @@ var awaitRequestOptions = workflow.ActivityOptions{
 	HeartbeatTimeout:    30 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
-		NonRetryableErrorTypes: activities.NonRetryable,
+		NonRetryableErrorTypes: fail.NonRetryable,
 	},
 }
 
@@ -80,12 +82,12 @@ type alertRun struct {
 	// binds the run's request to the guard's answer (permitNonceChange).
 	permits []Permit
 	nonce   string
-	plan    activities.AlertPlan
+	plan    alerts.AlertPlan
 	// decision is what the run does with plan (decideAlert).
 	decision alertDecision
 	result   AlertResult
 	// frozen is set when a freeze made this run ask for approval.
-	frozen *activities.AlertGates
+	frozen *alerts.AlertGates
 	// until is when a freeze that holds the run ends (for its records).
 	until *time.Time
 	// silence is the Alertmanager silence the run holds, or held.
@@ -120,12 +122,12 @@ func AlertWorkflow(ctx workflow.Context, in AlertInput) (AlertResult, error) {
 	workflow.Go(ctx, r.receivePermits)
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
 	r.setPhase(ctx, "Verifying", "", "")
-	subject := activities.AlertSubject{Namespace: in.Namespace, Rule: in.Rule, Alert: in.Alert}
-	if err := workflow.ExecuteActivity(quick, alerts.VerifyAlert, subject).Get(ctx, &r.plan); err != nil {
+	subject := gate.AlertSubject{Namespace: in.Namespace, Rule: in.Rule, Alert: in.Alert}
+	if err := workflow.ExecuteActivity(quick, alertActs.VerifyAlert, subject).Get(ctx, &r.plan); err != nil {
 		r.setPhase(ctx, v1alpha1.AlertRefused, reasonOf(err, v1alpha1.ReasonSubjectMismatch), messageOf(err))
 		return r.result, nil
 	}
-	r.record(ctx, activities.AlertRecordInput{Matched: true}, v1alpha1.AlertQueued, "Matched", "")
+	r.record(ctx, alerts.AlertRecordInput{Matched: true}, v1alpha1.AlertQueued, "Matched", "")
 	r.act(ctx)
 	r.awaitResolve(ctx)
 	return r.result, nil
@@ -170,11 +172,11 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 		Opened: func(ctx workflow.Context, _ time.Time) {
 			if r.frozen != nil {
 				r.until = r.frozen.Until
-				r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertWaiting, v1alpha1.ReasonFrozen, r.frozen.Message+"; spec.freeze.action RequireApproval: a person decides instead")
+				r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertWaiting, v1alpha1.ReasonFrozen, r.frozen.Message+"; spec.freeze.action RequireApproval: a person decides instead")
 				r.until = nil
 				return
 			}
-			r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertWaiting, "ApprovalRequested", "")
+			r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertWaiting, "ApprovalRequested", "")
 		},
 		Superseded: func() string {
 			if r.resolved && r.decision.CancelOnResolve {
@@ -190,7 +192,7 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 	d, err := g.awaitDecision(ctx, ask)
 	switch {
 	case errors.Is(err, errApprovalSuperseded):
-		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved before a decision: approval request withdrawn")
+		r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved before a decision: approval request withdrawn")
 		return false
 	case err != nil:
 		r.refuse(ctx, "ApprovalFailed", err.Error(), "")
@@ -219,7 +221,7 @@ func (r *alertRun) acquire(ctx workflow.Context) bool {
 	_ = workflow.Await(ctx, func() bool { return r.permit != nil || r.take(ctx) || (r.decision.CancelOnResolve && r.resolved) })
 	if r.permit == nil {
 		r.release(ctx)
-		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved while queued")
+		r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved while queued")
 		return false
 	}
 	if !r.permit.Granted {
@@ -250,13 +252,13 @@ func (r *alertRun) shadow(ctx workflow.Context) {
 			req.Params = *s.Execution.Parameters
 		}
 		var res v1alpha1.DryRunResults
-		err := workflow.ExecuteActivity(quick, execution.DryRun, req).Get(ctx, &res)
-		reads := activities.Readable{Allowed: true}
+		err := workflow.ExecuteActivity(quick, executionActs.DryRun, req).Get(ctx, &res)
+		reads := gate.Readable{Allowed: true}
 		if redacts {
-			reads = activities.Readable{}
-			check := activities.RequesterCheck{Namespace: r.in.Namespace, Requester: &r.plan.Author, Action: req.Action, Target: req.Target}
+			reads = gate.Readable{}
+			check := gate.RequesterCheck{Namespace: r.in.Namespace, Requester: &r.plan.Author, Action: req.Action, Target: req.Target}
 			if err := workflow.ExecuteActivity(quick, validation.MayReadTarget, check).Get(ctx, &reads); err != nil {
-				reads = activities.Readable{}
+				reads = gate.Readable{}
 			}
 			res.EstimatedImpact = reads.Value(res.EstimatedImpact)
 		}
@@ -267,7 +269,7 @@ func (r *alertRun) shadow(ctx workflow.Context) {
 		diffs = append(diffs, line)
 	}
 	r.result.DryRun = diffs
-	r.record(ctx, activities.AlertRecordInput{Started: true}, v1alpha1.AlertShadow, "DryRun", "shadow mode: nothing was written")
+	r.record(ctx, alerts.AlertRecordInput{Started: true}, v1alpha1.AlertShadow, "DryRun", "shadow mode: nothing was written")
 }
 
 // shadowReadableChange is the workflow.GetVersion change ID of shadow diffs
@@ -277,9 +279,9 @@ const shadowReadableChange = "shadow-values-readable"
 // remediate runs the RemediationRequest and waits for it; a resolve under
 // resolvePolicy Cancel cancels the request's workflow (steps not started never run).
 func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
-	var ref activities.RequestRef
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepCreateOptions), alerts.CreateAlertRequest,
-		activities.AlertRequestInput{Subject: activities.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}, Plan: r.plan}).Get(ctx, &ref)
+	var ref alerts.RequestRef
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepCreateOptions), alertActs.CreateAlertRequest,
+		alerts.AlertRequestInput{Subject: gate.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}, Plan: r.plan}).Get(ctx, &ref)
 	if err != nil {
 		r.refuse(ctx, reasonOf(err, v1alpha1.ReasonInvalidParameters), messageOf(err), "")
 		return
@@ -289,10 +291,10 @@ func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 	if silence {
 		r.holdSilence(ctx, silenceFor)
 	}
-	r.record(ctx, activities.AlertRecordInput{Started: true}, v1alpha1.AlertRunning, "Started", "RemediationRequest "+ref.Name)
+	r.record(ctx, alerts.AlertRecordInput{Started: true}, v1alpha1.AlertRunning, "Started", "RemediationRequest "+ref.Name)
 	actx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
-	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, awaitRequestOptions), alerts.AwaitRequest, r.in.Namespace, ref)
+	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, awaitRequestOptions), alertActs.AwaitRequest, r.in.Namespace, ref)
 	var st v1alpha1.RemediationRequestStatus
 	done := false
 	ended := func() bool { return fut.IsReady() || (r.decision.CancelOnResolve && r.resolved) }
@@ -310,7 +312,7 @@ func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		r.endSilence(dctx)
 		_ = workflow.RequestCancelExternalWorkflow(dctx, ref.WorkflowID, "").Get(dctx, nil)
-		r.record(dctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonCanceled, "the alert's run was canceled: RemediationRequest "+ref.Name+" canceled")
+		r.record(dctx, alerts.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonCanceled, "the alert's run was canceled: RemediationRequest "+ref.Name+" canceled")
 		return
 	}
 	r.endSilence(ctx)
@@ -320,25 +322,25 @@ func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 	}
 	if !done {
 		_ = workflow.RequestCancelExternalWorkflow(ctx, ref.WorkflowID, "").Get(ctx, nil)
-		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved: RemediationRequest "+ref.Name+" canceled")
+		r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved: RemediationRequest "+ref.Name+" canceled")
 		return
 	}
 	if err != nil {
-		r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertDone, reasonOf(err, "Failed"), messageOf(err))
+		r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertDone, reasonOf(err, "Failed"), messageOf(err))
 		return
 	}
-	r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertDone, st.Reason, string(st.Phase)+": "+st.Message)
+	r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertDone, st.Reason, string(st.Phase)+": "+st.Message)
 }
 
 // awaitResolve keeps the run open until the alert resolves, so repeats
 // and duplicates fold into it. A resolve Alertmanager never delivered is
-// signalled by the receiver's sweep (alerts.Sweep).
+// signalled by the receiver's sweep (alertActs.Sweep).
 func (r *alertRun) awaitResolve(ctx workflow.Context) {
 	_ = workflow.Await(ctx, func() bool { return r.resolved })
 }
 
 func (r *alertRun) refuse(ctx workflow.Context, reason, msg, guard string) {
-	in := activities.AlertRecordInput{Guard: guard}
+	in := alerts.AlertRecordInput{Guard: guard}
 	if r.permit != nil && r.permit.StormUntil != nil {
 		in.StormUntil = r.permit.StormUntil
 	}
@@ -346,7 +348,7 @@ func (r *alertRun) refuse(ctx workflow.Context, reason, msg, guard string) {
 }
 
 // record sets the run's phase and writes it into the rule's status.
-func (r *alertRun) record(ctx workflow.Context, in activities.AlertRecordInput, phase, reason, msg string) {
+func (r *alertRun) record(ctx workflow.Context, in alerts.AlertRecordInput, phase, reason, msg string) {
 	r.setPhase(ctx, phase, reason, msg)
 	in.Namespace, in.Rule, in.RuleUID = r.in.Namespace, r.in.Rule, r.plan.RuleUID
 	in.Record = v1alpha1.AlertRecord{Fingerprint: r.in.Alert.Fingerprint, AlertName: r.in.Alert.Labels["alertname"], Phase: phase, Reason: reason,
@@ -355,7 +357,7 @@ func (r *alertRun) record(ctx workflow.Context, in activities.AlertRecordInput, 
 	if r.until != nil {
 		in.Record.Until = &metav1.Time{Time: *r.until}
 	}
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alerts.RecordAlert, in).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alertActs.RecordAlert, in).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("alert not recorded on the rule", "error", err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/alerts"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/alertrule"
 )
@@ -32,7 +32,7 @@ type alertDecision struct {
 	// Guard is the permit request, without the run's identity (AlertID,
 	// RunID, Nonce): the per-target guard, maxConcurrent (storm mode) and
 	// the namespace budget's slots.
-	Guard activities.GuardAcquire
+	Guard alerts.GuardAcquire
 	// CancelOnResolve: a resolve withdraws the approval question, the
 	// hold, the queued request, and cancels a running request.
 	CancelOnResolve bool
@@ -47,7 +47,7 @@ type alertRefusal struct {
 
 // decideAlert decides what the run for rule does with plan. It reads no
 // clock and calls nothing, so it is the same on replay.
-func decideAlert(rule string, plan activities.AlertPlan) alertDecision {
+func decideAlert(rule string, plan alerts.AlertPlan) alertDecision {
 	spec := plan.Spec
 	d := alertDecision{
 		Approve:         spec.Approval != nil && spec.Approval.Required,
@@ -86,9 +86,9 @@ func decideAlert(rule string, plan activities.AlertPlan) alertDecision {
 // guardRequest is the permit request the rule's guards ask of the
 // namespace's guard: the budget's slots are a share of the namespace's
 // workloads, at least one.
-func guardRequest(rule string, plan activities.AlertPlan) activities.GuardAcquire {
+func guardRequest(rule string, plan alerts.AlertPlan) alerts.GuardAcquire {
 	spec := plan.Spec
-	req := activities.GuardAcquire{Rule: rule, Target: plan.Target, MaxConcurrent: int(spec.MaxConcurrent),
+	req := alerts.GuardAcquire{Rule: rule, Target: plan.Target, MaxConcurrent: int(spec.MaxConcurrent),
 		Cooldown: plan.Cooldown, BreakerWindow: plan.BreakerWindow, Slots: plan.Workloads}
 	if spec.CircuitBreaker != nil {
 		req.BreakerRuns = int(spec.CircuitBreaker.MaxRuns)

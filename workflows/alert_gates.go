@@ -5,7 +5,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/alerts"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -43,11 +44,11 @@ func gatesOf(ctx workflow.Context, d alertDecision) gatePlan {
 }
 
 // checkGates asks which gate holds the run now; a rule gone or replaced refuses it.
-func (r *alertRun) checkGates(ctx workflow.Context, in activities.AlertGateInput) (activities.AlertGates, bool) {
-	in.Subject = activities.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}
+func (r *alertRun) checkGates(ctx workflow.Context, in alerts.AlertGateInput) (alerts.AlertGates, bool) {
+	in.Subject = gate.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}
 	in.RuleUID = r.plan.RuleUID
-	var g activities.AlertGates
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alerts.CheckGates, in).Get(ctx, &g); err != nil {
+	var g alerts.AlertGates
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alertActs.CheckGates, in).Get(ctx, &g); err != nil {
 		r.refuse(ctx, reasonOf(err, v1alpha1.ReasonSubjectMismatch), messageOf(err), "")
 		return g, false
 	}
@@ -60,7 +61,7 @@ func (r *alertRun) checkGates(ctx workflow.Context, in activities.AlertGateInput
 // asks a person instead, once; after their approval it holds no more. A
 // resolve under resolvePolicy Cancel ends the wait and the run.
 func (r *alertRun) awaitGates(ctx workflow.Context, gp gatePlan) bool {
-	in := activities.AlertGateInput{Freeze: gp.freeze || gp.approveFreeze, Gate: gp.gate}
+	in := alerts.AlertGateInput{Freeze: gp.freeze || gp.approveFreeze, Gate: gp.gate}
 	recheck, last := gateRecheckFirst, ""
 	for {
 		g, ok := r.checkGates(ctx, in)
@@ -91,11 +92,11 @@ func (r *alertRun) awaitGates(ctx workflow.Context, gp gatePlan) bool {
 		}
 		if key := g.Reason + "/" + g.Message; key != last {
 			last, r.until = key, g.Until
-			r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertQueued, g.Reason, g.Message)
+			r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertQueued, g.Reason, g.Message)
 		}
 		if resolved, _ := workflow.AwaitWithTimeout(ctx, wait, func() bool { return r.decision.CancelOnResolve && r.resolved }); resolved {
 			r.until = nil
-			r.record(ctx, activities.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved while held ("+g.Reason+"): nothing ran")
+			r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved while held ("+g.Reason+"): nothing ran")
 			return false
 		}
 	}
@@ -104,9 +105,9 @@ func (r *alertRun) awaitGates(ctx workflow.Context, gp gatePlan) bool {
 // holdSilence creates the alert's silence, or renews the one the run
 // holds. A silence that cannot be made never holds the remediation back.
 func (r *alertRun) holdSilence(ctx workflow.Context, d time.Duration) {
-	in := activities.SilenceInput{Subject: activities.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}, ID: r.silence, Duration: d}
+	in := alerts.SilenceInput{Subject: gate.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}, ID: r.silence, Duration: d}
 	var id string
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alerts.HoldSilence, in).Get(ctx, &id); err != nil {
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alertActs.HoldSilence, in).Get(ctx, &id); err != nil {
 		workflow.GetLogger(ctx).Warn("alert not silenced", "silence", r.silence, "error", err)
 		return
 	}
@@ -118,7 +119,7 @@ func (r *alertRun) endSilence(ctx workflow.Context) {
 	if r.silence == "" {
 		return
 	}
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alerts.EndSilence, r.silence).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), alertActs.EndSilence, r.silence).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("silence not expired: it lapses at its end", "silence", r.silence, "error", err)
 	}
 }

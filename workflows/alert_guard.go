@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/alerts"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -25,7 +25,7 @@ const (
 const maxGuardSignalsPerRun = 500
 
 // AcquireRequest asks the guard for one run on one target.
-type AcquireRequest = activities.GuardAcquire
+type AcquireRequest = alerts.GuardAcquire
 
 // ReleaseRequest ends a permit, or withdraws a queued request.
 type ReleaseRequest struct {

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/alerts"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
@@ -21,7 +21,7 @@ import (
 // was asked and when the run created its RemediationRequest.
 type permitRun struct {
 	env      *testsuite.TestWorkflowEnvironment
-	acquired []activities.GuardAcquire
+	acquired []alerts.GuardAcquire
 	released []ReleaseRequest
 	created  []time.Time
 }
@@ -32,24 +32,24 @@ func newPermitRun(t *testing.T) *permitRun {
 	env := (&testsuite.WorkflowTestSuite{}).NewTestWorkflowEnvironment()
 	p.env = env
 	env.RegisterWorkflowWithOptions(AlertWorkflow, workflow.RegisterOptions{Name: "AlertWorkflow"})
-	env.RegisterActivity(&activities.Alerts{})
-	env.RegisterActivity(&activities.Guards{})
+	env.RegisterActivity(&alerts.Alerts{})
+	env.RegisterActivity(&alerts.Guards{})
 	step := v1alpha1.RemediationStep{Name: "restart", Execution: v1alpha1.KubernetesExecutionSpec{Action: "restart",
 		Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}}}
-	env.OnActivity(alerts.VerifyAlert, mock.Anything, mock.Anything).Return(activities.AlertPlan{RuleUID: "uid-1", Target: "shop/Deployment/web",
+	env.OnActivity(alertActs.VerifyAlert, mock.Anything, mock.Anything).Return(alerts.AlertPlan{RuleUID: "uid-1", Target: "shop/Deployment/web",
 		Steps: []v1alpha1.RemediationStep{step}, Workloads: 1, Cooldown: time.Minute, BreakerWindow: time.Hour}, nil)
-	env.OnActivity(alerts.RecordAlert, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(alertActs.RecordAlert, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(guards.Acquire, mock.Anything, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, _ string, r activities.GuardAcquire) error {
+		func(_ context.Context, _ string, r alerts.GuardAcquire) error {
 			p.acquired = append(p.acquired, r)
 			return nil
 		})
-	env.OnActivity(alerts.CreateAlertRequest, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.AlertRequestInput) (activities.RequestRef, error) {
+	env.OnActivity(alertActs.CreateAlertRequest, mock.Anything, mock.Anything).Return(
+		func(context.Context, alerts.AlertRequestInput) (alerts.RequestRef, error) {
 			p.created = append(p.created, env.Now())
-			return activities.RequestRef{Name: "rr", WorkflowID: "remediation/shop/rr"}, nil
+			return alerts.RequestRef{Name: "rr", WorkflowID: "remediation/shop/rr"}, nil
 		})
-	env.OnActivity(alerts.AwaitRequest, mock.Anything, mock.Anything, mock.Anything).Return(
+	env.OnActivity(alertActs.AwaitRequest, mock.Anything, mock.Anything, mock.Anything).Return(
 		v1alpha1.RemediationRequestStatus{Phase: v1alpha1.PhaseCompleted}, nil)
 	env.OnSignalExternalWorkflow(mock.Anything, v1alpha1.AlertGuardWorkflowID("shop"), "", SignalRelease, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {

@@ -10,7 +10,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -53,7 +54,7 @@ type DecideRequest struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-var approvals *activities.Approvals
+var approvals *approval.Approvals
 
 // errApprovalSuperseded is returned by awaitDecision when ApprovalAsk.Superseded
 // closed the request; the decision returned with it is what the RAR records.
@@ -109,7 +110,7 @@ type ApprovalAsk struct {
 //
 //	d, err := g.awaitDecision(ctx, ApprovalAsk{...})
 //
-// awaitDecision creates the RAR (activities.Approvals), sets ApprovalStatus,
+// awaitDecision creates the RAR (approval.Approvals), sets ApprovalStatus,
 // waits for the approve/reject signals, the decide update or the requiredBy
 // timer, records the decision on the RAR and returns it. Handlers are
 // registered on the first ask and stay for the whole run (a run may register
@@ -130,17 +131,17 @@ type openApproval struct {
 	// requester may not approve when distinct is set.
 	requester string
 	distinct  bool
-	decision  *activities.Decision
+	decision  *gate.Decision
 }
 
 // awaitDecision asks once and waits for the answer (see approvalGate).
-func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (activities.Decision, error) {
+func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (gate.Decision, error) {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	requiredBy := ask.ResumeBy
 	if requiredBy.IsZero() {
 		var err error
 		if requiredBy, err = g.create(ctx, ask); err != nil {
-			return activities.Decision{}, err
+			return gate.Decision{}, err
 		}
 	}
 	open := &openApproval{namespace: ask.Namespace, name: ask.Name, requiredBy: requiredBy, requester: ask.Context.Requester, distinct: ask.Context.RequireDistinctApprover}
@@ -164,25 +165,25 @@ func (g *approvalGate) awaitDecision(ctx workflow.Context, ask ApprovalAsk) (act
 	if err != nil {
 		g.open = nil
 		upsertApprovalStatus(ctx, ApprovalCanceled)
-		return activities.Decision{}, err
+		return gate.Decision{}, err
 	}
 	if carried && open.decision == nil && superseded == "" {
 		g.open = nil
-		return activities.Decision{}, errApprovalCarried
+		return gate.Decision{}, errApprovalCarried
 	}
 	switch {
 	case open.decision != nil:
 	case superseded != "":
-		open.decision = &activities.Decision{Decision: v1alpha1.DecisionExpired, DecidedBy: SupersededBy, Via: v1alpha1.DecidedViaTimer,
+		open.decision = &gate.Decision{Decision: v1alpha1.DecisionExpired, DecidedBy: SupersededBy, Via: v1alpha1.DecidedViaTimer,
 			At: workflow.Now(ctx), Message: "superseded: " + superseded}
 	case !ok:
-		open.decision = &activities.Decision{Decision: v1alpha1.DecisionExpired, DecidedBy: "timer", Via: v1alpha1.DecidedViaTimer,
+		open.decision = &gate.Decision{Decision: v1alpha1.DecisionExpired, DecidedBy: "timer", Via: v1alpha1.DecidedViaTimer,
 			At: workflow.Now(ctx), Message: "no decision before " + requiredBy.UTC().Format(time.RFC3339)}
 	}
 	g.open = nil
-	d, err := record(ctx, activities.DecisionInput{Namespace: ask.Namespace, Name: ask.Name, WorkflowID: id, Decision: *open.decision}, open.requiredBy)
+	d, err := record(ctx, approval.DecisionInput{Namespace: ask.Namespace, Name: ask.Name, WorkflowID: id, Decision: *open.decision}, open.requiredBy)
 	if err != nil {
-		return activities.Decision{}, fmt.Errorf("record decision: %w", err)
+		return gate.Decision{}, fmt.Errorf("record decision: %w", err)
 	}
 	upsertApprovalStatus(ctx, string(d.Decision))
 	if superseded != "" {
@@ -205,7 +206,7 @@ func (g *approvalGate) create(ctx workflow.Context, ask ApprovalAsk) (time.Time,
 	}
 	// RAR times are stored in whole seconds: round up so the timer and the record agree.
 	requiredBy := workflow.Now(ctx).Add(timeout + time.Second - 1).Truncate(time.Second)
-	in := activities.ApprovalRequestInput{
+	in := approval.ApprovalRequestInput{
 		Namespace: ask.Namespace, Name: ask.Name, Subject: ask.Subject, SubjectUID: ask.SubjectUID,
 		RemediationRequest: ask.RemediationRequest, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Context: ask.Context, RequiredBy: requiredBy,
 		TTLSecondsAfterFinished: ask.TTLSecondsAfterFinished,
@@ -219,7 +220,7 @@ func (g *approvalGate) create(ctx workflow.Context, ask ApprovalAsk) (time.Time,
 // offer gives a decision to the open request; late, duplicate or misaddressed
 // ones are logged and ignored, and so, with a Warning, are anonymous ones and
 // a requester's approval of their own request when it needs another approver.
-func (g *approvalGate) offer(ctx workflow.Context, namespace, request string, d activities.Decision) {
+func (g *approvalGate) offer(ctx workflow.Context, namespace, request string, d gate.Decision) {
 	err := named(d.DecidedBy)
 	if err == nil && (g.open == nil || g.open.decision != nil || !g.open.is(namespace, request)) {
 		workflow.GetLogger(ctx).Info("ignoring approval decision", "decision", d.Decision, "approver", d.DecidedBy, "via", d.Via,
@@ -296,7 +297,7 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 		if err := json.Unmarshal(in.raw, &req); err != nil {
 			return "", fmt.Errorf("decode decide: %w", err)
 		}
-		d := activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: req.Approver, Via: v1alpha1.DecidedViaUpdate, At: workflow.Now(ctx), Message: req.Reason}
+		d := gate.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: req.Approver, Via: v1alpha1.DecidedViaUpdate, At: workflow.Now(ctx), Message: req.Reason}
 		if req.Approved {
 			d.Decision = v1alpha1.DecisionApproved
 		}
@@ -338,7 +339,7 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 				}
 				if in.by != nil {
 					// A person's: never the kubectl relay, whatever "via" says.
-					d := activities.Decision{Decision: decision, Via: v1alpha1.DecidedViaSignal, Message: s.Reason}
+					d := gate.Decision{Decision: decision, Via: v1alpha1.DecidedViaSignal, Message: s.Reason}
 					if why := g.offerPerson(ctx, s.Namespace, s.Request, *in.by, d); why != "" {
 						warnRefused(ctx, ch.Name(), fmt.Sprintf("signal %q from %s was accepted by Temporal but refused: %s", ch.Name(), in.by.Username, why))
 					}
@@ -348,7 +349,7 @@ func (g *approvalGate) listen(ctx workflow.Context) {
 				if s.Via == string(v1alpha1.DecidedViaKubectl) {
 					via = v1alpha1.DecidedViaKubectl
 				}
-				g.offer(ctx, s.Namespace, s.Request, activities.Decision{Decision: decision, DecidedBy: s.Approver, Via: via, At: workflow.Now(ctx), Message: s.Reason})
+				g.offer(ctx, s.Namespace, s.Request, gate.Decision{Decision: decision, DecidedBy: s.Approver, Via: via, At: workflow.Now(ctx), Message: s.Reason})
 			}
 		})
 	}
@@ -365,8 +366,8 @@ func upsertApprovalStatus(ctx workflow.Context, value string) {
 // local activity in the workflow task that received the decision, so the run
 // leaves its waiting phase one activity round trip (an activity task and a
 // workflow task) sooner; when that fails, an activity retries until requiredBy.
-func record(ctx workflow.Context, in activities.DecisionInput, requiredBy time.Time) (activities.Decision, error) {
-	var d activities.Decision
+func record(ctx workflow.Context, in approval.DecisionInput, requiredBy time.Time) (gate.Decision, error) {
+	var d gate.Decision
 	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, recordLocalOptions), approvals.RecordDecision, in).Get(ctx, &d)
 	if err == nil {
 		return d, nil

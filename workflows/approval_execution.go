@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -27,7 +27,7 @@ func approvalTimeout(spec v1alpha1.KubernetesExecutionSpec, policyTimeout string
 // awaitApproval asks through the shared gate with the execution as subject,
 // mirrors WaitingApproval and the outcome, and returns true when the run may
 // execute.
-func (r *executionRun) awaitApproval(ctx workflow.Context, pol activities.PolicyResult) bool {
+func (r *executionRun) awaitApproval(ctx workflow.Context, pol gate.PolicyResult) bool {
 	spec := r.in.Spec
 	name := v1alpha1.ApprovalRequestName(r.in.Name)
 	reason := "spec.approval.required is set"
@@ -77,7 +77,7 @@ func (r *executionRun) awaitApproval(ctx workflow.Context, pol activities.Policy
 // distinctApprover combines the two levels: the policy's
 // require_distinct_approver (by default on for approvals it requires), and the
 // spec, which may make it stricter, never weaker.
-func distinctApprover(spec v1alpha1.KubernetesExecutionSpec, pol activities.PolicyResult) bool {
+func distinctApprover(spec v1alpha1.KubernetesExecutionSpec, pol gate.PolicyResult) bool {
 	return pol.DistinctApprover || (spec.Approval != nil && spec.Approval.RequireDistinctApprover)
 }
 

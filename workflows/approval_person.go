@@ -6,7 +6,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/seal"
 )
@@ -39,7 +40,7 @@ func (d *decisionPayload) UnmarshalJSON(b []byte) error {
 func (d *decisionPayload) SignedBy(p seal.Person) { d.by = &p }
 
 // authorizePerson asks whether the person may decide the open request (the
-// verb approve on it, as kubectl needs; activities.AuthorizeApprover) and
+// verb approve on it, as kubectl needs; approval.Approvals.AuthorizeApprover) and
 // returns the request they may decide, or nil with why not. The requester
 // check runs first, as the webhook's does, and offer repeats it.
 func (g *approvalGate) authorizePerson(ctx workflow.Context, namespace, request string, who seal.Person, decision v1alpha1.Decision) (*openApproval, string) {
@@ -54,7 +55,7 @@ func (g *approvalGate) authorizePerson(ctx workflow.Context, namespace, request 
 		return nil, err.Error()
 	}
 	var why string
-	in := activities.ApproverInput{Namespace: open.namespace, Name: open.name, Person: who}
+	in := approval.ApproverInput{Namespace: open.namespace, Name: open.name, Person: who}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), approvals.AuthorizeApprover, in).Get(ctx, &why); err != nil {
 		return nil, fmt.Sprintf("could not authorize %s: %v", who.Username, err)
 	}
@@ -66,7 +67,7 @@ func (g *approvalGate) authorizePerson(ctx workflow.Context, namespace, request 
 
 // offerPerson authorizes a person's decision and, if they may decide, offers
 // it to the request it was authorized for; it returns why not otherwise.
-func (g *approvalGate) offerPerson(ctx workflow.Context, namespace, request string, who seal.Person, d activities.Decision) string {
+func (g *approvalGate) offerPerson(ctx workflow.Context, namespace, request string, who seal.Person, d gate.Decision) string {
 	d.DecidedBy = who.Username
 	open, why := g.authorizePerson(ctx, namespace, request, who, d.Decision)
 	if open == nil {

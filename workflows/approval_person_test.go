@@ -13,7 +13,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/seal"
 )
@@ -58,15 +59,15 @@ func (c sealingConverter) ToPayloads(vs ...any) (*commonpb.Payloads, error) {
 
 // personEnv is approvalEnvOf with sealed payloads; authorized lists who may
 // decide (AuthorizeApprover) and the returned slice who was asked.
-func personEnv(t *testing.T, s *testsuite.WorkflowTestSuite, pol activities.PolicyResult, authorized ...string) (
-	*testsuite.TestWorkflowEnvironment, *activities.ApprovalRequestInput, *activities.Decision, *[]activities.ApproverInput,
+func personEnv(t *testing.T, s *testsuite.WorkflowTestSuite, pol gate.PolicyResult, authorized ...string) (
+	*testsuite.TestWorkflowEnvironment, *approval.ApprovalRequestInput, *gate.Decision, *[]approval.ApproverInput,
 ) {
 	env, created, recorded := approvalEnvOf(t, s, pol)
 	keys, err := seal.NewKeyring("k1", map[string][]byte{"k1": bytes.Repeat([]byte{7}, seal.KeySize)})
 	require.NoError(t, err)
 	env.SetDataConverter(sealingConverter{DataConverter: seal.DataConverter(keys), keys: keys})
-	var asked []activities.ApproverInput
-	env.OnActivity(approvals.AuthorizeApprover, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApproverInput) (string, error) {
+	var asked []approval.ApproverInput
+	env.OnActivity(approvals.AuthorizeApprover, mock.Anything, mock.Anything).Return(func(_ context.Context, in approval.ApproverInput) (string, error) {
 		asked = append(asked, in)
 		for _, a := range authorized {
 			if a == in.Person.Username {
@@ -99,9 +100,9 @@ func TestPersonSignalIsAuthorizedAndAttributed(t *testing.T) {
 	st := result(t, env)
 
 	assert.Equal(t, v1alpha1.PhaseCompleted, st.Phase, st.Message)
-	assert.Equal(t, activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal, Message: "checked", At: recorded.At}, *recorded)
+	assert.Equal(t, gate.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal, Message: "checked", At: recorded.At}, *recorded)
 	require.Len(t, *asked, 2)
-	assert.Equal(t, activities.ApproverInput{Namespace: "shop", Name: created.Name, Person: mallory}, (*asked)[0])
+	assert.Equal(t, approval.ApproverInput{Namespace: "shop", Name: created.Name, Person: mallory}, (*asked)[0])
 	assert.Equal(t, alice, (*asked)[1].Person, "the SubjectAccessReview gets the person's uid, groups and extra")
 	assert.Contains(t, logs.warnings(), "ignoring a person's approval decision: user mallory may not decide")
 }
@@ -149,6 +150,6 @@ func TestRelayedDecisionIsNotAPersons(t *testing.T) {
 	st := result(t, env)
 
 	assert.Equal(t, v1alpha1.PhaseFailed, st.Phase)
-	assert.Equal(t, activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "carol", Via: v1alpha1.DecidedViaKubectl, Message: "no", At: recorded.At}, *recorded)
+	assert.Equal(t, gate.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "carol", Via: v1alpha1.DecidedViaKubectl, Message: "no", At: recorded.At}, *recorded)
 	assert.Empty(t, *asked)
 }

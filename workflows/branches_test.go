@@ -117,20 +117,21 @@ var notRecorded = map[string]string{
 	"reason ApproverRefused": "the reason of a Warning Event the worker records outside the history for a person's decision " +
 		"from someone who may not decide, never a run's reason (workflows/approval_person_test.go, test/integration/codec_test.go)",
 	"reason PolicyBroken": "the reason of a Warning Event the worker records on a policy ConfigMap that breaks the safety " +
-		"policy, never a run's reason (activities/policy_lastgood_test.go, test/integration/policy_broken_test.go)",
+		"policy, never a run's reason (activities/gate/policy_lastgood_test.go, test/integration/policy_broken_test.go)",
 	"reason UnknownSignal": "the reason of a Warning Event the worker records outside the history for a signal no handler " +
 		"reads, never a run's reason (workflows/signals_test.go, test/integration/signal_warnings_test.go)",
 	"reason RefusedSignal": "the reason of a Warning Event the worker records outside the history for a signal whose payload " +
 		"Remedy's parts did not seal, refused before delivery, never a run's reason (test/integration/seal_test.go)",
 	"reason GateUnknown": "an alert run held because Alertmanager cannot be read for spec.blockWhileFiring; stopping the " +
-		"package's shared Alertmanager would disturb every other alert test (activities/alert_gates_test.go)",
+		"package's shared Alertmanager would disturb every other alert test (activities/alerts/alert_gates_test.go)",
 	"reason CallbackNotConfigured": "reached only when a URL leaves the configuration between a drift's detection and its report, " +
-		"as the workflow posts only to URLs the worker just read (activities/drift_callback_test.go)",
+		"as the workflow posts only to URLs the worker just read (activities/drift/drift_callback_test.go)",
 }
 
 func TestEveryBranchHasAHistory(t *testing.T) {
 	hs := recordedHistories(t)
-	src := parseSources(t, ".", "../activities", "../api/v1alpha1")
+	src := parseSources(t, ".", "../activities/gate", "../activities/execution", "../activities/reload", "../activities/drift",
+		"../activities/alerts", "../activities/approval", "../activities/status", "../activities/fail", "../api/v1alpha1")
 
 	for _, k := range []struct {
 		kind   string

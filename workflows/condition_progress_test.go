@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -19,13 +20,13 @@ func TestPreconditionsShowProgress(t *testing.T) {
 	env := newEnv(t)
 	allowAll(env)
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil)
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil)
 	held := func(name string) v1alpha1.ConditionResult {
 		return v1alpha1.ConditionResult{Name: name, Required: true, Passed: true, Attempts: 3, EvaluatedAt: &metav1.Time{Time: time.Unix(1, 0)}}
 	}
 	for _, name := range []string{"ready", "quiet"} {
-		env.OnActivity(validation.EvaluateCondition, mock.Anything, mock.MatchedBy(func(r activities.ConditionRequest) bool { return r.Condition.Name == name })).
+		env.OnActivity(validation.EvaluateCondition, mock.Anything, mock.MatchedBy(func(r gate.ConditionRequest) bool { return r.Condition.Name == name })).
 			Return(held(name), nil).Once()
 	}
 	in := scaleInput(0, false)

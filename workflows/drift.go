@@ -6,7 +6,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/drift"
+	"github.com/remedy-dev/remedy/activities/fail"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -27,7 +29,7 @@ const (
 	driftEventBudget = 2000
 )
 
-var drifts *activities.Drift
+var drifts *drift.Drift
 
 // driftPostOptions retry a callback with backoff for a few minutes; a
 // receiver that stays down loses the report, not the drift.
@@ -50,7 +52,7 @@ var driftCheckOptions = workflow.ActivityOptions{
 		BackoffCoefficient:     2,
 		MaximumInterval:        5 * time.Second,
 		MaximumAttempts:        3,
-		NonRetryableErrorTypes: activities.NonRetryable,
+		NonRetryableErrorTypes: fail.NonRetryable,
 	},
 }
 
@@ -71,7 +73,7 @@ func DriftWorkflow(ctx workflow.Context, in DriftInput) (DriftResult, error) {
 	r.upsert(ctx, AttrKind.ValueSet("Drift"), AttrTarget.ValueSet(in.Parent.Target()), AttrPhase.ValueSet(DriftPhaseDetected))
 	// Drifts carried from an earlier run are believed only for a parent that
 	// still exists as this workflow's; settings are read afresh.
-	if len(r.status.Open) > 0 && !r.verify(ctx, activities.VerifyDriftInput{Parent: activities.DriftObject(in.Parent), Carried: true}) {
+	if len(r.status.Open) > 0 && !r.verify(ctx, drift.VerifyDriftInput{Parent: drift.DriftObject(in.Parent), Carried: true}) {
 		r.status.Open = nil
 	}
 	workflow.Go(ctx, r.post)
@@ -173,13 +175,13 @@ func (r *driftRun) handle(ctx workflow.Context, s DriftSignal) {
 	}
 	if i := r.find(s.ID); i >= 0 {
 		if s.Approved {
-			r.resolve(ctx, i, activities.DriftApproved)
+			r.resolve(ctx, i, drift.DriftApproved)
 			return
 		}
 		r.resnooze(ctx, i, s)
 		return
 	}
-	if !r.verify(ctx, activities.VerifyDriftInput{Parent: activities.DriftObject(s.Parent), Child: activities.DriftObject(s.Child),
+	if !r.verify(ctx, drift.VerifyDriftInput{Parent: drift.DriftObject(s.Parent), Child: drift.DriftObject(s.Child),
 		ParentSpecHash: s.ParentSpecHash}) {
 		return
 	}
@@ -203,8 +205,8 @@ func (r *driftRun) handle(ctx workflow.Context, s DriftSignal) {
 // read the parent's settings from its configuration; a run started or
 // signalled by anyone else than the webhook gets nothing it claims.
 // false: the claims do not hold, and the caller ignores them.
-func (r *driftRun) verify(ctx workflow.Context, in activities.VerifyDriftInput) bool {
-	var settings activities.DriftSettings
+func (r *driftRun) verify(ctx workflow.Context, in drift.VerifyDriftInput) bool {
+	var settings gate.DriftSettings
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, driftCheckOptions), drifts.VerifyDrift, in).Get(ctx, &settings)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("ignoring a drift the API server does not confirm", "parent", in.Parent.String(), "child", in.Child.String(), "error", err)
@@ -281,13 +283,13 @@ func (r *driftRun) poll(ctx workflow.Context) {
 	if len(r.status.Open) == 0 {
 		return
 	}
-	in := activities.CheckDriftsInput{Parent: activities.DriftObject(r.in.Parent)}
+	in := drift.CheckDriftsInput{Parent: drift.DriftObject(r.in.Parent)}
 	for _, d := range r.status.Open {
 		s := d.Signal
-		in.Drifts = append(in.Drifts, activities.DriftCheck{ID: s.ID, Child: activities.DriftObject(s.Child), Operation: s.Operation,
+		in.Drifts = append(in.Drifts, drift.DriftCheck{ID: s.ID, Child: drift.DriftObject(s.Child), Operation: s.Operation,
 			ParentSpecHash: s.ParentSpecHash, ParentGeneration: s.ParentGeneration})
 	}
-	var res activities.CheckDriftsResult
+	var res drift.CheckDriftsResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, driftCheckOptions), drifts.CheckDrifts, in).Get(ctx, &res)
 	if err != nil {
 		// The next tick tries again; a drift stays open until it is seen resolved.

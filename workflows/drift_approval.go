@@ -8,12 +8,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/drift"
+	"github.com/remedy-dev/remedy/activities/fail"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // DriftApprovalAction is the approval context's action of a drift's request.
-const DriftApprovalAction = activities.DriftApprovalAction
+const DriftApprovalAction = gate.DriftApprovalAction
 
 // driftWriteOptions retry an annotation write on a busy API server.
 var driftWriteOptions = workflow.ActivityOptions{
@@ -23,7 +25,7 @@ var driftWriteOptions = workflow.ActivityOptions{
 		BackoffCoefficient:     2,
 		MaximumInterval:        30 * time.Second,
 		MaximumAttempts:        5,
-		NonRetryableErrorTypes: activities.NonRetryable,
+		NonRetryableErrorTypes: fail.NonRetryable,
 	},
 }
 
@@ -124,7 +126,7 @@ func (r *driftRun) ask(ctx workflow.Context, gate *approvalGate, id string) {
 	}
 	r.setDecision(id, string(d.Decision))
 	logger.Info("drift decided", "id", id, "approvalRequest", name, "decision", d.Decision, "approver", d.DecidedBy, "via", d.Via)
-	in := activities.DriftDecisionInput{Parent: activities.DriftObject(s.Parent), Child: activities.DriftObject(s.Child), Generation: s.ParentGeneration,
+	in := drift.DriftDecisionInput{Parent: drift.DriftObject(s.Parent), Child: drift.DriftObject(s.Child), Generation: s.ParentGeneration,
 		ApprovalRequest: name}
 	wctx := workflow.WithActivityOptions(ctx, driftWriteOptions)
 	switch d.Decision {
@@ -134,7 +136,7 @@ func (r *driftRun) ask(ctx workflow.Context, gate *approvalGate, id string) {
 			return
 		}
 		if i := r.find(id); i >= 0 {
-			r.resolve(ctx, i, activities.DriftApproved)
+			r.resolve(ctx, i, drift.DriftApproved)
 		}
 	case v1alpha1.DecisionRejected:
 		in.Reason = fmt.Sprintf("rejected by %s", d.DecidedBy)

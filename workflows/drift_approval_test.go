@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/drift"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -23,7 +23,7 @@ func TestDriftApproval(t *testing.T) {
 		wantDecision v1alpha1.Decision
 		wantMessage  string
 		wantWrites   []string
-		wantWrite    activities.DriftDecisionInput
+		wantWrite    drift.DriftDecisionInput
 		wantClosed   ResolvedDrift
 	}{
 		{
@@ -32,9 +32,9 @@ func TestDriftApproval(t *testing.T) {
 			resolveCheck: 1_000_000,
 			wantDecision: v1alpha1.DecisionApproved,
 			wantWrites:   []string{"approval"},
-			wantWrite: activities.DriftDecisionInput{Parent: activities.DriftObject(driftParent),
-				Child: activities.DriftObject(driftSignal("a1").Child), Generation: 3},
-			wantClosed: ResolvedDrift{ID: "a1", Reason: activities.DriftApproved},
+			wantWrite: drift.DriftDecisionInput{Parent: drift.DriftObject(driftParent),
+				Child: drift.DriftObject(driftSignal("a1").Child), Generation: 3},
+			wantClosed: ResolvedDrift{ID: "a1", Reason: drift.DriftApproved},
 		},
 		{
 			name: "reject writes a rejection with the reason; the drift stays until the parent changes",
@@ -45,9 +45,9 @@ func TestDriftApproval(t *testing.T) {
 			wantDecision: v1alpha1.DecisionRejected,
 			wantMessage:  "the controller is wrong",
 			wantWrites:   []string{"rejection"},
-			wantWrite: activities.DriftDecisionInput{Parent: activities.DriftObject(driftParent),
-				Child: activities.DriftObject(driftSignal("a1").Child), Generation: 3, Reason: "rejected by bob: the controller is wrong"},
-			wantClosed: ResolvedDrift{ID: "a1", Reason: activities.DriftParentChanged},
+			wantWrite: drift.DriftDecisionInput{Parent: drift.DriftObject(driftParent),
+				Child: drift.DriftObject(driftSignal("a1").Child), Generation: 3, Reason: "rejected by bob: the controller is wrong"},
+			wantClosed: ResolvedDrift{ID: "a1", Reason: drift.DriftParentChanged},
 		},
 		{
 			name: "the decide update works as the signals do",
@@ -59,27 +59,27 @@ func TestDriftApproval(t *testing.T) {
 			resolveCheck: 1_000_000,
 			wantDecision: v1alpha1.DecisionApproved,
 			wantWrites:   []string{"approval"},
-			wantWrite: activities.DriftDecisionInput{Parent: activities.DriftObject(driftParent),
-				Child: activities.DriftObject(driftSignal("a1").Child), Generation: 3},
-			wantClosed: ResolvedDrift{ID: "a1", Reason: activities.DriftApproved},
+			wantWrite: drift.DriftDecisionInput{Parent: drift.DriftObject(driftParent),
+				Child: drift.DriftObject(driftSignal("a1").Child), Generation: 3},
+			wantClosed: ResolvedDrift{ID: "a1", Reason: drift.DriftApproved},
 		},
 		{
 			name:         "an expired request writes nothing; the drift stays until the parent changes",
 			resolveCheck: 200, // 1000s: after the 10m request expired
 			wantDecision: v1alpha1.DecisionExpired,
-			wantClosed:   ResolvedDrift{ID: "a1", Reason: activities.DriftParentChanged},
+			wantClosed:   ResolvedDrift{ID: "a1", Reason: drift.DriftParentChanged},
 		},
 		{
 			name:         "a drift that resolves first supersedes its request",
 			resolveCheck: 1,
 			wantDecision: v1alpha1.DecisionExpired,
 			wantMessage:  "superseded: the drift resolved: ParentChanged",
-			wantClosed:   ResolvedDrift{ID: "a1", Reason: activities.DriftParentChanged},
+			wantClosed:   ResolvedDrift{ID: "a1", Reason: drift.DriftParentChanged},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newDriftEnv(t, resolveAt(tt.resolveCheck, activities.DriftParentChanged))
+			env := newDriftEnv(t, resolveAt(tt.resolveCheck, drift.DriftParentChanged))
 			rars, decisions, writes := env.withApprovals()
 			start := env.Now()
 			env.signalAt(0, askingSignal("a1"))
@@ -110,7 +110,7 @@ func TestDriftApproval(t *testing.T) {
 			if len(tt.wantWrites) > 0 {
 				want := tt.wantWrite
 				want.ApprovalRequest = rar.Name // the gate finds the decision on it
-				assert.Equal(t, []activities.DriftDecisionInput{want}, *writes)
+				assert.Equal(t, []drift.DriftDecisionInput{want}, *writes)
 			}
 			assert.Equal(t, []ResolvedDrift{tt.wantClosed}, res.Closed)
 			assert.Equal(t, []string{"a1/Detected", "a1/Resolved"}, env.phases(t))
@@ -119,7 +119,7 @@ func TestDriftApproval(t *testing.T) {
 }
 
 func TestDriftApprovalsAreAskedOneAtATime(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(1_000_000, drift.DriftParentChanged))
 	rars, _, writes := env.withApprovals()
 	start := env.Now()
 	env.signalAt(0, askingSignal("a1"))
@@ -137,5 +137,5 @@ func TestDriftApprovalsAreAskedOneAtATime(t *testing.T) {
 	require.Len(t, *writes, 2)
 	assert.Equal(t, "web-a1", (*writes)[0].Child.Name)
 	assert.Equal(t, "web-b2", (*writes)[1].Child.Name)
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftApproved}, {ID: "b2", Reason: activities.DriftApproved}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftApproved}, {ID: "b2", Reason: drift.DriftApproved}}, res.Closed)
 }

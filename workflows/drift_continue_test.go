@@ -10,12 +10,12 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/drift"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 func TestDriftContinuesAsNewCarryingOpenDrifts(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(1_000_000, drift.DriftParentChanged))
 	// The same drift reported over and over: each signal counts, none opens a new drift.
 	for i := 0; i < maxDriftSignalsPerRun+5; i++ {
 		env.signalAt(time.Duration(i)*100*time.Millisecond, driftSignal("a1"))
@@ -38,19 +38,19 @@ func TestDriftContinuesAsNewCarryingOpenDrifts(t *testing.T) {
 }
 
 func TestDriftContinuedRunAsksForCarriedDrifts(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(1_000_000, drift.DriftParentChanged))
 	rars, _, writes := env.withApprovals()
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalApprove, ApprovalSignal{Approver: "alice"}) }, 2*time.Second)
 	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent, Open: []OpenDrift{{Signal: askingSignal("a1")}}})
 	res := env.result(t)
 	require.Len(t, *rars, 1)
 	require.Len(t, *writes, 1)
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftApproved}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftApproved}}, res.Closed)
 	assert.Equal(t, []string{"a1/Resolved"}, env.phases(t), "Detected was posted by the earlier run")
 }
 
 func TestDriftContinuesAsNewWhileAnApprovalIsOpenAndTheNextRunResumesIt(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(1_000_000, drift.DriftParentChanged))
 	rars, decisions, _ := env.withApprovals()
 	start := env.Now()
 	env.signalAt(0, askingSignal("a1"))
@@ -73,7 +73,7 @@ func TestDriftContinuesAsNewWhileAnApprovalIsOpenAndTheNextRunResumesIt(t *testi
 	assert.Empty(t, next.Open[1].ApprovalRequest, "b2 waits for its turn in the next run")
 
 	// The next run waits on the same request, and a decision sent to it lands.
-	env2 := newDriftEnv(t, resolveAt(1_000_000, activities.DriftParentChanged))
+	env2 := newDriftEnv(t, resolveAt(1_000_000, drift.DriftParentChanged))
 	rars2, decisions2, writes2 := env2.withApprovals()
 	env2.RegisterDelayedCallback(func() {
 		env2.SignalWorkflow(SignalApprove, ApprovalSignal{Approver: "alice", Request: name, Namespace: "shop"})
@@ -87,11 +87,11 @@ func TestDriftContinuesAsNewWhileAnApprovalIsOpenAndTheNextRunResumesIt(t *testi
 	assert.Equal(t, name, (*decisions2)[0].Name)
 	assert.Equal(t, v1alpha1.DecisionApproved, (*decisions2)[0].Decision.Decision)
 	require.Len(t, *writes2, 2)
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftApproved}, {ID: "b2", Reason: activities.DriftApproved}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftApproved}, {ID: "b2", Reason: drift.DriftApproved}}, res.Closed)
 }
 
 func TestDriftResumedRequestExpiresOnItsOriginalTime(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(50, activities.DriftParentChanged)) // after the expiry
+	env := newDriftEnv(t, resolveAt(50, drift.DriftParentChanged)) // after the expiry
 	rars, decisions, _ := env.withApprovals()
 	start := env.Now()
 	open := OpenDrift{Signal: askingSignal("a1"), ApprovalRequest: "drift-a1-1", ApprovalRequiredBy: start.Add(3 * time.Minute)}

@@ -13,7 +13,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/drift"
+	"github.com/remedy-dev/remedy/activities/gate"
 )
 
 var driftParent = DriftObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", UID: "uid-web"}
@@ -34,28 +36,28 @@ func driftSignal(id string) DriftSignal {
 type driftEnv struct {
 	*testsuite.TestWorkflowEnvironment
 	mu     sync.Mutex
-	posts  []activities.PostReportInput
-	checks []activities.CheckDriftsInput
+	posts  []drift.PostReportInput
+	checks []drift.CheckDriftsInput
 	writes []string
 	// postErr, when set, fails a POST attempt; it runs under mu.
-	postErr func(in activities.PostReportInput) error
+	postErr func(in drift.PostReportInput) error
 	// settings are what the worker's configuration says, once verifyErr
 	// (when set) let a drift's claims through.
-	settings  activities.DriftSettings
-	verifyErr func(in activities.VerifyDriftInput) error
-	verified  []activities.VerifyDriftInput
+	settings  gate.DriftSettings
+	verifyErr func(in drift.VerifyDriftInput) error
+	verified  []drift.VerifyDriftInput
 }
 
-type checkFunc func(n int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error)
+type checkFunc func(n int, in drift.CheckDriftsInput) (drift.CheckDriftsResult, error)
 
 func newDriftEnv(t *testing.T, check checkFunc) *driftEnv {
 	var s testsuite.WorkflowTestSuite
 	e := &driftEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(),
-		settings: activities.DriftSettings{CallbackURLs: []string{"https://a.example/drift", "https://b.example/drift"}}}
+		settings: gate.DriftSettings{CallbackURLs: []string{"https://a.example/drift", "https://b.example/drift"}}}
 	e.RegisterWorkflowWithOptions(DriftWorkflow, workflow.RegisterOptions{Name: "DriftWorkflow"})
-	e.RegisterActivity(&activities.Drift{})
-	e.RegisterActivity(&activities.Approvals{})
-	e.OnActivity(drifts.PostReport, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PostReportInput) error {
+	e.RegisterActivity(&drift.Drift{})
+	e.RegisterActivity(&approval.Approvals{})
+	e.OnActivity(drifts.PostReport, mock.Anything, mock.Anything).Return(func(_ context.Context, in drift.PostReportInput) error {
 		// A report goes to its URLs from parallel activities.
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -68,17 +70,17 @@ func newDriftEnv(t *testing.T, check checkFunc) *driftEnv {
 		return nil
 	})
 	e.OnActivity(drifts.VerifyDrift, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.VerifyDriftInput) (activities.DriftSettings, error) {
+		func(_ context.Context, in drift.VerifyDriftInput) (gate.DriftSettings, error) {
 			e.verified = append(e.verified, in)
 			if e.verifyErr != nil {
 				if err := e.verifyErr(in); err != nil {
-					return activities.DriftSettings{}, err
+					return gate.DriftSettings{}, err
 				}
 			}
 			return e.settings, nil
 		})
 	e.OnActivity(drifts.CheckDrifts, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
+		func(_ context.Context, in drift.CheckDriftsInput) (drift.CheckDriftsResult, error) {
 			e.checks = append(e.checks, in)
 			return check(len(e.checks), in)
 		})
@@ -87,11 +89,11 @@ func newDriftEnv(t *testing.T, check checkFunc) *driftEnv {
 
 // resolveAt resolves every open drift on the nth check.
 func resolveAt(n int, reason string) checkFunc {
-	return func(got int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
-		var res activities.CheckDriftsResult
+	return func(got int, in drift.CheckDriftsInput) (drift.CheckDriftsResult, error) {
+		var res drift.CheckDriftsResult
 		if got >= n {
 			for _, d := range in.Drifts {
-				res.Resolved = append(res.Resolved, activities.DriftResolution{ID: d.ID, Reason: reason})
+				res.Resolved = append(res.Resolved, drift.DriftResolution{ID: d.ID, Reason: reason})
 			}
 		}
 		return res, nil
@@ -130,26 +132,26 @@ func (e *driftEnv) phases(t *testing.T) []string {
 // withApprovals mocks the approval activities: the namespace timeout is 10m,
 // the RAR records whatever decision the workflow took, and the parent
 // annotation writes are recorded.
-func (e *driftEnv) withApprovals() (*[]activities.ApprovalRequestInput, *[]activities.DecisionInput, *[]activities.DriftDecisionInput) {
-	var rars []activities.ApprovalRequestInput
-	var decisions []activities.DecisionInput
-	var writes []activities.DriftDecisionInput
+func (e *driftEnv) withApprovals() (*[]approval.ApprovalRequestInput, *[]approval.DecisionInput, *[]drift.DriftDecisionInput) {
+	var rars []approval.ApprovalRequestInput
+	var decisions []approval.DecisionInput
+	var writes []drift.DriftDecisionInput
 	e.settings.RequestApproval = true
 	e.OnActivity(approvals.NamespaceApprovalTimeout, mock.Anything, mock.Anything).Return(10*time.Minute, nil)
-	e.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApprovalRequestInput) error {
+	e.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(func(_ context.Context, in approval.ApprovalRequestInput) error {
 		rars = append(rars, in)
 		return nil
 	})
-	e.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DecisionInput) (activities.Decision, error) {
+	e.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(func(_ context.Context, in approval.DecisionInput) (gate.Decision, error) {
 		decisions = append(decisions, in)
 		return in.Decision, nil
 	})
-	e.OnActivity(drifts.WriteApproval, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DriftDecisionInput) error {
+	e.OnActivity(drifts.WriteApproval, mock.Anything, mock.Anything).Return(func(_ context.Context, in drift.DriftDecisionInput) error {
 		e.writes = append(e.writes, "approval")
 		writes = append(writes, in)
 		return nil
 	})
-	e.OnActivity(drifts.WriteRejection, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DriftDecisionInput) error {
+	e.OnActivity(drifts.WriteRejection, mock.Anything, mock.Anything).Return(func(_ context.Context, in drift.DriftDecisionInput) error {
 		e.writes = append(e.writes, "rejection")
 		writes = append(writes, in)
 		return nil

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/drift"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 )
 
@@ -63,7 +63,7 @@ func (r *driftRun) post(ctx workflow.Context) {
 		r.queue, r.posting = r.queue[1:], true
 		futures := make([]workflow.Future, len(job.urls))
 		for i, u := range job.urls {
-			futures[i] = workflow.ExecuteActivity(actx, drifts.PostReport, activities.PostReportInput{URL: u, Report: job.report})
+			futures[i] = workflow.ExecuteActivity(actx, drifts.PostReport, drift.PostReportInput{URL: u, Report: job.report})
 		}
 		for i, f := range futures {
 			if err := f.Get(ctx, nil); err != nil {

@@ -8,15 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/drift"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(1, drift.DriftParentChanged))
 	attempts := map[string]int{}
-	env.postErr = func(in activities.PostReportInput) error {
+	env.postErr = func(in drift.PostReportInput) error {
 		attempts[in.URL]++
 		if in.URL == "https://a.example/drift" {
 			return temporal.NewNonRetryableApplicationError("404", v1alpha1.ReasonCallbackRejected, nil)
@@ -29,7 +29,7 @@ func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {
 	env.signalAt(0, driftSignal("a1"))
 	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
 	res := env.result(t)
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftParentChanged}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftParentChanged}}, res.Closed)
 	assert.Equal(t, 2, attempts["https://a.example/drift"], "a rejected report is not retried: once per phase")
 	assert.Equal(t, 4, attempts["https://b.example/drift"], "2 failures then success for Detected, then Resolved")
 	assert.Equal(t, []UndeliveredReport{
@@ -39,8 +39,8 @@ func TestDriftUndeliveredReportDoesNotStopTheWorkflow(t *testing.T) {
 }
 
 func TestDriftUndeliveredReportsAreBoundedAndCarried(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(1, activities.DriftParentChanged))
-	env.postErr = func(activities.PostReportInput) error {
+	env := newDriftEnv(t, resolveAt(1, drift.DriftParentChanged))
+	env.postErr = func(drift.PostReportInput) error {
 		return temporal.NewNonRetryableApplicationError("not acknowledged: slack is down", v1alpha1.ReasonCallbackRejected, nil)
 	}
 	carried := make([]UndeliveredReport, maxUndelivered)

@@ -11,13 +11,13 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/drift"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 func TestDriftDetectedThenResolved(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(2, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(2, drift.DriftParentChanged))
 	start := env.Now()
 	var checkedAt []time.Time
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
@@ -33,15 +33,15 @@ func TestDriftDetectedThenResolved(t *testing.T) {
 		"a1/Detected",
 		"a1/Resolved",
 	}, env.phases(t))
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftParentChanged}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftParentChanged}}, res.Closed)
 	assert.Empty(t, res.Status.Open)
 	assert.Equal(t, 1, res.Status.Resolved)
 	require.Len(t, checkedAt, 2)
 	assert.Equal(t, []time.Time{start.Add(driftPollInterval), start.Add(2 * driftPollInterval)}, checkedAt, "constant poll interval")
 
 	check := env.checks[0]
-	assert.Equal(t, activities.DriftObject(driftParent), check.Parent)
-	assert.Equal(t, []activities.DriftCheck{{ID: "a1", Child: activities.DriftObject(driftSignal("a1").Child), Operation: "UPDATE",
+	assert.Equal(t, drift.DriftObject(driftParent), check.Parent)
+	assert.Equal(t, []drift.DriftCheck{{ID: "a1", Child: drift.DriftObject(driftSignal("a1").Child), Operation: "UPDATE",
 		ParentSpecHash: "hash-3", ParentGeneration: 3}}, check.Drifts)
 
 	report := env.posts[0].Report
@@ -80,74 +80,74 @@ func TestDriftSignals(t *testing.T) {
 			signals: map[time.Duration]DriftSignal{
 				0: driftSignal("a1"), time.Second: driftSignal("a1"), 2 * time.Second: driftSignal("a1"),
 			},
-			check: resolveAt(1, activities.DriftChildDeleted),
+			check: resolveAt(1, drift.DriftChildDeleted),
 			wantPosts: []string{"a1/Detected",
 				"a1/Resolved"},
-			wantClosed: []ResolvedDrift{{ID: "a1", Reason: activities.DriftChildDeleted}},
+			wantClosed: []ResolvedDrift{{ID: "a1", Reason: drift.DriftChildDeleted}},
 			wantChecks: 1,
 		},
 		{
 			name:    "two ids are two drifts",
 			signals: map[time.Duration]DriftSignal{0: driftSignal("a1"), time.Second: driftSignal("b2")},
-			check:   resolveAt(1, activities.DriftParentChanged),
+			check:   resolveAt(1, drift.DriftParentChanged),
 			wantPosts: []string{"a1/Detected",
 				"b2/Detected",
 				"a1/Resolved",
 				"b2/Resolved"},
-			wantClosed: []ResolvedDrift{{ID: "a1", Reason: activities.DriftParentChanged}, {ID: "b2", Reason: activities.DriftParentChanged}},
+			wantClosed: []ResolvedDrift{{ID: "a1", Reason: drift.DriftParentChanged}, {ID: "b2", Reason: drift.DriftParentChanged}},
 			wantChecks: 1,
 		},
 		{
 			name:       "a drift resolved under its snooze is followed but never reported",
 			signals:    map[time.Duration]DriftSignal{0: snoozedFor(time.Hour)},
-			check:      resolveAt(2, activities.DriftParentChanged),
-			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			check:      resolveAt(2, drift.DriftParentChanged),
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: drift.DriftParentChanged}},
 			wantChecks: 2,
 		},
 		{
 			name:    "a drift that outlives its snooze is reported when it expires",
 			signals: map[time.Duration]DriftSignal{0: snoozedFor(7 * time.Second)},
-			check:   resolveAt(3, activities.DriftParentChanged),
+			check:   resolveAt(3, drift.DriftParentChanged),
 			wantPosts: []string{"s1/Detected",
 				"s1/Resolved"},
-			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: drift.DriftParentChanged}},
 			wantChecks: 3,
 		},
 		{
 			name:    "a repeat without the snooze ends its silence",
 			signals: map[time.Duration]DriftSignal{0: snoozedFor(time.Hour), time.Second: driftSignal("s1")},
-			check:   resolveAt(1, activities.DriftParentChanged),
+			check:   resolveAt(1, drift.DriftParentChanged),
 			wantPosts: []string{"s1/Detected",
 				"s1/Resolved"},
-			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: drift.DriftParentChanged}},
 			wantChecks: 1,
 		},
 		{
 			name:       "a repeat under a longer snooze keeps it silent",
 			signals:    map[time.Duration]DriftSignal{0: snoozedFor(7 * time.Second), time.Second: snoozedFor(time.Hour)},
-			check:      resolveAt(3, activities.DriftParentChanged),
-			wantClosed: []ResolvedDrift{{ID: "s1", Reason: activities.DriftParentChanged}},
+			check:      resolveAt(3, drift.DriftParentChanged),
+			wantClosed: []ResolvedDrift{{ID: "s1", Reason: drift.DriftParentChanged}},
 			wantChecks: 3,
 		},
 		{
 			name:    "an approved signal resolves the open drift at once",
 			signals: map[time.Duration]DriftSignal{0: driftSignal("a1"), time.Second: approved},
-			check:   resolveAt(100, activities.DriftParentChanged),
+			check:   resolveAt(100, drift.DriftParentChanged),
 			wantPosts: []string{"a1/Detected",
 				"a1/Resolved"},
-			wantClosed: []ResolvedDrift{{ID: "a1", Reason: activities.DriftApproved}},
+			wantClosed: []ResolvedDrift{{ID: "a1", Reason: drift.DriftApproved}},
 		},
 		{
 			name:       "an approved signal for no open drift opens nothing and reports Resolved at once",
 			signals:    map[time.Duration]DriftSignal{0: approved},
-			check:      resolveAt(1, activities.DriftParentChanged),
+			check:      resolveAt(1, drift.DriftParentChanged),
 			wantPosts:  []string{"a1/Resolved"},
 			wantClosed: nil,
 		},
 		{
 			name:    "an approved signal under a snooze reports nothing",
 			signals: map[time.Duration]DriftSignal{0: snoozedApproved},
-			check:   resolveAt(1, activities.DriftParentChanged),
+			check:   resolveAt(1, drift.DriftParentChanged),
 		},
 	}
 	for _, tt := range tests {
@@ -169,22 +169,22 @@ func TestDriftSignals(t *testing.T) {
 
 func TestDriftCheckFailureKeepsTheDriftOpen(t *testing.T) {
 	calls := 0
-	env := newDriftEnv(t, func(n int, in activities.CheckDriftsInput) (activities.CheckDriftsResult, error) {
+	env := newDriftEnv(t, func(n int, in drift.CheckDriftsInput) (drift.CheckDriftsResult, error) {
 		calls = n
 		if n <= 3 {
-			return activities.CheckDriftsResult{}, temporal.NewNonRetryableApplicationError("forbidden", v1alpha1.ReasonForbidden, nil)
+			return drift.CheckDriftsResult{}, temporal.NewNonRetryableApplicationError("forbidden", v1alpha1.ReasonForbidden, nil)
 		}
-		return activities.CheckDriftsResult{Resolved: []activities.DriftResolution{{ID: "a1", Reason: activities.DriftChildDeleted}}}, nil
+		return drift.CheckDriftsResult{Resolved: []drift.DriftResolution{{ID: "a1", Reason: drift.DriftChildDeleted}}}, nil
 	})
 	env.signalAt(0, driftSignal("a1"))
 	env.ExecuteWorkflow(DriftWorkflow, DriftInput{Parent: driftParent})
 	res := env.result(t)
 	assert.Equal(t, 4, calls, "one failed check per tick, then the one that sees it resolved")
-	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: activities.DriftChildDeleted}}, res.Closed)
+	assert.Equal(t, []ResolvedDrift{{ID: "a1", Reason: drift.DriftChildDeleted}}, res.Closed)
 }
 
 func TestDriftStatusQueryListsOpenDrifts(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(3, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(3, drift.DriftParentChanged))
 	var during DriftStatus
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(QueryStatus)
@@ -206,9 +206,9 @@ func TestDriftStatusQueryListsOpenDrifts(t *testing.T) {
 // a drift whose claims do not hold, or about another parent, is neither
 // reported nor asked about, and carried drifts of a parent that is gone are dropped.
 func TestDriftIgnoresUnconfirmedSignals(t *testing.T) {
-	env := newDriftEnv(t, resolveAt(2, activities.DriftParentChanged))
+	env := newDriftEnv(t, resolveAt(2, drift.DriftParentChanged))
 	rars, _, writes := env.withApprovals()
-	env.verifyErr = func(in activities.VerifyDriftInput) error {
+	env.verifyErr = func(in drift.VerifyDriftInput) error {
 		if in.Child.Name == "web-forged" || in.Carried {
 			return temporal.NewNonRetryableApplicationError("parent shop/Deployment/web does not exist", v1alpha1.ReasonSubjectMismatch, nil)
 		}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 )
 
 // DriftObjectRef names a drift's parent or child.
@@ -64,7 +64,7 @@ type DriftSignal struct {
 	SnoozedUntil time.Time `json:"snoozedUntil,omitzero"`
 	DetectedAt   time.Time `json:"detectedAt"`
 	// A signal names no callback URL and does not ask for approval: the
-	// worker reads both from its configuration (activities.DriftSettings).
+	// worker reads both from its configuration (gate.DriftSettings).
 }
 
 // OpenDrift is one drift the workflow tracks until it resolves.
@@ -98,7 +98,7 @@ type DriftStatus struct {
 	Undelivered []UndeliveredReport `json:"undelivered,omitempty"`
 	// Settings are the parent's reporting settings as the worker last read
 	// them from its configuration.
-	Settings activities.DriftSettings `json:"settings"`
+	Settings gate.DriftSettings `json:"settings"`
 }
 
 // UndeliveredReport is a DriftReport that failed for good at one URL: the

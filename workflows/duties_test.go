@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // policyRequires is a verdict that requires approval; distinct is its
 // require_distinct_approver (by default the same as require_approval).
-func policyRequires(distinct bool) activities.PolicyResult {
-	return activities.PolicyResult{Validation: v1alpha1.PolicyValidation{PolicyName: "safety", Allowed: true, RequiredApproval: true},
+func policyRequires(distinct bool) gate.PolicyResult {
+	return gate.PolicyResult{Validation: v1alpha1.PolicyValidation{PolicyName: "safety", Allowed: true, RequiredApproval: true},
 		ApprovalTimeout: "1h", DistinctApprover: distinct}
 }
 
@@ -55,7 +55,7 @@ func TestDutiesSelfApprovalBySignalIsIgnored(t *testing.T) {
 	st := result(t, env)
 
 	assert.Equal(t, v1alpha1.PhaseCompleted, st.Phase, st.Message)
-	assert.Equal(t, activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "bob", Via: v1alpha1.DecidedViaSignal, Message: "checked", At: recorded.At}, *recorded)
+	assert.Equal(t, gate.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "bob", Via: v1alpha1.DecidedViaSignal, Message: "checked", At: recorded.At}, *recorded)
 	assert.Equal(t, "alice", created.Context.Requester)
 	assert.True(t, created.Context.RequireDistinctApprover, "the request tells the approver")
 	waiting := st.PhaseTransitions[1]
@@ -88,7 +88,7 @@ func TestDutiesSelfApprovalByUpdateIsRefused(t *testing.T) {
 func TestDutiesEffectiveRule(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		pol      activities.PolicyResult
+		pol      gate.PolicyResult
 		spec     *v1alpha1.ApprovalSpec
 		decision DecideRequest
 		distinct bool
@@ -103,7 +103,7 @@ func TestDutiesEffectiveRule(t *testing.T) {
 			decision: DecideRequest{Approved: true, Approver: "alice"}, distinct: true},
 		{name: "a policy that turned it off", pol: policyRequires(false),
 			decision: DecideRequest{Approved: true, Approver: "alice"}},
-		{name: "the policy asks it for a spec-required approval", pol: activities.PolicyResult{Validation: allowed.Validation, DistinctApprover: true},
+		{name: "the policy asks it for a spec-required approval", pol: gate.PolicyResult{Validation: allowed.Validation, DistinctApprover: true},
 			spec: &v1alpha1.ApprovalSpec{Required: true}, decision: DecideRequest{Approved: true, Approver: "alice"}, distinct: true},
 		{name: "the requester may reject their own request", pol: policyRequires(true),
 			decision: DecideRequest{Approved: false, Approver: "alice", Reason: "withdrawn"}, distinct: true},

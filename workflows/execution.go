@@ -9,7 +9,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/fail"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -66,15 +68,15 @@ type executionRun struct {
 	// (redactChange); inverse and rollbackKey are then the captured
 	// rollback's real parameters and the key of their digest in status.
 	redacts     bool
-	reads       activities.Readable
+	reads       gate.Readable
 	inverse     *v1alpha1.RollbackInformation
 	rollbackKey []byte
 }
 
 var (
-	execution  *activities.Execution
-	validation *activities.Validation
-	jobs       *activities.Jobs
+	executionActs *execution.Execution
+	validation    *gate.Validation
+	jobs          *execution.Jobs
 )
 
 // run validates, writes, verifies and then holds the rollback window.
@@ -92,7 +94,7 @@ func (r *executionRun) run(ctx workflow.Context) {
 	}
 
 	r.setPhase(ctx, v1alpha1.PhaseExecuting, "Executing", r.impact(before.Change))
-	var done activities.ExecuteResult
+	var done execution.ExecuteResult
 	start := workflow.Now(ctx)
 	err := r.execute(ctx, req, &done)
 	end := workflow.Now(ctx)
@@ -142,7 +144,7 @@ func (r *executionRun) request(ctx workflow.Context) actions.Request {
 }
 
 // recordExecution writes what the write did into the status.
-func (r *executionRun) recordExecution(start, end time.Time, affected v1alpha1.ResourceChange, done activities.ExecuteResult) {
+func (r *executionRun) recordExecution(start, end time.Time, affected v1alpha1.ResourceChange, done execution.ExecuteResult) {
 	r.status.ExecutionResults = &v1alpha1.ExecutionResults{
 		StartTime:         &metav1.Time{Time: start},
 		EndTime:           &metav1.Time{Time: end},
@@ -225,24 +227,24 @@ func (r *executionRun) noChange(ctx workflow.Context, c v1alpha1.ResourceChange)
 }
 
 // execute runs the action with the executor the spec names.
-func (r *executionRun) execute(ctx workflow.Context, req actions.Request, done *activities.ExecuteResult) error {
+func (r *executionRun) execute(ctx workflow.Context, req actions.Request, done *execution.ExecuteResult) error {
 	spec := r.in.Spec
 	if spec.Executor == v1alpha1.ExecutorJob {
-		in := activities.JobInput{
+		in := execution.JobInput{
 			ExecutionNamespace: r.in.Namespace, ExecutionName: r.in.Name, ExecutionUID: r.in.UID,
 			Request: req, Execution: spec, Timeout: executionTimeout(spec), MaxRetries: maxRetries(spec),
 		}
 		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, jobOptions(spec)), jobs.RunJob, in).Get(ctx, done)
 	}
-	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(spec)), execution.ExecuteInline, r.write(req)).Get(ctx, done)
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, executeOptions(spec)), executionActs.ExecuteInline, r.write(req)).Get(ctx, done)
 }
 
 // write asks for req as a write on the execution's behalf: the write gate
 // re-reads the execution and its requester's grant right before it.
-func (r *executionRun) write(req actions.Request) activities.Write {
+func (r *executionRun) write(req actions.Request) gate.Write {
 	spec := r.in.Spec
-	return activities.Write{
-		Subject: activities.Subject{Kind: activities.SubjectExecution, Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Execution: &spec},
+	return gate.Write{
+		Subject: gate.Subject{Kind: gate.SubjectExecution, Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Execution: &spec},
 		Request: req,
 		As:      actions.ServiceAccountName(req.Action),
 	}
@@ -292,7 +294,7 @@ func reasonOf(err error, fallback string) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.As(err, &app) && app.Type() != "" && (app.NonRetryable() || slices.Contains(activities.NonRetryable, app.Type())):
+	case errors.As(err, &app) && app.Type() != "" && (app.NonRetryable() || slices.Contains(fail.NonRetryable, app.Type())):
 		return app.Type()
 	case temporal.IsTimeoutError(err):
 		return v1alpha1.ReasonExecutionTimeout

@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -25,26 +27,26 @@ func approvalInput(timeout time.Duration) ExecutionInput {
 
 // approvalEnv mocks validation and execution and records the approval
 // request the workflow creates and the decision it records.
-func approvalEnv(t *testing.T, pol activities.PolicyResult) (*testsuite.TestWorkflowEnvironment, *activities.ApprovalRequestInput, *activities.Decision) {
+func approvalEnv(t *testing.T, pol gate.PolicyResult) (*testsuite.TestWorkflowEnvironment, *approval.ApprovalRequestInput, *gate.Decision) {
 	return approvalEnvOf(t, &testsuite.WorkflowTestSuite{}, pol)
 }
 
-func approvalEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite, pol activities.PolicyResult) (
-	*testsuite.TestWorkflowEnvironment, *activities.ApprovalRequestInput, *activities.Decision,
+func approvalEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite, pol gate.PolicyResult) (
+	*testsuite.TestWorkflowEnvironment, *approval.ApprovalRequestInput, *gate.Decision,
 ) {
 	env := newEnvOf(t, s)
-	env.RegisterActivity(&activities.Approvals{})
+	env.RegisterActivity(&approval.Approvals{})
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 	env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(pol, nil)
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Maybe()
-	created, recorded := &activities.ApprovalRequestInput{}, &activities.Decision{}
-	env.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApprovalRequestInput) error {
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil).Maybe()
+	created, recorded := &approval.ApprovalRequestInput{}, &gate.Decision{}
+	env.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(func(_ context.Context, in approval.ApprovalRequestInput) error {
 		*created = in
 		return nil
 	}).Once()
-	env.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DecisionInput) (activities.Decision, error) {
+	env.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(func(_ context.Context, in approval.DecisionInput) (gate.Decision, error) {
 		*recorded = in.Decision
 		return in.Decision, nil
 	}).Maybe()
@@ -52,13 +54,13 @@ func approvalEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite, pol activities.
 }
 
 func TestApprovalTimeoutHierarchy(t *testing.T) {
-	requireApproval := func(timeout string) activities.PolicyResult {
-		return activities.PolicyResult{Validation: v1alpha1.PolicyValidation{PolicyName: "safety", Allowed: true, RequiredApproval: true}, ApprovalTimeout: timeout}
+	requireApproval := func(timeout string) gate.PolicyResult {
+		return gate.PolicyResult{Validation: v1alpha1.PolicyValidation{PolicyName: "safety", Allowed: true, RequiredApproval: true}, ApprovalTimeout: timeout}
 	}
 	for _, tc := range []struct {
 		name      string
 		in        ExecutionInput
-		pol       activities.PolicyResult
+		pol       gate.PolicyResult
 		namespace *time.Duration // nil: the ConfigMap must not be read
 		want      time.Duration
 	}{
@@ -107,22 +109,22 @@ func TestApprovalDecisions(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		decide     []func(env *testsuite.TestWorkflowEnvironment)
-		kubectl    *activities.Decision // already on the RAR when the workflow records
+		kubectl    *gate.Decision // already on the RAR when the workflow records
 		wantPhase  v1alpha1.Phase
 		wantReason string
-		want       activities.Decision
+		want       gate.Decision
 	}{
 		{
 			name:      "approve signal executes",
 			decide:    []func(*testsuite.TestWorkflowEnvironment){signal(SignalApprove, ApprovalSignal{Approver: "alice", Reason: "ok"})},
 			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
-			want: activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal, Message: "ok"},
+			want: gate.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal, Message: "ok"},
 		},
 		{
 			name:      "reject signal fails with the rejector and reason",
 			decide:    []func(*testsuite.TestWorkflowEnvironment){signal(SignalReject, ApprovalSignal{Approver: "bob", Reason: "not now"})},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonApprovalRejected,
-			want: activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "bob", Via: v1alpha1.DecidedViaSignal, Message: "not now"},
+			want: gate.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "bob", Via: v1alpha1.DecidedViaSignal, Message: "not now"},
 		},
 		{
 			name: "first decision wins",
@@ -131,33 +133,33 @@ func TestApprovalDecisions(t *testing.T) {
 				signal(SignalReject, ApprovalSignal{Approver: "mallory", Reason: "too late"}),
 			},
 			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
-			want: activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal},
+			want: gate.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal},
 		},
 		{
 			name:      "relayed kubectl decision keeps its channel",
 			decide:    []func(*testsuite.TestWorkflowEnvironment){signal(SignalApprove, ApprovalSignal{Approver: "carol", Via: "kubectl"})},
 			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
-			want: activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "carol", Via: v1alpha1.DecidedViaKubectl},
+			want: gate.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "carol", Via: v1alpha1.DecidedViaKubectl},
 		},
 		{
 			name:       "a decision already on the request wins over the signal",
 			decide:     []func(*testsuite.TestWorkflowEnvironment){signal(SignalApprove, ApprovalSignal{Approver: "alice"})},
-			kubectl:    &activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "dave", Via: v1alpha1.DecidedViaKubectl, Message: "no"},
+			kubectl:    &gate.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "dave", Via: v1alpha1.DecidedViaKubectl, Message: "no"},
 			wantPhase:  v1alpha1.PhaseFailed,
 			wantReason: v1alpha1.ReasonApprovalRejected,
-			want:       activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal},
+			want:       gate.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newEnv(t)
-			env.RegisterActivity(&activities.Approvals{})
+			env.RegisterActivity(&approval.Approvals{})
 			env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 			allowAll(env)
-			env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-			env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Maybe()
+			env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+			env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil).Maybe()
 			env.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(nil).Once()
-			var recorded activities.Decision
-			env.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DecisionInput) (activities.Decision, error) {
+			var recorded gate.Decision
+			env.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(func(_ context.Context, in approval.DecisionInput) (gate.Decision, error) {
 				recorded = in.Decision
 				if tc.kubectl != nil {
 					return *tc.kubectl, nil
@@ -220,7 +222,7 @@ func TestDecideUpdate(t *testing.T) {
 	assert.ErrorContains(t, rejections[0], "approver is required")
 	assert.ErrorContains(t, rejections[1], "already taken")
 	assert.Equal(t, string(v1alpha1.DecisionApproved), accepted)
-	assert.Equal(t, activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaUpdate, Message: "go",
+	assert.Equal(t, gate.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaUpdate, Message: "go",
 		At: recorded.At}, *recorded)
 	assert.Equal(t, v1alpha1.PhaseCompleted, s.Phase)
 	assert.Contains(t, phasesOf(s), v1alpha1.PhaseRollbackReady)

@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -45,7 +45,7 @@ type prefetch struct {
 
 // startIdentity starts the checks that read no target: the subject, the
 // spec and the requester's grant.
-func (p *prefetch) startIdentity(ctx workflow.Context, ref activities.SubjectRef, spec v1alpha1.KubernetesExecutionSpec, req actions.Request, requester activities.RequesterCheck) {
+func (p *prefetch) startIdentity(ctx workflow.Context, ref gate.SubjectRef, spec v1alpha1.KubernetesExecutionSpec, req actions.Request, requester gate.RequesterCheck) {
 	p.subject = check(ctx, subjects.VerifyExecution, ref, spec)
 	p.spec = check(ctx, validation.CheckSpec, spec, req)
 	p.requester = check(ctx, validation.CheckRequester, requester)
@@ -53,9 +53,9 @@ func (p *prefetch) startIdentity(ctx workflow.Context, ref activities.SubjectRef
 
 // startTarget starts the checks that read the target or the policy, and
 // the requester's read check when the run redacts.
-func (p *prefetch) startTarget(ctx workflow.Context, req actions.Request, requester activities.RequesterCheck, redacts bool) {
+func (p *prefetch) startTarget(ctx workflow.Context, req actions.Request, requester gate.RequesterCheck, redacts bool) {
 	p.rbac = check(ctx, validation.CheckRBAC, req)
-	p.target = check(ctx, execution.InspectTarget, req)
+	p.target = check(ctx, executionActs.InspectTarget, req)
 	p.policy = check(ctx, validation.EvaluatePolicy, req)
 	if redacts {
 		p.readable = check(ctx, validation.MayReadTarget, requester)

@@ -16,7 +16,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -28,10 +29,10 @@ func TestChecksRunAsLocalActivities(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
 	allowAll(env)
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, errors.New("etcdserver: leader changed")).Once()
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
-	env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, errors.New("etcdserver: leader changed")).Once()
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
+	env.OnActivity(executionActs.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil).Once()
 
 	// Local activities start on goroutines of their own.
 	var mu sync.Mutex
@@ -90,7 +91,7 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 			first := []string{"VerifyExecution", "CheckSpec", "CheckRequester"}
 			second := []string{"CheckRBAC", "InspectTarget", "EvaluatePolicy"}
 			env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(
-				func(context.Context, activities.SubjectRef, v1alpha1.KubernetesExecutionSpec) error {
+				func(context.Context, gate.SubjectRef, v1alpha1.KubernetesExecutionSpec) error {
 					together(first...)
 					return tt.subject
 				}).Maybe()
@@ -100,16 +101,16 @@ func TestParallelChecksKeepTheSeedsOrder(t *testing.T) {
 					return tt.spec
 				}).Maybe()
 			env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(
-				func(context.Context, activities.RequesterCheck) error { together(first...); return tt.requester }).Maybe()
+				func(context.Context, gate.RequesterCheck) error { together(first...); return tt.requester }).Maybe()
 			env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(
 				func(context.Context, actions.Request) error { together(second...); return tt.rbac }).Maybe()
-			env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(
+			env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(
 				func(context.Context, actions.Request) (actions.Plan, error) {
 					together(second...)
 					return scalePlan, tt.target
 				}).Maybe()
 			env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(
-				func(context.Context, actions.Request) (activities.PolicyResult, error) {
+				func(context.Context, actions.Request) (gate.PolicyResult, error) {
 					together(second...)
 					return allowed, nil
 				}).Maybe()
@@ -172,9 +173,9 @@ func TestEveryCheckGetsItsOwnArguments(t *testing.T) {
 	env := newEnv(t)
 	allowAll(env)
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Twice()
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(plan, nil).Once()
-	env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: plan}, nil).Twice()
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(plan, nil).Once()
+	env.OnActivity(executionActs.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: plan}, nil).Twice()
 	var mu sync.Mutex
 	args := map[string][][]any{}
 	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, a []any) {
@@ -193,10 +194,10 @@ func TestEveryCheckGetsItsOwnArguments(t *testing.T) {
 		require.True(t, ok, "%T is no actions.Request", a)
 		assert.Equal(t, actions.Request{Action: "scale", Target: in.Spec.Target, Params: *in.Spec.Parameters, Token: req.Token}, req)
 	}
-	grant := func(action string) activities.RequesterCheck {
-		return activities.RequesterCheck{Namespace: "shop", Action: action, Target: in.Spec.Target}
+	grant := func(action string) gate.RequesterCheck {
+		return gate.RequesterCheck{Namespace: "shop", Action: action, Target: in.Spec.Target}
 	}
-	assert.Equal(t, [][]any{{activities.SubjectRef{Namespace: "shop", Name: "scale-web", UID: "u1"}, in.Spec}}, args["VerifyExecution"])
+	assert.Equal(t, [][]any{{gate.SubjectRef{Namespace: "shop", Name: "scale-web", UID: "u1"}, in.Spec}}, args["VerifyExecution"])
 	require.Len(t, args["CheckSpec"], 1, "the rollback's spec check is an activity")
 	assert.Equal(t, in.Spec, args["CheckSpec"][0][0])
 	forward(t, args["CheckSpec"][0][1])

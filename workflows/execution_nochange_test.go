@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -53,7 +53,7 @@ func TestNoChange(t *testing.T) {
 			in:   scaleInput(time.Hour, false),
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				passChecks(env, scalePlan)
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: same}, nil).Once()
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: same}, nil).Once()
 			},
 			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonNoChange,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
@@ -68,7 +68,7 @@ func TestNoChange(t *testing.T) {
 func passChecks(env *testsuite.TestWorkflowEnvironment, plan actions.Plan) {
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 	allowAll(env)
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(plan, nil)
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(plan, nil)
 }
 
 // A step whose action has no inverse (a restart) completes on its own: it

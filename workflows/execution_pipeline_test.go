@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -24,7 +25,7 @@ func cond(name string, required bool) v1alpha1.Condition {
 }
 
 func onCondition(env *testsuite.TestWorkflowEnvironment, name string, required, passed bool) {
-	env.OnActivity(validation.EvaluateCondition, mock.Anything, mock.MatchedBy(func(r activities.ConditionRequest) bool { return r.Condition.Name == name })).
+	env.OnActivity(validation.EvaluateCondition, mock.Anything, mock.MatchedBy(func(r gate.ConditionRequest) bool { return r.Condition.Name == name })).
 		Return(v1alpha1.ConditionResult{Name: name, Required: required, Passed: passed, Message: "pass is false: 1 of 3 ready"}, nil).Once()
 }
 
@@ -50,8 +51,8 @@ func TestPipelineBranches(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(nil)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(activities.PolicyResult{Validation: v1alpha1.PolicyValidation{
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(gate.PolicyResult{Validation: v1alpha1.PolicyValidation{
 					PolicyName: "safety", Messages: []string{"no scaling in prod", "second reason"}}}, nil)
 			},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonPolicyDenied,
@@ -66,11 +67,11 @@ func TestPipelineBranches(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(nil)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(activities.PolicyResult{Validation: v1alpha1.PolicyValidation{
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(gate.PolicyResult{Validation: v1alpha1.PolicyValidation{
 					PolicyName: "safety", Allowed: true, RequiredDryRun: true}}, nil)
-				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil)
+				env.OnActivity(executionActs.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil).Once()
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil)
 			},
 			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 		},
@@ -80,7 +81,7 @@ func TestPipelineBranches(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				onCondition(env, "healthy", true, false)
 			},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonPreconditionFailed,
@@ -96,10 +97,10 @@ func TestPipelineBranches(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				onCondition(env, "soft-pre", false, false)
 				onCondition(env, "soft-post", false, false)
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil)
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil)
 			},
 			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
@@ -113,9 +114,9 @@ func TestPipelineBranches(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				onCondition(env, "available", true, false)
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil)
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil)
 				env.RegisterDelayedCallback(func() {
 					v, err := env.QueryWorkflow(QueryStatus)
 					require.NoError(t, err)
@@ -136,11 +137,11 @@ func TestPipelineBranches(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(nil)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
 				env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.MatchedBy(func(r actions.Request) bool { return *r.Params.Replicas == 5 })).Return(allowed, nil)
 				env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.MatchedBy(func(r actions.Request) bool { return *r.Params.Replicas == 3 })).
-					Return(activities.PolicyResult{Validation: v1alpha1.PolicyValidation{Messages: []string{"freeze"}}}, nil)
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+					Return(gate.PolicyResult{Validation: v1alpha1.PolicyValidation{Messages: []string{"freeze"}}}, nil)
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil).Once()
 				env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "bob"}) }, time.Minute)
 			},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonRollbackFailed,
@@ -158,10 +159,10 @@ func TestPipelineBranches(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(jobs.RunJob, mock.Anything, mock.MatchedBy(func(in activities.JobInput) bool {
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(jobs.RunJob, mock.Anything, mock.MatchedBy(func(in execution.JobInput) bool {
 					return in.ExecutionName == "scale-web" && in.MaxRetries == 2 && in.Timeout == defaultExecutionTimeout
-				})).Return(activities.ExecuteResult{Plan: scalePlan, JobName: "remedy-scale-abc"}, nil).Once()
+				})).Return(execution.ExecuteResult{Plan: scalePlan, JobName: "remedy-scale-abc"}, nil).Once()
 			},
 			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {

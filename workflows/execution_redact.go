@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -20,9 +20,9 @@ const redactChange = "published-values-readable"
 // the status and its Events are read by whoever may get the execution, and
 // the run writes for a requester who may have `execute` on the action but not
 // `get` on the target.
-func (r *executionRun) readable() activities.Readable {
+func (r *executionRun) readable() gate.Readable {
 	if !r.redacts {
-		return activities.Readable{Allowed: true}
+		return gate.Readable{Allowed: true}
 	}
 	return r.reads
 }
@@ -48,7 +48,7 @@ func (r *executionRun) takeReadable(ctx workflow.Context) {
 	}
 	if err := r.early.readable.Get(ctx, &r.reads); err != nil {
 		workflow.GetLogger(ctx).Warn("could not ask whether the requester may get the target; values are not shown", "error", err)
-		r.reads = activities.Readable{}
+		r.reads = gate.Readable{}
 	}
 }
 
@@ -84,7 +84,7 @@ func (r *executionRun) captureRollback(ctx workflow.Context, info v1alpha1.Rollb
 		params = *info.RollbackParameters
 	}
 	//workflowcheck:ignore
-	digest, err := activities.RollbackDigest(r.rollbackKey, params)
+	digest, err := gate.RollbackDigest(r.rollbackKey, params)
 	if err != nil || len(r.rollbackKey) == 0 {
 		workflow.GetLogger(ctx).Error("rollback digest", "error", err)
 		r.inverse = nil

@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -19,21 +20,21 @@ import (
 func TestFailedDryRunAndWriteMessagesFollowTheRequestersReadAccess(t *testing.T) {
 	refusal := `ConfigMap "settings" is invalid: data.password: Invalid value: "` + livePassword + `": must not be reused`
 	apiError := func(reason string) error {
-		return temporal.NewNonRetryableApplicationError(refusal, reason, nil, activities.APIText{Code: 422, Reason: "Invalid"})
+		return temporal.NewNonRetryableApplicationError(refusal, reason, nil, gate.APIText{Code: 422, Reason: "Invalid"})
 	}
 	for _, failing := range []string{"dry-run", "write"} {
-		for _, reads := range []activities.Readable{{Allowed: true}, {Marker: notReadable}} {
+		for _, reads := range []gate.Readable{{Allowed: true}, {Marker: notReadable}} {
 			t.Run(failing+"/"+map[bool]string{true: "may get", false: "may not get"}[reads.Allowed], func(t *testing.T) {
 				env := readsEnv(t)
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
 				env.OnActivity(validation.MayReadTarget, mock.Anything, mock.Anything).Return(reads, nil)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(passwordPlan, nil)
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(passwordPlan, nil)
 				if failing == "dry-run" {
-					env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{}, apiError(v1alpha1.ReasonDryRunFailed))
+					env.OnActivity(executionActs.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{}, apiError(v1alpha1.ReasonDryRunFailed))
 				} else {
-					env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil)
-					env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, apiError(v1alpha1.ReasonExecutionFailed))
+					env.OnActivity(executionActs.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true}, nil)
+					env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{}, apiError(v1alpha1.ReasonExecutionFailed))
 				}
 				env.ExecuteWorkflow(ExecutionWorkflow, patchInput(time.Hour))
 				s := result(t, env)

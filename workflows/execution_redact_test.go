@@ -13,7 +13,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/status"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -54,17 +56,17 @@ func readsEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 
 // onPatch answers the checks and the writes of patchInput; reads is what the
 // requester may read; dryRuns counts the dry-runs.
-func onPatch(env *testsuite.TestWorkflowEnvironment, reads activities.Readable, dryRuns *int) {
+func onPatch(env *testsuite.TestWorkflowEnvironment, reads gate.Readable, dryRuns *int) {
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 	allowAll(env)
 	env.OnActivity(validation.MayReadTarget, mock.Anything, mock.Anything).Return(reads, nil)
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(passwordPlan, nil)
-	env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(func(context.Context, actions.Request) (v1alpha1.DryRunResults, error) {
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(passwordPlan, nil)
+	env.OnActivity(executionActs.DryRun, mock.Anything, mock.Anything).Return(func(context.Context, actions.Request) (v1alpha1.DryRunResults, error) {
 		*dryRuns++
 		return v1alpha1.DryRunResults{Performed: true, Success: true, EstimatedImpact: actions.Impact(passwordPlan.Change)}, nil
 	}).Maybe()
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(w activities.Write) bool { return w.RollbackKey == nil })).
-		Return(activities.ExecuteResult{Plan: passwordPlan, Logs: "patched settings: " + actions.Impact(passwordPlan.Change)}, nil).Maybe()
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.MatchedBy(func(w gate.Write) bool { return w.RollbackKey == nil })).
+		Return(execution.ExecuteResult{Plan: passwordPlan, Logs: "patched settings: " + actions.Impact(passwordPlan.Change)}, nil).Maybe()
 }
 
 // published is everything the run published: each status it pushed, and its last.
@@ -74,7 +76,7 @@ func published(t *testing.T, env *testsuite.TestWorkflowEnvironment, final v1alp
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	require.NoError(t, enc.Encode(struct {
-		Pushes []activities.ExecutionStatusPush
+		Pushes []status.ExecutionStatusPush
 		Final  v1alpha1.KubernetesExecutionStatus
 	}{pushesOf(env), final}))
 	return b.String()
@@ -86,14 +88,14 @@ func published(t *testing.T, env *testsuite.TestWorkflowEnvironment, final v1alp
 func TestValuesRedactedForARequesterWhoMayNotGetTheTarget(t *testing.T) {
 	env := readsEnv(t)
 	dryRuns := 0
-	onPatch(env, activities.Readable{Marker: notReadable}, &dryRuns)
-	var rollback activities.Write
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(w activities.Write) bool { return w.RollbackKey != nil })).
-		Return(func(_ context.Context, w activities.Write) (activities.ExecuteResult, error) {
+	onPatch(env, gate.Readable{Marker: notReadable}, &dryRuns)
+	var rollback gate.Write
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.MatchedBy(func(w gate.Write) bool { return w.RollbackKey != nil })).
+		Return(func(_ context.Context, w gate.Write) (execution.ExecuteResult, error) {
 			rollback = w
 			back := passwordPlan
 			back.Change.Before, back.Change.After = passwordPlan.Change.After, passwordPlan.Change.Before
-			return activities.ExecuteResult{Plan: back}, nil
+			return execution.ExecuteResult{Plan: back}, nil
 		}).Once()
 	var ready v1alpha1.KubernetesExecutionStatus
 	env.RegisterDelayedCallback(func() {
@@ -127,7 +129,7 @@ func TestValuesRedactedForARequesterWhoMayNotGetTheTarget(t *testing.T) {
 	// The rollback writes the real inverse, with the key its digest was made with.
 	assert.JSONEq(t, string(inverse.Patch.Raw), string(rollback.Request.Params.Patch.Raw))
 	assert.Len(t, rollback.RollbackKey, 32)
-	digest, err := activities.RollbackDigest(rollback.RollbackKey, rollback.Request.Params)
+	digest, err := gate.RollbackDigest(rollback.RollbackKey, rollback.Request.Params)
 	require.NoError(t, err)
 	assert.Equal(t, rb.ParametersDigest, digest)
 }
@@ -137,7 +139,7 @@ func TestValuesRedactedForARequesterWhoMayNotGetTheTarget(t *testing.T) {
 func TestValuesShownToARequesterWhoMayGetTheTarget(t *testing.T) {
 	env := readsEnv(t)
 	dryRuns := 0
-	onPatch(env, activities.Readable{Allowed: true}, &dryRuns)
+	onPatch(env, gate.Readable{Allowed: true}, &dryRuns)
 	var ready v1alpha1.KubernetesExecutionStatus
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(QueryStatus)
@@ -161,7 +163,7 @@ func TestValuesShownToARequesterWhoMayGetTheTarget(t *testing.T) {
 // A precondition that stops the run stops it before the dry-run: nothing of
 // the target's values was computed or published, whatever the requester may read.
 func TestPreconditionFailingStopsBeforeTheDryRun(t *testing.T) {
-	for _, reads := range []activities.Readable{{Allowed: true}, {Marker: notReadable}} {
+	for _, reads := range []gate.Readable{{Allowed: true}, {Marker: notReadable}} {
 		env := readsEnv(t)
 		dryRuns := 0
 		onPatch(env, reads, &dryRuns)

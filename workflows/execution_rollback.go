@@ -7,7 +7,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/internal/seal"
@@ -112,10 +113,10 @@ func (r *executionRun) rollback(ctx workflow.Context, req actions.Request, rb Ro
 		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonRollbackFailed, "rollback refused: "+reasonOf(err, "")+": "+messageOf(err))
 		return
 	}
-	var done activities.ExecuteResult
+	var done execution.ExecuteResult
 	w := r.write(back)
 	w.RollbackKey = r.rollbackKey
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, rollbackOptions(r.in.Spec)), execution.ExecuteInline, w).Get(ctx, &done)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, rollbackOptions(r.in.Spec)), executionActs.ExecuteInline, w).Get(ctx, &done)
 	if err != nil {
 		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonRollbackFailed, r.readable().Failure(err))
 		return
@@ -141,7 +142,7 @@ func (r *executionRun) validateRollback(ctx workflow.Context, back actions.Reque
 	if err := workflow.ExecuteActivity(quick, validation.CheckRBAC, back).Get(ctx, nil); err != nil {
 		return err
 	}
-	var pol activities.PolicyResult
+	var pol gate.PolicyResult
 	if err := workflow.ExecuteActivity(quick, validation.EvaluatePolicy, back).Get(ctx, &pol); err != nil {
 		return err
 	}
@@ -167,7 +168,7 @@ func (r *executionRun) authorizeRollback(ctx workflow.Context, req actions.Reque
 	if info == nil || !info.Available {
 		return "this run captured no rollback"
 	}
-	check := activities.RequesterCheck{Namespace: r.in.Namespace, Action: info.RollbackAction, Target: req.Target,
+	check := gate.RequesterCheck{Namespace: r.in.Namespace, Action: info.RollbackAction, Target: req.Target,
 		Requester: &v1alpha1.Requester{Username: who.Username, UID: who.UID, Groups: who.Groups, Extra: who.Extra}}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, rollbackCheckOptions()), validation.CheckRequester, check).Get(ctx, nil); err != nil {
 		return messageOf(err)

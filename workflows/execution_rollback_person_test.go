@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/internal/seal"
@@ -27,9 +28,9 @@ func TestPersonRollbackIsAuthorizedForThePerson(t *testing.T) {
 	require.NoError(t, err)
 	env.SetDataConverter(sealingConverter{DataConverter: seal.DataConverter(keys), keys: keys})
 	env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(nil).Maybe()
-	env.OnActivity(validation.MayReadTarget, mock.Anything, mock.Anything).Return(activities.Readable{Allowed: true}, nil).Maybe()
+	env.OnActivity(validation.MayReadTarget, mock.Anything, mock.Anything).Return(gate.Readable{Allowed: true}, nil).Maybe()
 	var asked []string
-	env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RequesterCheck) error {
+	env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(func(_ context.Context, in gate.RequesterCheck) error {
 		if in.Requester == nil {
 			return nil
 		}
@@ -41,12 +42,12 @@ func TestPersonRollbackIsAuthorizedForThePerson(t *testing.T) {
 	})
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 	allowAll(env)
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(w activities.Write) bool { return *w.Request.Params.Replicas == 5 })).
-		Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.MatchedBy(func(w gate.Write) bool { return *w.Request.Params.Replicas == 5 })).
+		Return(execution.ExecuteResult{Plan: scalePlan}, nil).Once()
 	back := actions.Plan{Change: v1alpha1.ResourceChange{Kind: "Deployment", Namespace: "shop", Name: "web", Action: "scaled", Before: "replicas: 5", After: "replicas: 3"}}
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(w activities.Write) bool { return *w.Request.Params.Replicas == 3 })).
-		Return(activities.ExecuteResult{Plan: back}, nil).Once()
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.MatchedBy(func(w gate.Write) bool { return *w.Request.Params.Replicas == 3 })).
+		Return(execution.ExecuteResult{Plan: back}, nil).Once()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalRollback, personSays{who: seal.Person{Username: "mallory"}, body: RollbackRequest{Requester: "alice"}})
 	}, time.Minute)

@@ -13,7 +13,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"k8s.io/utils/ptr"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -48,7 +49,7 @@ func newEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite) *testsuite.TestWorkf
 func trustAll(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(nil).Maybe()
 	env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(nil).Maybe()
-	env.OnActivity(validation.MayReadTarget, mock.Anything, mock.Anything).Return(activities.Readable{Allowed: true}, nil).Maybe()
+	env.OnActivity(validation.MayReadTarget, mock.Anything, mock.Anything).Return(gate.Readable{Allowed: true}, nil).Maybe()
 }
 
 func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) v1alpha1.KubernetesExecutionStatus {
@@ -61,7 +62,7 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) v1alpha1.Kuber
 	return r.Status
 }
 
-var allowed = activities.PolicyResult{Validation: v1alpha1.PolicyValidation{PolicyName: "none", Allowed: true}}
+var allowed = gate.PolicyResult{Validation: v1alpha1.PolicyValidation{PolicyName: "none", Allowed: true}}
 
 // allowAll passes RBAC and policy, which most cases do not exercise.
 func allowAll(env *testsuite.TestWorkflowEnvironment) {
@@ -82,9 +83,9 @@ func TestExecutionPhases(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
-				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true, EstimatedImpact: "replicas: 3 -> 5"}, nil).Once()
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan, Retries: 1}, nil).Once()
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
+				env.OnActivity(executionActs.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{Performed: true, Success: true, EstimatedImpact: "replicas: 3 -> 5"}, nil).Once()
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan, Retries: 1}, nil).Once()
 			},
 			wantPhase: v1alpha1.PhaseCompleted, wantReason: v1alpha1.ReasonSucceeded,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
@@ -100,8 +101,8 @@ func TestExecutionPhases(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil).Once()
 				env.RegisterDelayedCallback(func() {
 					v, err := env.QueryWorkflow(QueryStatus)
 					require.NoError(t, err)
@@ -118,12 +119,12 @@ func TestExecutionPhases(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(w activities.Write) bool { return *w.Request.Params.Replicas == 5 })).
-					Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.MatchedBy(func(w gate.Write) bool { return *w.Request.Params.Replicas == 5 })).
+					Return(execution.ExecuteResult{Plan: scalePlan}, nil).Once()
 				back := actions.Plan{Change: v1alpha1.ResourceChange{Kind: "Deployment", Namespace: "shop", Name: "web", Action: "scaled", Before: "replicas: 5", After: "replicas: 3"}}
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.MatchedBy(func(w activities.Write) bool { return *w.Request.Params.Replicas == 3 })).
-					Return(activities.ExecuteResult{Plan: back}, nil).Once()
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.MatchedBy(func(w gate.Write) bool { return *w.Request.Params.Replicas == 3 })).
+					Return(execution.ExecuteResult{Plan: back}, nil).Once()
 				env.RegisterDelayedCallback(func() {
 					env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "alice", Reason: "errors up"})
 				}, time.Minute)
@@ -152,7 +153,7 @@ func TestExecutionPhases(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, permanentErr(v1alpha1.ReasonNotFound, `deployments.apps "web" not found`))
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(actions.Plan{}, permanentErr(v1alpha1.ReasonNotFound, `deployments.apps "web" not found`))
 			},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonNotFound,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
@@ -166,8 +167,8 @@ func TestExecutionPhases(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{}, permanentErr(v1alpha1.ReasonDryRunFailed, "admission webhook denied"))
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(executionActs.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{}, permanentErr(v1alpha1.ReasonDryRunFailed, "admission webhook denied"))
 			},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonDryRunFailed,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
@@ -181,8 +182,8 @@ func TestExecutionPhases(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, permanentErr(v1alpha1.ReasonForbidden, "cannot patch"))
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{}, permanentErr(v1alpha1.ReasonForbidden, "cannot patch"))
 			},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonForbidden,
 			check: func(t *testing.T, s v1alpha1.KubernetesExecutionStatus) {
@@ -195,8 +196,8 @@ func TestExecutionPhases(t *testing.T) {
 			setup: func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 				allowAll(env)
-				env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-				env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
+				env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+				env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
 			},
 			wantPhase: v1alpha1.PhaseFailed, wantReason: v1alpha1.ReasonExecutionTimeout,
 		},

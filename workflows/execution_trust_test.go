@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/status"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -23,11 +25,11 @@ func untrustedEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 func untrustedEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(ExecutionWorkflow)
-	env.RegisterActivity(&activities.Execution{})
-	env.RegisterActivity(&activities.Validation{})
-	env.RegisterActivity(&activities.Jobs{})
-	env.RegisterActivity(&activities.Subjects{})
-	env.RegisterActivity(&activities.Statuses{})
+	env.RegisterActivity(&execution.Execution{})
+	env.RegisterActivity(&gate.Validation{})
+	env.RegisterActivity(&execution.Jobs{})
+	env.RegisterActivity(&gate.Subjects{})
+	env.RegisterActivity(&status.Statuses{})
 	recordPushes(env)
 	t.Cleanup(func() { env.AssertExpectations(t) })
 	return env
@@ -40,7 +42,7 @@ func TestTrustChecks(t *testing.T) {
 
 	t.Run("a forged start does nothing", func(t *testing.T) {
 		env := untrustedEnv(t)
-		env.OnActivity(subjects.VerifyExecution, mock.Anything, activities.SubjectRef{Namespace: "shop", Name: "scale-web", UID: "u1"}, in.Spec).
+		env.OnActivity(subjects.VerifyExecution, mock.Anything, gate.SubjectRef{Namespace: "shop", Name: "scale-web", UID: "u1"}, in.Spec).
 			Return(permanentErr(v1alpha1.ReasonSubjectMismatch, "KubernetesExecution shop/scale-web does not exist")).Once()
 		env.ExecuteWorkflow(ExecutionWorkflow, in)
 		s := result(t, env)
@@ -53,7 +55,7 @@ func TestTrustChecks(t *testing.T) {
 		env := untrustedEnv(t)
 		env.OnActivity(subjects.VerifyExecution, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
 		env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
-		env.OnActivity(validation.CheckRequester, mock.Anything, activities.RequesterCheck{Namespace: "shop", Requester: alice, Action: "scale", Target: in.Spec.Target}).
+		env.OnActivity(validation.CheckRequester, mock.Anything, gate.RequesterCheck{Namespace: "shop", Requester: alice, Action: "scale", Target: in.Spec.Target}).
 			Return(permanentErr(v1alpha1.ReasonForbidden, `user "alice" cannot execute resource "actions"`)).Once()
 		env.ExecuteWorkflow(ExecutionWorkflow, in)
 		s := result(t, env)
@@ -70,9 +72,9 @@ func TestTrustChecks(t *testing.T) {
 		env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Twice()
 		env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).Return(nil).Once()
 		env.OnActivity(validation.CheckRBAC, mock.Anything, mock.Anything).Return(nil).Once()
-		env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
+		env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil).Once()
 		env.OnActivity(validation.EvaluatePolicy, mock.Anything, mock.Anything).Return(allowed, nil).Once()
-		env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Once()
+		env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil).Once()
 		env.OnActivity(validation.CheckRequester, mock.Anything, mock.Anything).
 			Return(permanentErr(v1alpha1.ReasonForbidden, "grant revoked")).Once()
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRollback, RollbackRequest{Requester: "bob"}) }, time.Second)

@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -37,7 +37,7 @@ func (r *executionRun) validate(ctx workflow.Context, req actions.Request) (acti
 		r.noChange(ctx, before.Change)
 		return actions.Plan{}, false
 	}
-	var approval *activities.PolicyResult
+	var approval *gate.PolicyResult
 	if pol.Validation.RequiredApproval || (spec.Approval != nil && spec.Approval.Required) {
 		approval = &pol
 	}
@@ -83,7 +83,7 @@ func (r *executionRun) checkIdentity(ctx workflow.Context) bool {
 // checkTarget takes the RBAC, target and policy checks: it returns the
 // target's before-image and the policy's answer, or false when the run has
 // failed (the policy's denial included).
-func (r *executionRun) checkTarget(ctx workflow.Context) (actions.Plan, activities.PolicyResult, bool) {
+func (r *executionRun) checkTarget(ctx workflow.Context) (actions.Plan, gate.PolicyResult, bool) {
 	as := actions.ServiceAccountName(r.in.Spec.Action)
 	vr := r.status.ValidationResults
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "checking RBAC of "+as)
@@ -91,7 +91,7 @@ func (r *executionRun) checkTarget(ctx workflow.Context) (actions.Plan, activiti
 	vr.RBACValidation = boolPtr(err == nil)
 	if err != nil {
 		r.fail(ctx, err, v1alpha1.ReasonForbidden)
-		return actions.Plan{}, activities.PolicyResult{}, false
+		return actions.Plan{}, gate.PolicyResult{}, false
 	}
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "reading the target as "+as)
@@ -102,19 +102,19 @@ func (r *executionRun) checkTarget(ctx workflow.Context) (actions.Plan, activiti
 	}
 	if err != nil {
 		r.fail(ctx, err, v1alpha1.ReasonNotFound)
-		return actions.Plan{}, activities.PolicyResult{}, false
+		return actions.Plan{}, gate.PolicyResult{}, false
 	}
 
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "evaluating the safety policy")
-	var pol activities.PolicyResult
+	var pol gate.PolicyResult
 	if err := r.early.policy.Get(ctx, &pol); err != nil {
 		r.fail(ctx, err, v1alpha1.ReasonPolicyDenied)
-		return actions.Plan{}, activities.PolicyResult{}, false
+		return actions.Plan{}, gate.PolicyResult{}, false
 	}
 	vr.PolicyValidation = &pol.Validation
 	if !pol.Validation.Allowed {
 		r.setPhase(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonPolicyDenied, strings.Join(pol.Validation.Messages, "; "))
-		return actions.Plan{}, activities.PolicyResult{}, false
+		return actions.Plan{}, gate.PolicyResult{}, false
 	}
 	return before, pol, true
 }
@@ -147,7 +147,7 @@ func (r *executionRun) dryRun(ctx workflow.Context, req actions.Request) bool {
 	vr := r.status.ValidationResults
 	r.setPhase(ctx, v1alpha1.PhaseValidating, "Validating", "server-side dry-run")
 	var dry v1alpha1.DryRunResults
-	if err := check(ctx, execution.DryRun, req).Get(ctx, &dry); err != nil {
+	if err := check(ctx, executionActs.DryRun, req).Get(ctx, &dry); err != nil {
 		vr.DryRunResults = &v1alpha1.DryRunResults{Performed: true, Warnings: []string{capMessage(r.readable().Failure(err))}}
 		r.failWrite(ctx, err, v1alpha1.ReasonDryRunFailed)
 		return false
@@ -170,7 +170,7 @@ func (r *executionRun) conditions(ctx workflow.Context, conds []v1alpha1.Conditi
 		r.push(ctx)
 		var res v1alpha1.ConditionResult
 		opts := workflow.WithActivityOptions(ctx, conditionOptions(c))
-		err := workflow.ExecuteActivity(opts, validation.EvaluateCondition, activities.ConditionRequest{Condition: c, Target: r.in.Spec.Target, Requester: r.in.Spec.Requester}).Get(ctx, &res)
+		err := workflow.ExecuteActivity(opts, validation.EvaluateCondition, gate.ConditionRequest{Condition: c, Target: r.in.Spec.Target, Requester: r.in.Spec.Requester}).Get(ctx, &res)
 		if err != nil {
 			*results = (*results)[:len(*results)-1]
 			return "", err

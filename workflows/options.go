@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/fail"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -18,7 +18,7 @@ var quickOptions = workflow.ActivityOptions{
 		BackoffCoefficient:     2,
 		MaximumInterval:        10 * time.Second,
 		MaximumAttempts:        5,
-		NonRetryableErrorTypes: activities.NonRetryable,
+		NonRetryableErrorTypes: fail.NonRetryable,
 	},
 }
 
@@ -35,7 +35,7 @@ var stepCreateOptions = workflow.ActivityOptions{
 		InitialInterval:        500 * time.Millisecond,
 		BackoffCoefficient:     2,
 		MaximumInterval:        10 * time.Second,
-		NonRetryableErrorTypes: activities.NonRetryable,
+		NonRetryableErrorTypes: fail.NonRetryable,
 	},
 }
 
@@ -64,7 +64,7 @@ func executeOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOpti
 			BackoffCoefficient:     2,
 			MaximumInterval:        30 * time.Second,
 			MaximumAttempts:        retries + 1,
-			NonRetryableErrorTypes: activities.NonRetryable,
+			NonRetryableErrorTypes: fail.NonRetryable,
 		},
 	}
 }
@@ -95,7 +95,7 @@ func jobOptions(spec v1alpha1.KubernetesExecutionSpec) workflow.ActivityOptions 
 			BackoffCoefficient:     2,
 			MaximumInterval:        10 * time.Second,
 			MaximumAttempts:        5,
-			NonRetryableErrorTypes: activities.NonRetryable,
+			NonRetryableErrorTypes: fail.NonRetryable,
 		},
 	}
 }
@@ -135,7 +135,7 @@ func conditionOptions(c v1alpha1.Condition) workflow.ActivityOptions {
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			MaximumAttempts:        3,
-			NonRetryableErrorTypes: activities.NonRetryable,
+			NonRetryableErrorTypes: fail.NonRetryable,
 		},
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"k8s.io/utils/ptr"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/fail"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -28,7 +28,7 @@ func TestRollbackOptionsRideOutAnOutage(t *testing.T) {
 	assert.Zero(t, o.RetryPolicy.MaximumAttempts, "retried until the window ends, not a count")
 	assert.Equal(t, rollbackRetryWindow, o.ScheduleToCloseTimeout)
 	assert.Equal(t, inlineHeartbeatTimeout, o.HeartbeatTimeout)
-	assert.Equal(t, activities.NonRetryable, o.RetryPolicy.NonRetryableErrorTypes, "a permanent refusal still fails at once")
+	assert.Equal(t, fail.NonRetryable, o.RetryPolicy.NonRetryableErrorTypes, "a permanent refusal still fails at once")
 	assert.Equal(t, int32(1), executeOptions(spec).RetryPolicy.MaximumAttempts, "the forward write keeps spec.maxRetries")
 	c := rollbackCheckOptions()
 	assert.Zero(t, c.RetryPolicy.MaximumAttempts)

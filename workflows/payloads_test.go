@@ -13,7 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -90,7 +91,7 @@ func TestApprovalSignalWithUnknownFieldIsIgnored(t *testing.T) {
 	env.ExecuteWorkflow(ExecutionWorkflow, approvalInput(time.Hour))
 	st := result(t, env)
 
-	assert.Equal(t, activities.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "bob", Via: v1alpha1.DecidedViaSignal, At: recorded.At}, *recorded)
+	assert.Equal(t, gate.Decision{Decision: v1alpha1.DecisionRejected, DecidedBy: "bob", Via: v1alpha1.DecidedViaSignal, At: recorded.At}, *recorded)
 	assert.Equal(t, v1alpha1.ReasonApprovalRejected, st.Reason)
 	assert.Contains(t, logs.warnings(), `ignoring signal with a malformed payload signal approve error unknown field "requst"`)
 }
@@ -101,8 +102,8 @@ func TestRollbackSignalWithUnknownFieldWarns(t *testing.T) {
 	env := newEnvOf(t, s)
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 	allowAll(env)
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil).Twice()
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil).Twice()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalRollback, map[string]any{"requestor": "alice"})
 	}, time.Minute)

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/reload"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
@@ -84,7 +84,7 @@ type ReloadResult struct {
 	Status ReloadStatus `json:"status"`
 }
 
-var reload *activities.Reload
+var reloadActs *reload.Reload
 
 // reloadOptions retry a failed restart with the policy's bounded backoff and
 // no attempt limit: a newer change cancels and supersedes the intent instead.

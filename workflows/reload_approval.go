@@ -11,7 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/reload"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
@@ -88,8 +89,8 @@ func (r *reloadRun) approve(ctx workflow.Context) (bool, error) {
 // checkPending drops the pending changes a person already declined, and
 // reports whether the workload already runs what is left.
 func (r *reloadRun) checkPending(ctx workflow.Context) (current bool, err error) {
-	var check activities.ApprovalCheck
-	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), reload.CheckApproval, activities.ChangesInput{
+	var check reload.ApprovalCheck
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), reloadActs.CheckApproval, reload.ChangesInput{
 		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Changes: r.d.Pending,
 	}).Get(ctx, &check)
 	if err != nil {
@@ -120,7 +121,7 @@ func (r *reloadRun) approvalAsk(ctx workflow.Context, name string, intent []relo
 	return ApprovalAsk{
 		Namespace: r.in.Namespace, Name: name, Subject: target, Timeout: timeout,
 		Context: v1alpha1.ApprovalContext{
-			Reason: activities.ReloadApprovalReason(r.in.Kind, r.in.Namespace, r.in.Name, intent),
+			Reason: gate.ReloadApprovalReason(r.in.Kind, r.in.Namespace, r.in.Name, intent),
 			Action: "restart", Target: target,
 			PolicyEvaluation: &v1alpha1.PolicyEvaluation{PolicyName: policy, Decision: "require_approval"},
 		},
@@ -136,12 +137,12 @@ func (r *reloadRun) approvalAsk(ctx workflow.Context, name string, intent []relo
 
 // decline records a person's refusal of intent on the workload and drops it;
 // only a workload that is gone fails the run.
-func (r *reloadRun) decline(ctx workflow.Context, name string, intent []reloadrule.ConfigChange, d activities.Decision) error {
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), reload.DeclineReload, activities.DeclineInput{
+func (r *reloadRun) decline(ctx workflow.Context, name string, intent []reloadrule.ConfigChange, d gate.Decision) error {
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, quickOptions), reloadActs.DeclineReload, reload.DeclineInput{
 		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Scope: r.in.Scope,
 		Changes: intent, Request: name, Decision: d, Policy: r.in.Policy,
 	}).Get(ctx, nil)
-	if activities.IsWorkloadGone(err) {
+	if reload.IsWorkloadGone(err) {
 		return err
 	}
 	if err != nil {

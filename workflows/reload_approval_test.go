@@ -13,7 +13,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/reload"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
@@ -23,40 +25,40 @@ import (
 type gatedEnv struct {
 	env      *testsuite.TestWorkflowEnvironment
 	restarts *[]restartCall
-	asked    []activities.ApprovalRequestInput
-	recorded []activities.DecisionInput
-	declined []activities.DeclineInput
+	asked    []approval.ApprovalRequestInput
+	recorded []approval.DecisionInput
+	declined []reload.DeclineInput
 }
 
-func newGatedEnv(t *testing.T, check func(activities.ChangesInput) activities.ApprovalCheck) *gatedEnv {
+func newGatedEnv(t *testing.T, check func(reload.ChangesInput) reload.ApprovalCheck) *gatedEnv {
 	env, restarts := newReloadEnv(t, restarted)
 	g := &gatedEnv{env: env, restarts: restarts}
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: v1alpha1.ReloadWorkflowID("shop", "Deployment", "web")})
-	env.RegisterActivity(&activities.Approvals{})
-	env.OnActivity(reload.CheckApproval, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ChangesInput) (activities.ApprovalCheck, error) {
+	env.RegisterActivity(&approval.Approvals{})
+	env.OnActivity(reloadActs.CheckApproval, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in reload.ChangesInput) (reload.ApprovalCheck, error) {
 			return check(in), nil
 		})
 	env.OnActivity(approvals.CreateApprovalRequest, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ApprovalRequestInput) error {
+		func(_ context.Context, in approval.ApprovalRequestInput) error {
 			g.asked = append(g.asked, in)
 			return nil
 		})
 	env.OnActivity(approvals.RecordDecision, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.DecisionInput) (activities.Decision, error) {
+		func(_ context.Context, in approval.DecisionInput) (gate.Decision, error) {
 			g.recorded = append(g.recorded, in)
 			return in.Decision, nil
 		})
-	env.OnActivity(reload.DeclineReload, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.DeclineInput) error {
+	env.OnActivity(reloadActs.DeclineReload, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in reload.DeclineInput) error {
 			g.declined = append(g.declined, in)
 			return nil
 		})
 	return g
 }
 
-func needsApproval(activities.ChangesInput) activities.ApprovalCheck {
-	return activities.ApprovalCheck{}
+func needsApproval(reload.ChangesInput) reload.ApprovalCheck {
+	return reload.ApprovalCheck{}
 }
 
 func gatedInput(timeout time.Duration, pending ...reloadrule.ConfigChange) ReloadInput {
@@ -167,7 +169,7 @@ func checkReloadDecision(t *testing.T, tc reloadDecisionCase) {
 	}
 	assert.Empty(t, *g.restarts, "a declined change never rolls")
 	require.Len(t, g.declined, 1)
-	assert.Equal(t, activities.DeclineInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
+	assert.Equal(t, reload.DeclineInput{Namespace: "shop", Kind: "Deployment", Name: "web", Scope: "prod",
 		Changes: []reloadrule.ConfigChange{change}, Request: ask.Name, Decision: g.recorded[0].Decision, Policy: "reload-web"}, g.declined[0])
 	assert.Zero(t, st.TotalRestarts)
 }
@@ -205,7 +207,7 @@ func TestReloadApprovalSupersededByNewerData(t *testing.T) {
 	assert.True(t, strings.HasPrefix(first.Decision.Message, "superseded: "), first.Decision.Message)
 	assert.Contains(t, first.Decision.Message, "app=a2")
 	assert.Equal(t, g.asked[1].Name, g.recorded[1].Name)
-	assert.Equal(t, activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal, At: g.recorded[1].Decision.At},
+	assert.Equal(t, gate.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "alice", Via: v1alpha1.DecidedViaSignal, At: g.recorded[1].Decision.At},
 		g.recorded[1].Decision, "the late relay for the first request was ignored")
 	require.Error(t, refused)
 	assert.ErrorContains(t, refused, "is not open")
@@ -219,21 +221,21 @@ func TestReloadApprovalSupersededByNewerData(t *testing.T) {
 func TestReloadApprovalSkipsDeclinedAndCurrentData(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
-		check        activities.ApprovalCheck
+		check        reload.ApprovalCheck
 		wantRestarts int
 	}{
 		{
 			name:  "already declined: not asked again, nothing rolls",
-			check: activities.ApprovalCheck{Declined: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}}},
+			check: reload.ApprovalCheck{Declined: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}}},
 		},
 		{
 			name:         "already on the pod template: baseline only, no request",
-			check:        activities.ApprovalCheck{Current: true},
+			check:        reload.ApprovalCheck{Current: true},
 			wantRestarts: 1,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGatedEnv(t, func(activities.ChangesInput) activities.ApprovalCheck { return tc.check })
+			g := newGatedEnv(t, func(reload.ChangesInput) reload.ApprovalCheck { return tc.check })
 			g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}))
 			st := reloadResult(t, g.env)
 			assert.Empty(t, g.asked)
@@ -246,8 +248,8 @@ func TestReloadApprovalSkipsDeclinedAndCurrentData(t *testing.T) {
 }
 
 func TestReloadApprovalAsksOnlyAboutUndeclinedData(t *testing.T) {
-	g := newGatedEnv(t, func(in activities.ChangesInput) activities.ApprovalCheck {
-		return activities.ApprovalCheck{Declined: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}}}
+	g := newGatedEnv(t, func(in reload.ChangesInput) reload.ApprovalCheck {
+		return reload.ApprovalCheck{Declined: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: "a1"}}}
 	})
 	g.signalLatest(time.Minute, SignalApprove, ApprovalSignal{Approver: "alice"})
 	g.env.ExecuteWorkflow(ReloadWorkflow, gatedInput(time.Hour, reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}, reloadrule.ConfigChange{ConfigMap: "flags", Hash: "f1"}))
@@ -288,8 +290,8 @@ func TestReloadApprovalRequestName(t *testing.T) {
 // does not is asked about, whatever the run's input says: the run learns
 // the rule from the live policies (VerifyReload), not from its start.
 func TestReloadOverlappingPoliciesCombineStrictly(t *testing.T) {
-	verifyAs(t, func(activities.ChangesInput) (activities.ReloadVerdict, error) {
-		return activities.ReloadVerdict{Policies: []string{"fast", "gated"},
+	verifyAs(t, func(reload.ChangesInput) (reload.ReloadVerdict, error) {
+		return reload.ReloadVerdict{Policies: []string{"fast", "gated"},
 			Approval: reloadrule.ApprovalRule{Required: true, Timeout: 7 * time.Minute, Policies: []string{"gated"}}}, nil
 	})
 	g := newGatedEnv(t, needsApproval)
@@ -314,8 +316,8 @@ func TestReloadOverlappingPoliciesCombineStrictly(t *testing.T) {
 // A start for a workload no policy selects ends at VerifyReload: nothing is
 // asked, nothing restarted, and the run says why.
 func TestReloadUnverifiedStartWritesNothing(t *testing.T) {
-	verifyAs(t, func(activities.ChangesInput) (activities.ReloadVerdict, error) {
-		return activities.ReloadVerdict{}, temporal.NewNonRetryableApplicationError("no ConfigReloadPolicy in shop selects Deployment web",
+	verifyAs(t, func(reload.ChangesInput) (reload.ReloadVerdict, error) {
+		return reload.ReloadVerdict{}, temporal.NewNonRetryableApplicationError("no ConfigReloadPolicy in shop selects Deployment web",
 			v1alpha1.ReasonSubjectMismatch, nil)
 	})
 	g := newGatedEnv(t, needsApproval)

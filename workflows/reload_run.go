@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/reload"
 	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/internal/reloadrule"
 )
@@ -121,7 +121,7 @@ func (r *reloadRun) drain(ctx workflow.Context) bool {
 // end closes the run on err; a workload that is gone is not a failure: its
 // pending changes are dropped.
 func (r *reloadRun) end(ctx workflow.Context, err error) (ReloadResult, error) {
-	if activities.IsWorkloadGone(err) {
+	if reload.IsWorkloadGone(err) {
 		workflow.GetLogger(ctx).Info("workload gone; dropping pending changes", "error", err, "pending", len(r.d.Pending))
 		if dropped := r.d.workloadGone(err); dropped > 0 {
 			count(ctx, metrics.ReloadDroppedRestarts.WithLabelValues(r.in.Scope), float64(dropped))
@@ -138,8 +138,8 @@ func (r *reloadRun) end(ctx workflow.Context, err error) (ReloadResult, error) {
 // either. A forged start for a workload no policy selects ends here, having
 // written nothing.
 func (r *reloadRun) verify(ctx workflow.Context) error {
-	var v activities.ReloadVerdict
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, checkOptions), reload.VerifyReload, activities.ChangesInput{
+	var v reload.ReloadVerdict
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, checkOptions), reloadActs.VerifyReload, reload.ChangesInput{
 		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Changes: r.d.Pending,
 	}).Get(ctx, &v)
 	if err != nil {
@@ -155,13 +155,13 @@ func (r *reloadRun) restart(ctx workflow.Context) (superseded bool, err error) {
 	intent := r.d.intent()
 	asked := workflow.Now(ctx)
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, reloadOptions(r.in)))
-	fut := workflow.ExecuteActivity(actx, reload.RestartWorkload, activities.RestartInput{
+	fut := workflow.ExecuteActivity(actx, reloadActs.RestartWorkload, reload.RestartInput{
 		Namespace: r.in.Namespace, Kind: r.in.Kind, Name: r.in.Name, Scope: r.in.Scope,
 		Changes: intent, RestartedAt: restartToken(asked), Coalesced: r.d.Coalesced, Policy: r.in.Policy, ApprovalRequest: r.approved,
 	})
 	r.restarting = true
 	defer func() { r.restarting = false }()
-	var res activities.RestartResult
+	var res reload.RestartResult
 	var newer time.Time // when the first change newer than the intent arrived
 	done := false
 	for !done {

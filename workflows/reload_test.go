@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/reload"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 	"github.com/remedy-dev/remedy/internal/reloadrule"
@@ -30,45 +30,45 @@ func reloadInput(pending ...reloadrule.ConfigChange) ReloadInput {
 
 type restartCall struct {
 	at time.Time
-	in activities.RestartInput
+	in reload.RestartInput
 }
 
 // verdict, when set, answers VerifyReload in the environments the test builds.
-var verdict func(activities.ChangesInput) (activities.ReloadVerdict, error)
+var verdict func(reload.ChangesInput) (reload.ReloadVerdict, error)
 
 // verifyAs makes VerifyReload answer with fn until the test ends.
-func verifyAs(t *testing.T, fn func(activities.ChangesInput) (activities.ReloadVerdict, error)) {
+func verifyAs(t *testing.T, fn func(reload.ChangesInput) (reload.ReloadVerdict, error)) {
 	verdict = fn
 	t.Cleanup(func() { verdict = nil })
 }
 
 // newReloadEnv records every RestartWorkload attempt; outcome decides each one.
-func newReloadEnv(t *testing.T, outcome func(activities.RestartInput) (activities.RestartResult, error)) (*testsuite.TestWorkflowEnvironment, *[]restartCall) {
+func newReloadEnv(t *testing.T, outcome func(reload.RestartInput) (reload.RestartResult, error)) (*testsuite.TestWorkflowEnvironment, *[]restartCall) {
 	return newReloadEnvOf(t, &testsuite.WorkflowTestSuite{}, outcome)
 }
 
-func newReloadEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite, outcome func(activities.RestartInput) (activities.RestartResult, error)) (*testsuite.TestWorkflowEnvironment, *[]restartCall) {
+func newReloadEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite, outcome func(reload.RestartInput) (reload.RestartResult, error)) (*testsuite.TestWorkflowEnvironment, *[]restartCall) {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(ReloadWorkflow, workflow.RegisterOptions{Name: "ReloadWorkflow"})
-	env.RegisterActivity(&activities.Reload{})
-	env.OnActivity(reload.VerifyReload, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ChangesInput) (activities.ReloadVerdict, error) {
+	env.RegisterActivity(&reload.Reload{})
+	env.OnActivity(reloadActs.VerifyReload, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in reload.ChangesInput) (reload.ReloadVerdict, error) {
 			if verdict != nil {
 				return verdict(in)
 			}
-			return activities.ReloadVerdict{Policies: []string{"reload-web"}}, nil
+			return reload.ReloadVerdict{Policies: []string{"reload-web"}}, nil
 		})
 	var calls []restartCall
-	env.OnActivity(reload.RestartWorkload, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.RestartInput) (activities.RestartResult, error) {
+	env.OnActivity(reloadActs.RestartWorkload, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in reload.RestartInput) (reload.RestartResult, error) {
 			calls = append(calls, restartCall{at: env.Now(), in: in})
 			return outcome(in)
 		})
 	return env, &calls
 }
 
-func restarted(activities.RestartInput) (activities.RestartResult, error) {
-	return activities.RestartResult{Restarted: true}, nil
+func restarted(reload.RestartInput) (reload.RestartResult, error) {
+	return reload.RestartResult{Restarted: true}, nil
 }
 
 func signalAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, c reloadrule.ConfigChange) {
@@ -168,12 +168,12 @@ func TestReloadLeadingEdgeTiming(t *testing.T) {
 
 func TestReloadRetriesWithBoundedBackoffAndFixedToken(t *testing.T) {
 	failures := 3
-	env, calls := newReloadEnv(t, func(activities.RestartInput) (activities.RestartResult, error) {
+	env, calls := newReloadEnv(t, func(reload.RestartInput) (reload.RestartResult, error) {
 		if failures > 0 {
 			failures--
-			return activities.RestartResult{}, errors.New("admission denied")
+			return reload.RestartResult{}, errors.New("admission denied")
 		}
-		return activities.RestartResult{Restarted: true}, nil
+		return reload.RestartResult{Restarted: true}, nil
 	})
 	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}))
 
@@ -197,11 +197,11 @@ func TestReloadBackoffIsCapped(t *testing.T) {
 }
 
 func TestReloadNewerHashSupersedesFailingIntent(t *testing.T) {
-	env, calls := newReloadEnv(t, func(in activities.RestartInput) (activities.RestartResult, error) {
+	env, calls := newReloadEnv(t, func(in reload.RestartInput) (reload.RestartResult, error) {
 		if in.Changes[0].Hash == "stale" {
-			return activities.RestartResult{}, errors.New("server unavailable")
+			return reload.RestartResult{}, errors.New("server unavailable")
 		}
-		return activities.RestartResult{Restarted: true}, nil
+		return reload.RestartResult{Restarted: true}, nil
 	})
 	start := env.Now()
 	signalAt(env, 10*time.Second, reloadrule.ConfigChange{ConfigMap: "app", Hash: "fresh"})
@@ -222,8 +222,8 @@ func TestReloadEndsWhenWorkloadIsGone(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	dropped := metrics.ReloadDroppedRestarts.WithLabelValues(reloadInput().Scope)
 	before := testutil.ToFloat64(dropped)
-	env, calls := newReloadEnvOf(t, &s, func(activities.RestartInput) (activities.RestartResult, error) {
-		return activities.RestartResult{}, temporal.NewNonRetryableApplicationError("gone", v1alpha1.ReasonWorkloadGone, nil)
+	env, calls := newReloadEnvOf(t, &s, func(reload.RestartInput) (reload.RestartResult, error) {
+		return reload.RestartResult{}, temporal.NewNonRetryableApplicationError("gone", v1alpha1.ReasonWorkloadGone, nil)
 	})
 	env.ExecuteWorkflow(ReloadWorkflow, reloadInput(reloadrule.ConfigChange{ConfigMap: "app", Hash: "a1"}, reloadrule.ConfigChange{ConfigMap: "flags", Hash: "b1"}))
 	st := reloadResult(t, env)
@@ -257,8 +257,8 @@ func TestReloadStatusQueryShowsPending(t *testing.T) {
 }
 
 func TestReloadContinuesAsNewCarryingPending(t *testing.T) {
-	env, calls := newReloadEnv(t, func(activities.RestartInput) (activities.RestartResult, error) {
-		return activities.RestartResult{}, errors.New("server unavailable")
+	env, calls := newReloadEnv(t, func(reload.RestartInput) (reload.RestartResult, error) {
+		return reload.RestartResult{}, errors.New("server unavailable")
 	})
 	// Every intent keeps failing until a newer change supersedes it, cycle after cycle.
 	for i := 1; i <= maxCyclesPerRun; i++ {

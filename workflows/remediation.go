@@ -7,7 +7,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/status"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -32,7 +34,7 @@ type StepReport struct {
 	PostFailure string `json:"postFailure,omitempty"`
 }
 
-var remediation *activities.Remediation
+var remediation *execution.Remediation
 
 // remediationRun is one RemediationRequest's saga: the phase object and the
 // steps started so far.
@@ -70,7 +72,7 @@ func RemediationWorkflow(ctx workflow.Context, in RemediationInput) (Remediation
 	}
 	r.st.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 
-	ref := activities.SubjectRef{Namespace: in.Namespace, Name: in.Name, UID: in.UID}
+	ref := gate.SubjectRef{Namespace: in.Namespace, Name: in.Name, UID: in.UID}
 	quick := workflow.WithActivityOptions(ctx, quickOptions)
 	if err := workflow.ExecuteActivity(quick, subjects.VerifyRemediation, ref, in.Spec).Get(ctx, nil); err != nil {
 		r.setPhase(ctx, v1alpha1.PhaseFailed, reasonOf(err, v1alpha1.ReasonSubjectMismatch), messageOf(err))
@@ -95,7 +97,7 @@ func (r *remediationRun) close() (RemediationResult, error) {
 // push writes .status: the run does at each phase change and each step's progress.
 func (r *remediationRun) push(ctx workflow.Context) {
 	r.st.Sequence++
-	pushStatus(ctx, statuses.PushRemediationStatus, activities.RemediationStatusPush{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Status: r.st})
+	pushStatus(ctx, statuses.PushRemediationStatus, status.RemediationStatusPush{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Status: r.st})
 }
 
 func (r *remediationRun) setPhase(ctx workflow.Context, p v1alpha1.Phase, reason, msg string) {
@@ -116,8 +118,8 @@ func (r *remediationRun) runSteps(ctx workflow.Context) (failure string, postFai
 	ready := workflow.GetSignalChannel(ctx, SignalStepReady)
 	for i, step := range r.in.Spec.Steps {
 		r.st.CurrentStep = int32(i + 1)
-		var ref activities.StepRef
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepCreateOptions), remediation.CreateStepExecution, activities.StepInput{
+		var ref execution.StepRef
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepCreateOptions), remediation.CreateStepExecution, execution.StepInput{
 			Namespace: r.in.Namespace, Request: r.in.Name, RequestUID: r.in.UID, Step: step, Requester: r.in.Spec.Requester,
 		}).Get(ctx, &ref)
 		if err != nil {
@@ -163,7 +165,7 @@ func (r *remediationRun) runSteps(ctx workflow.Context) (failure string, postFai
 }
 
 // startStep starts the step's execution workflow as a child of this one.
-func (r *remediationRun) startStep(ctx workflow.Context, i int, ref activities.StepRef) *stepRun {
+func (r *remediationRun) startStep(ctx workflow.Context, i int, ref execution.StepRef) *stepRun {
 	step := r.in.Spec.Steps[i]
 	id := v1alpha1.ExecutionWorkflowID(r.in.Namespace, ref.Name, ref.UID)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{

@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -44,7 +44,7 @@ func (r *remediationRun) checkSteps(ctx workflow.Context) bool {
 	// First what reads no target: the spec and the requester's grant.
 	specs := each(validation.CheckSpec, func(i int) []any { return []any{steps[i].Execution, reqs[i]} })
 	grants := each(validation.CheckRequester, func(i int) []any {
-		return []any{activities.RequesterCheck{Namespace: r.in.Namespace, Requester: r.in.Spec.Requester, Action: reqs[i].Action, Target: reqs[i].Target}}
+		return []any{gate.RequesterCheck{Namespace: r.in.Namespace, Requester: r.in.Spec.Requester, Action: reqs[i].Action, Target: reqs[i].Target}}
 	})
 	for i := range steps {
 		if err := specs[i].Get(ctx, nil); err != nil {
@@ -57,7 +57,7 @@ func (r *remediationRun) checkSteps(ctx workflow.Context) bool {
 
 	// Then the action's RBAC, the target and the policy.
 	one := func(i int) []any { return []any{reqs[i]} }
-	rbac, targets, policies := each(validation.CheckRBAC, one), each(execution.InspectTarget, one), each(validation.EvaluatePolicy, one)
+	rbac, targets, policies := each(validation.CheckRBAC, one), each(executionActs.InspectTarget, one), each(validation.EvaluatePolicy, one)
 	var dryRuns []int
 	for i, s := range steps {
 		if err := rbac[i].Get(ctx, nil); err != nil {
@@ -66,7 +66,7 @@ func (r *remediationRun) checkSteps(ctx workflow.Context) bool {
 		if err := targets[i].Get(ctx, nil); err != nil {
 			return r.refuse(ctx, i, reasonOf(err, v1alpha1.ReasonNotFound), messageOf(err))
 		}
-		var pol activities.PolicyResult
+		var pol gate.PolicyResult
 		if err := policies[i].Get(ctx, &pol); err != nil {
 			return r.refuse(ctx, i, reasonOf(err, v1alpha1.ReasonPolicyDenied), messageOf(err))
 		}
@@ -81,7 +81,7 @@ func (r *remediationRun) checkSteps(ctx workflow.Context) bool {
 	// Last the dry-runs the steps or the policy ask for.
 	fs := make([]workflow.Future, len(dryRuns))
 	for j, i := range dryRuns {
-		fs[j] = workflow.ExecuteLocalActivity(lctx, execution.DryRun, reqs[i])
+		fs[j] = workflow.ExecuteLocalActivity(lctx, executionActs.DryRun, reqs[i])
 	}
 	for j, i := range dryRuns {
 		if err := fs[j].Get(ctx, nil); err != nil {

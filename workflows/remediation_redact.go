@@ -3,7 +3,7 @@ package workflows
 import (
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
 
@@ -18,17 +18,17 @@ const remediationFailureReadable = "remediation-dry-run-failure-readable"
 // access is asked on this failure path only, so a request that passes its
 // checks asks nothing more.
 func (r *remediationRun) dryRunFailure(ctx workflow.Context, lctx workflow.Context, req actions.Request, err error) string {
-	if _, ok := activities.APITextOf(err); !ok {
+	if _, ok := gate.APITextOf(err); !ok {
 		return messageOf(err)
 	}
 	if workflow.GetVersion(ctx, remediationFailureReadable, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return messageOf(err)
 	}
-	var reads activities.Readable
-	check := activities.RequesterCheck{Namespace: r.in.Namespace, Requester: req.Requester, Action: req.Action, Target: req.Target}
+	var reads gate.Readable
+	check := gate.RequesterCheck{Namespace: r.in.Namespace, Requester: req.Requester, Action: req.Action, Target: req.Target}
 	if e := workflow.ExecuteLocalActivity(lctx, validation.MayReadTarget, check).Get(ctx, &reads); e != nil {
 		workflow.GetLogger(ctx).Warn("could not ask whether the requester may get the target; the dry-run's message is not shown", "error", e)
-		reads = activities.Readable{}
+		reads = gate.Readable{}
 	}
 	return reads.Failure(err)
 }

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
@@ -18,7 +18,7 @@ import (
 // get the target; the read access is asked on that failure only.
 func TestRemediationDryRunFailureFollowsReadAccess(t *testing.T) {
 	refusal := `Deployment "web" is invalid: spec.template.spec.containers[0].env[0].value: Invalid value: "` + livePassword + `"`
-	for _, reads := range []activities.Readable{{Allowed: true}, {Marker: notReadable}} {
+	for _, reads := range []gate.Readable{{Allowed: true}, {Marker: notReadable}} {
 		t.Run(map[bool]string{true: "may get", false: "may not get"}[reads.Allowed], func(t *testing.T) {
 			s := newSaga()
 			s.replicas["web"] = 1
@@ -28,8 +28,8 @@ func TestRemediationDryRunFailureFollowsReadAccess(t *testing.T) {
 			env.OnActivity(validation.MayReadTarget, mock.Anything, mock.Anything).Return(reads, nil).Run(func(mock.Arguments) { asked++ })
 			trustAll(env)
 			s.on(env)
-			env.OnActivity(execution.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{},
-				temporal.NewNonRetryableApplicationError(refusal, v1alpha1.ReasonDryRunFailed, nil, activities.APIText{Code: 422, Reason: "Invalid"}))
+			env.OnActivity(executionActs.DryRun, mock.Anything, mock.Anything).Return(v1alpha1.DryRunResults{},
+				temporal.NewNonRetryableApplicationError(refusal, v1alpha1.ReasonDryRunFailed, nil, gate.APIText{Code: 422, Reason: "Invalid"}))
 			step := scaleStep("up", "web", 3)
 			step.Execution.DryRun = true
 			env.ExecuteWorkflow(RemediationWorkflow, RemediationInput{Namespace: "shop", Name: "fix", UID: "rr1",

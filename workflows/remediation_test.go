@@ -12,7 +12,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"k8s.io/utils/ptr"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/status"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
@@ -54,10 +56,10 @@ func (s *saga) plan(req actions.Request) (actions.Plan, error) {
 	}, nil
 }
 
-func (s *saga) write(_ context.Context, w activities.Write) (activities.ExecuteResult, error) {
+func (s *saga) write(_ context.Context, w gate.Write) (execution.ExecuteResult, error) {
 	p, err := s.plan(w.Request)
 	if err != nil {
-		return activities.ExecuteResult{}, err
+		return execution.ExecuteResult{}, err
 	}
 	line := w.Request.Action + " " + w.Request.Target.Name
 	if w.Request.Action == "scale" {
@@ -67,13 +69,13 @@ func (s *saga) write(_ context.Context, w activities.Write) (activities.ExecuteR
 	defer s.mu.Unlock()
 	if err := s.failWrite[line]; err != nil {
 		s.writes = append(s.writes, line+" (failed)")
-		return activities.ExecuteResult{}, err
+		return execution.ExecuteResult{}, err
 	}
 	s.writes = append(s.writes, line)
 	if w.Request.Action == "scale" {
 		s.replicas[w.Request.Target.Name] = *w.Request.Params.Replicas
 	}
-	return activities.ExecuteResult{Plan: p}, nil
+	return execution.ExecuteResult{Plan: p}, nil
 }
 
 func (s *saga) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
@@ -83,18 +85,18 @@ func (s *saga) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 // on registers the saga's world in env.
 func (s *saga) on(env *testsuite.TestWorkflowEnvironment) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflow(RemediationWorkflow)
-	env.RegisterActivity(&activities.Remediation{})
+	env.RegisterActivity(&execution.Remediation{})
 	allowAll(env)
 	env.OnActivity(subjects.VerifyRemediation, mock.Anything, mock.Anything, mock.Anything).Return(nil).Maybe()
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil).Maybe()
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(func(_ context.Context, req actions.Request) (actions.Plan, error) {
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(func(_ context.Context, req actions.Request) (actions.Plan, error) {
 		return s.plan(req)
 	}).Maybe()
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(s.write).Maybe()
-	env.OnActivity(remediation.CreateStepExecution, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StepInput) (activities.StepRef, error) {
-		return activities.StepRef{Name: in.Request + "-" + in.Step.Name, UID: "uid-" + in.Step.Name}, nil
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(s.write).Maybe()
+	env.OnActivity(remediation.CreateStepExecution, mock.Anything, mock.Anything).Return(func(_ context.Context, in execution.StepInput) (execution.StepRef, error) {
+		return execution.StepRef{Name: in.Request + "-" + in.Step.Name, UID: "uid-" + in.Step.Name}, nil
 	}).Maybe()
-	env.OnActivity(statuses.PushRemediationStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RemediationStatusPush) error {
+	env.OnActivity(statuses.PushRemediationStatus, mock.Anything, mock.Anything).Return(func(_ context.Context, in status.RemediationStatusPush) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.pushes = append(s.pushes, in.Status)

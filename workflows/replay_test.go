@@ -58,7 +58,7 @@ func replayAll(t *testing.T, files []string) {
 func reorderedExecution(ctx workflow.Context, in ExecutionInput) (ExecutionResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, quickOptions)
 	req := actions.Request{Action: in.Spec.Action, Target: in.Spec.Target}
-	if err := workflow.ExecuteActivity(ctx, execution.InspectTarget, req).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(ctx, executionActs.InspectTarget, req).Get(ctx, nil); err != nil {
 		return ExecutionResult{}, err
 	}
 	err := workflow.ExecuteActivity(ctx, validation.CheckSpec, in.Spec, req).Get(ctx, nil)

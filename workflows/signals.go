@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/status"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
@@ -29,10 +29,10 @@ var knownSignals = map[string][]string{
 }
 
 // SignalWarner records, outside the history, a signal a workflow cannot
-// use (activities.SignalEvents: a Warning Event on the workflow's object).
+// use (status.SignalEvents: a Warning Event on the workflow's object).
 // It must not block.
 type SignalWarner interface {
-	WarnSignal(activities.SignalWarning)
+	WarnSignal(status.SignalWarning)
 }
 
 // UnknownSignals is a worker interceptor that logs a Warning and counts
@@ -143,7 +143,7 @@ func (i *unknownSignalsInbound) warn(ctx workflow.Context, signal, reason, note 
 		// A signal handled before the run started (signal-with-start).
 		return
 	}
-	i.warner.WarnSignal(activities.SignalWarning{Regarding: *subject, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+	i.warner.WarnSignal(status.SignalWarning{Regarding: *subject, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Seq: i.seq, Signal: signal, Reason: reason, Note: note})
 }
 

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/status"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/metrics"
 )
@@ -60,9 +60,9 @@ func TestEveryWorkflowTypeListsItsSignals(t *testing.T) {
 }
 
 // recordedWarnings is a SignalWarner that keeps what it is handed.
-type recordedWarnings []activities.SignalWarning
+type recordedWarnings []status.SignalWarning
 
-func (r *recordedWarnings) WarnSignal(w activities.SignalWarning) { *r = append(*r, w) }
+func (r *recordedWarnings) WarnSignal(w status.SignalWarning) { *r = append(*r, w) }
 
 // A malformed or misnamed signal reaches the workflow's object as a
 // warning, numbered in history order, and names the decide update.

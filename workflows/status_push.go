@@ -6,10 +6,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/status"
 )
 
-var statuses *activities.Statuses
+var statuses *status.Statuses
 
 // PushOptions: a status write is two short API calls, so it runs as a local
 // activity in the workflow task that changed the phase (one marker event, no
@@ -38,7 +38,7 @@ func pushStatus(ctx workflow.Context, writer, in any) {
 // push writes the run's status with the next sequence number.
 func (r *executionRun) push(ctx workflow.Context) {
 	r.status.Sequence++
-	pushStatus(ctx, statuses.PushExecutionStatus, activities.ExecutionStatusPush{
+	pushStatus(ctx, statuses.PushExecutionStatus, status.ExecutionStatusPush{
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Action: r.in.Spec.Action, Status: r.status,
 	})
 }

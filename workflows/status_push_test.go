@@ -12,18 +12,20 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/status"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // pushLog holds the status pushes of each test environment, in order.
-var pushLog sync.Map // *testsuite.TestWorkflowEnvironment -> *[]activities.ExecutionStatusPush
+var pushLog sync.Map // *testsuite.TestWorkflowEnvironment -> *[]status.ExecutionStatusPush
 
 func recordPushes(env *testsuite.TestWorkflowEnvironment) {
-	log := &[]activities.ExecutionStatusPush{}
+	log := &[]status.ExecutionStatusPush{}
 	pushLog.Store(env, log)
 	env.OnActivity(statuses.PushExecutionStatus, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ExecutionStatusPush) error {
+		func(_ context.Context, in status.ExecutionStatusPush) error {
 			// The test environment passes the workflow's own status, whose
 			// pointers and slices change after the push: keep what was pushed.
 			in.Status = *in.Status.DeepCopy()
@@ -32,9 +34,9 @@ func recordPushes(env *testsuite.TestWorkflowEnvironment) {
 		}).Maybe()
 }
 
-func pushesOf(env *testsuite.TestWorkflowEnvironment) []activities.ExecutionStatusPush {
+func pushesOf(env *testsuite.TestWorkflowEnvironment) []status.ExecutionStatusPush {
 	v, _ := pushLog.Load(env)
-	return *v.(*[]activities.ExecutionStatusPush)
+	return *v.(*[]status.ExecutionStatusPush)
 }
 
 // Each phase change writes .status once, in order, with the next sequence;
@@ -52,8 +54,8 @@ func TestExecutionPushesEachPhaseChange(t *testing.T) {
 			env := newEnv(t)
 			allowAll(env)
 			env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
-			env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-			env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil)
+			env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+			env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil)
 			env.ExecuteWorkflow(ExecutionWorkflow, scaleInput(tc.window, false))
 			final := result(t, env)
 
@@ -82,18 +84,18 @@ func TestExecutionRunsOnWhenPushFails(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(ExecutionWorkflow)
-	env.RegisterActivity(&activities.Execution{})
-	env.RegisterActivity(&activities.Validation{})
-	env.RegisterActivity(&activities.Subjects{})
-	env.RegisterActivity(&activities.Statuses{})
+	env.RegisterActivity(&execution.Execution{})
+	env.RegisterActivity(&gate.Validation{})
+	env.RegisterActivity(&gate.Subjects{})
+	env.RegisterActivity(&status.Statuses{})
 	trustAll(env)
 	allowAll(env)
 	env.OnActivity(validation.CheckSpec, mock.Anything, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(execution.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
-	env.OnActivity(execution.ExecuteInline, mock.Anything, mock.Anything).Return(activities.ExecuteResult{Plan: scalePlan}, nil)
+	env.OnActivity(executionActs.InspectTarget, mock.Anything, mock.Anything).Return(scalePlan, nil)
+	env.OnActivity(executionActs.ExecuteInline, mock.Anything, mock.Anything).Return(execution.ExecuteResult{Plan: scalePlan}, nil)
 	failing := 0
 	env.OnActivity(statuses.PushExecutionStatus, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.ExecutionStatusPush) error { failing++; return assert.AnError })
+		func(context.Context, status.ExecutionStatusPush) error { failing++; return assert.AnError })
 	env.ExecuteWorkflow(ExecutionWorkflow, scaleInput(0, false))
 	st := result(t, env)
 	assert.Equal(t, v1alpha1.PhaseCompleted, st.Phase)

@@ -13,21 +13,21 @@ import (
 	"k8s.io/client-go/restmapper"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
 
 // runExec is the job executor's entrypoint. It runs as the action's
 // ServiceAccount (the pod's own token, no impersonation), so the API server
 // enforces the action's RBAC on the write, and writes only after the worker's
-// exec gate passed it, immediately before (activities/job_gate.go).
+// exec gate passed it, immediately before (activities/execution/job_gate.go).
 func runExec(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-	request := fs.String("request", os.Getenv(activities.RequestEnv), "the action request as JSON (default $"+activities.RequestEnv+")")
+	request := fs.String("request", os.Getenv(execution.RequestEnv), "the action request as JSON (default $"+execution.RequestEnv+")")
 	termLog := fs.String("termination-log", "/dev/termination-log", "file the plan (or the error) is written to for the worker to read")
-	gate := activities.DefaultGateClient()
-	fs.StringVar(&gate.URL, "exec-gate-url", gate.URL, "the worker's exec gate, asked immediately before the write (default $"+activities.ExecGateURLEnv+")")
-	fs.StringVar(&gate.TokenFile, "exec-gate-token-file", gate.TokenFile, "the Pod's projected token of audience "+activities.ExecGateAudience)
+	gate := execution.DefaultGateClient()
+	fs.StringVar(&gate.URL, "exec-gate-url", gate.URL, "the worker's exec gate, asked immediately before the write (default $"+execution.ExecGateURLEnv+")")
+	fs.StringVar(&gate.TokenFile, "exec-gate-token-file", gate.TokenFile, "the Pod's projected token of audience "+execution.ExecGateAudience)
 	fs.DurationVar(&gate.Wait, "exec-gate-wait", 2*time.Minute, "how long to keep asking while no run answers; then exit non-zero, nothing written")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -38,7 +38,7 @@ func runExec(ctx context.Context, args []string) error {
 		return err
 	}
 	if *request == "" {
-		return fail(fmt.Errorf("no request: set --request or $%s", activities.RequestEnv))
+		return fail(fmt.Errorf("no request: set --request or $%s", execution.RequestEnv))
 	}
 	// In a pod this is the in-cluster config; KUBECONFIG elsewhere.
 	cfg, err := ctrl.GetConfig()
@@ -54,7 +54,7 @@ func runExec(ctx context.Context, args []string) error {
 		return fail(fmt.Errorf("build discovery client: %w", err))
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	plan, err := activities.ExecRequest(ctx, dyn, mapper, []byte(*request), *termLog, func(ctx context.Context, req actions.Request) error {
+	plan, err := execution.ExecRequest(ctx, dyn, mapper, []byte(*request), *termLog, func(ctx context.Context, req actions.Request) error {
 		if err := gate.Ask(ctx, req); err != nil {
 			return err
 		}

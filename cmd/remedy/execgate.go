@@ -11,13 +11,13 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/worker"
 )
 
 // DefaultExecGateURL is the worker's headless Service in deploy/manager:
 // its name resolves to every worker replica, and a Pod asks each.
-const DefaultExecGateURL = "https://remedy-worker-gate.remedy-system.svc:9444" + activities.ExecGatePath
+const DefaultExecGateURL = "https://remedy-worker-gate.remedy-system.svc:9444" + execution.ExecGatePath
 
 // execGateFlags are the worker's exec gate settings.
 type execGateFlags struct {

@@ -10,7 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/alerts"
 	"github.com/remedy-dev/remedy/internal/cli"
 	"github.com/remedy-dev/remedy/internal/compose"
@@ -76,7 +76,7 @@ func runWorker(ctx context.Context, args []string) error {
 	localActivities := fs.Int("max-concurrent-local-activities", 0, "local activities (status writes) run at once (0: Temporal SDK default, 1000)")
 	workflowTasks := fs.Int("max-concurrent-workflow-tasks", 0, "workflow tasks run at once (0: Temporal SDK default, 1000)")
 	stopTimeout := fs.Duration("stop-timeout", worker.DefaultStopTimeout, "on SIGTERM, how long in-flight activities may finish before they are cancelled and retried elsewhere; keep it below the pod's terminationGracePeriodSeconds")
-	jobTTL := fs.Duration("job-ttl", activities.DefaultJobTTL, "ttlSecondsAfterFinished of the job executor's Jobs: how long a finished Job stays for a worker to read its result")
+	jobTTL := fs.Duration("job-ttl", execution.DefaultJobTTL, "ttlSecondsAfterFinished of the job executor's Jobs: how long a finished Job stays for a worker to read its result")
 	callbacks, approval, checkCallbacks := cli.DriftReportingFlags(fs)
 	var ao compose.AlertsOptions
 	fs.StringVar(&ao.Addr, "alerts-addr", "0", "address of the Alertmanager webhook receiver, path "+alerts.Path+" (0 disables)")

@@ -1,7 +1,7 @@
 // Command genactions writes deploy/actions from the action catalog: per action
 // a ServiceAccount, a ClusterRole with exactly the rules the action declares
 // and its binding; the same for the worker's other dedicated accounts
-// (activities.Identities: reload restarts, drift parent writes); plus the
+// (gate.Identities: reload restarts, drift parent writes); plus the
 // worker's Role to impersonate just those accounts.
 package main
 
@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/internal/actions"
 )
 
@@ -46,7 +46,7 @@ func write(dir string) error {
 			return err
 		}
 	}
-	for _, id := range activities.Identities() {
+	for _, id := range gate.Identities() {
 		accounts = append(accounts, id.Name)
 		files = append(files, id.Name+".yaml")
 		if err := writeAccount(filepath.Join(dir, id.Name+".yaml"), id.Name, "", id.Rules); err != nil {

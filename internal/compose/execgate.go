@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/internal/pki"
 	"github.com/remedy-dev/remedy/worker"
 )
@@ -30,5 +30,5 @@ func ExecGate(host string) (worker.ExecGateOptions, error) {
 		return worker.ExecGateOptions{}, fmt.Errorf("listen for the exec gate: %w", err)
 	}
 	return worker.ExecGateOptions{Listener: l, TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		URL: "https://" + l.Addr().String() + activities.ExecGatePath, CA: string(ca.CertPEM)}, nil
+		URL: "https://" + l.Addr().String() + execution.ExecGatePath, CA: string(ca.CertPEM)}, nil
 }

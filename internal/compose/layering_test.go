@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,10 +58,35 @@ func TestLayering(t *testing.T) {
 			assert.False(t, within(p, tc.must), "%s imports %s (through the graph)", tc.from, p)
 		}
 	}
+	activityLayers(t, graph)
 	for _, from := range []string{"operator", "operator/admission", "webhook", "alerts"} {
 		require.NotEmpty(t, graph[from], "%s has imports", from)
 		for _, p := range graph[from] {
 			assert.False(t, within(p, "activities"), "%s imports the activity package %s: take the contract from api/ or a leaf", from, p)
+		}
+	}
+}
+
+// activityLayers keeps the activity packages apart: each domain imports the
+// gate and the fail leaf (alerts also status, for its rule's Events), never
+// another domain; the gate and fail import no domain; the shared test fakes
+// are imported by tests only.
+func activityLayers(t *testing.T, graph map[string][]string) {
+	domains := []string{"activities/execution", "activities/reload", "activities/drift", "activities/alerts", "activities/approval", "activities/status"}
+	allowed := map[string][]string{"activities/alerts": {"activities/status"}}
+	for _, from := range append([]string{"activities/gate", "activities/fail"}, domains...) {
+		require.NotEmpty(t, graph[from], "%s has imports", from)
+		for p := range reachable(graph, from) {
+			for _, d := range domains {
+				if d != from && within(p, d) && !slices.Contains(allowed[from], d) {
+					t.Errorf("%s imports the activity domain %s (through the graph): share through activities/gate or activities/fail", from, p)
+				}
+			}
+		}
+	}
+	for from, imports := range graph {
+		for _, p := range imports {
+			assert.False(t, within(p, "activities/internal/activitytest"), "%s imports the test fakes: only tests may", from)
 		}
 	}
 }

@@ -9,7 +9,7 @@ var GateDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Write gate checks, by subject kind and result (passed, refused).",
 }, []string{"subject", "result"})
 
-// GateSubjects are the kinds of object Remedy writes for (activities.Subject*).
+// GateSubjects are the kinds of object Remedy writes for (gate.Subject*).
 var GateSubjects = []string{"KubernetesExecution", "ConfigReloadPolicy", "DriftParent"}
 
 func init() {

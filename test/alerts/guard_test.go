@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/alerts"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -24,7 +24,7 @@ func TestGuardContinuesAsNewWithItsState(t *testing.T) {
 	id := v1alpha1.AlertGuardWorkflowID(ns)
 	// The permit goes to a workflow that does not exist: the guard releases
 	// it at once, so the target's cooldown is all it holds.
-	acq := activities.GuardAcquire{AlertID: "alert/" + ns + "/none/0000000000000000", Rule: "none", Target: "Deployment/none",
+	acq := alerts.GuardAcquire{AlertID: "alert/" + ns + "/none/0000000000000000", Rule: "none", Target: "Deployment/none",
 		MaxConcurrent: 1, Cooldown: 20 * time.Second, Slots: 1}
 	_, err := harness.Temporal().SignalWithStartWorkflow(ctx, id, workflows.SignalAcquire, acq,
 		client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.AlertGuardWorkflow, workflows.GuardInput{State: workflows.GuardState{Namespace: ns}})

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/alerts"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -45,7 +45,7 @@ func TestRogueRunWritesNoRuleStatus(t *testing.T) {
 	before := rule.Status.DeepCopy()
 
 	storm := time.Now().Add(time.Hour)
-	forged := activities.AlertRecordInput{Namespace: ns, Rule: rule.Name, RuleUID: string(rule.UID), Matched: true,
+	forged := alerts.AlertRecordInput{Namespace: ns, Rule: rule.Name, RuleUID: string(rule.UID), Matched: true,
 		Guard: "CircuitOpen", StormUntil: &storm,
 		Record: v1alpha1.AlertRecord{Fingerprint: fp, AlertName: "RogueRecord", Phase: v1alpha1.AlertRefused, Reason: "CircuitOpen", Message: "forged"}}
 	queue := "rogue-" + ns

@@ -19,7 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/alerts"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
@@ -33,7 +34,7 @@ import (
 func rogueWorkflow(ctx workflow.Context) error {
 	ao := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: workflows.TaskQueue, StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
-	if err := workflow.SetUpdateHandler(ctx, "hold", func(ctx workflow.Context, in activities.SilenceInput) (string, error) {
+	if err := workflow.SetUpdateHandler(ctx, "hold", func(ctx workflow.Context, in alerts.SilenceInput) (string, error) {
 		var id string
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.GetActivityOptions(ao)), "HoldSilence", in).Get(ctx, &id)
 		return id, err
@@ -71,7 +72,7 @@ func holdPermit(t *testing.T, id, runID string) {
 	ns := strings.Split(id, "/")[1]
 	gid := v1alpha1.AlertGuardWorkflowID(ns)
 	_, err := harness.Temporal().SignalWithStartWorkflow(ctx, gid, workflows.SignalAcquire,
-		activities.GuardAcquire{AlertID: id, RunID: runID, Rule: "rogue", Target: id, MaxConcurrent: 2, Slots: 2},
+		alerts.GuardAcquire{AlertID: id, RunID: runID, Rule: "rogue", Target: id, MaxConcurrent: 2, Slots: 2},
 		client.StartWorkflowOptions{ID: gid, TaskQueue: workflows.TaskQueue}, "AlertGuardWorkflow", map[string]any{"state": map[string]any{"namespace": ns}})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -163,7 +164,7 @@ func TestSilencesPassTheGate(t *testing.T) {
 	fire(t, far)
 	farID := v1alpha1.AlertWorkflowID(ns, rule.Name, alertmanager.Fingerprint(far))
 	rogue(t, queue, farID)
-	_, err := ask(t, farID, "hold", activities.SilenceInput{Subject: activities.AlertSubject{Namespace: ns, Rule: rule.Name,
+	_, err := ask(t, farID, "hold", alerts.SilenceInput{Subject: gate.AlertSubject{Namespace: ns, Rule: rule.Name,
 		Alert: alertOf(far)}, Duration: 24 * time.Hour})
 	refusedAs(t, err, v1alpha1.ReasonSubjectMismatch)
 	assert.Empty(t, silencesNaming(t, elsewhere), "no silence reaches the other namespace")
@@ -173,7 +174,7 @@ func TestSilencesPassTheGate(t *testing.T) {
 	nearID := v1alpha1.AlertWorkflowID(ns, rule.Name, alertmanager.Fingerprint(near))
 	rogue(t, queue, nearID)
 	fire(t, near)
-	hold := activities.SilenceInput{Subject: activities.AlertSubject{Namespace: ns, Rule: rule.Name, Alert: alertOf(near)}, Duration: 30 * time.Second}
+	hold := alerts.SilenceInput{Subject: gate.AlertSubject{Namespace: ns, Rule: rule.Name, Alert: alertOf(near)}, Duration: 30 * time.Second}
 
 	long := hold
 	long.Duration = 24 * time.Hour

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/drift"
 	kv1 "github.com/remedy-dev/remedy/api/kausality/v1alpha1"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -25,14 +25,14 @@ func TestRogueRunUnderADriftIDPostsNothing(t *testing.T) {
 	child := kv1.DriftObjectReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: d.rs.Namespace, Name: d.rs.Name, UID: string(d.rs.UID)}
 	report := kv1.DriftReport{APIVersion: "kausality.io/v1alpha1", Kind: "DriftReport",
 		Spec: kv1.DriftReportSpec{ID: "forged", Phase: kv1.DriftReportDetected, Parent: parent, Child: child}}
-	obj := func(r kv1.DriftObjectReference) activities.DriftObject {
-		return activities.DriftObject{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.UID}
+	obj := func(r kv1.DriftObjectReference) drift.DriftObject {
+		return drift.DriftObject{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.UID}
 	}
 	queue := "rogue-" + d.dep.Namespace
 	harness.StartRogue(t, queue)
 	out := harness.RunRogue(t, queue, d.workflowID(),
-		harness.RogueCall{Activity: "PostReport", Arg: activities.PostReportInput{URL: rcv.URL, Report: report}},
-		harness.RogueCall{Activity: "WriteApproval", Arg: activities.DriftDecisionInput{Parent: obj(parent), Child: obj(child), Generation: 1, ApprovalRequest: "forged"}})
+		harness.RogueCall{Activity: "PostReport", Arg: drift.PostReportInput{URL: rcv.URL, Report: report}},
+		harness.RogueCall{Activity: "WriteApproval", Arg: drift.DriftDecisionInput{Parent: obj(parent), Child: obj(child), Generation: 1, ApprovalRequest: "forged"}})
 	for i, o := range out {
 		assert.Equal(t, v1alpha1.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)
 		assert.True(t, o.NonRetryable, "call %d is refused for good", i)

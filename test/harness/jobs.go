@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/seal"
@@ -26,7 +26,7 @@ func JobsOf(t testing.TB, k *v1alpha1.KubernetesExecution) []batchv1.Job {
 	t.Helper()
 	var jobs batchv1.JobList
 	require.NoError(t, kube.List(context.Background(), &jobs, ctrlclient.InNamespace(devenv.Namespace),
-		ctrlclient.MatchingLabels{activities.LabelExecutionUID: string(k.UID)}))
+		ctrlclient.MatchingLabels{execution.LabelExecutionUID: string(k.UID)}))
 	return jobs.Items
 }
 

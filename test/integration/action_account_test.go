@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/internal/devenv"
@@ -48,7 +48,7 @@ func TestMissingActionAccountFailsForbidden(t *testing.T) {
 	assert.Nil(t, k.Status.ValidationResults.ResourceExists, "validation stopped before reading the target")
 
 	var jobs batchv1.JobList
-	require.NoError(t, harness.Kube().List(ctx, &jobs, ctrlclient.InNamespace(devenv.Namespace), ctrlclient.MatchingLabels{activities.LabelExecutionName: "scale-no-account"}))
+	require.NoError(t, harness.Kube().List(ctx, &jobs, ctrlclient.InNamespace(devenv.Namespace), ctrlclient.MatchingLabels{execution.LabelExecutionName: "scale-no-account"}))
 	assert.Empty(t, jobs.Items, "no Job was created")
 	assert.Equal(t, int32(1), replicasOf(t, ns, "web"))
 }

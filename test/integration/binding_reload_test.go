@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/reload"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
@@ -40,14 +40,14 @@ func TestRogueWorkflowCannotRestartAReloadWorkload(t *testing.T) {
 		return len(s.Pending) == 1 && s.Pending[0].Hash != applied
 	})
 
-	restart := activities.RestartInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod", Changes: st.Pending,
+	restart := reload.RestartInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod", Changes: st.Pending,
 		RestartedAt: time.Now().UTC().Format(time.RFC3339), Policy: "reload"}
 	queue := "rogue-" + ns
 	harness.StartRogue(t, queue)
 	out := harness.RunRogue(t, queue, "rogue/"+ns,
 		harness.RogueCall{Activity: "RestartWorkload", Arg: restart},
-		harness.RogueCall{Activity: "VerifyReload", Arg: activities.ChangesInput{Namespace: ns, Kind: "Deployment", Name: "web", Changes: st.Pending}},
-		harness.RogueCall{Activity: "DeclineReload", Arg: activities.DeclineInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod",
+		harness.RogueCall{Activity: "VerifyReload", Arg: reload.ChangesInput{Namespace: ns, Kind: "Deployment", Name: "web", Changes: st.Pending}},
+		harness.RogueCall{Activity: "DeclineReload", Arg: reload.DeclineInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: "prod",
 			Changes: st.Pending, Request: "forged"}})
 	for i, o := range out {
 		assert.Equal(t, v1alpha1.ReasonSubjectMismatch, o.Type, "call %d: %s", i, o.Message)

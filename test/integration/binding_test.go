@@ -13,7 +13,9 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/approval"
+	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/activities/status"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -44,7 +46,7 @@ func TestRogueWorkflowReplayingAFinishedRunWritesNothing(t *testing.T) {
 
 	// The write the run made, as its history holds it.
 	write := harness.ScheduledInput(t, k.Status.WorkflowID, k.Status.RunID, "ExecuteInline")
-	var w activities.Write
+	var w gate.Write
 	require.NoError(t, seal.DataConverter(harness.Keys()).FromPayload(write, &w))
 	require.Equal(t, string(k.UID), w.Subject.UID)
 
@@ -54,7 +56,7 @@ func TestRogueWorkflowReplayingAFinishedRunWritesNothing(t *testing.T) {
 	forged.Phase, forged.Reason, forged.Message = v1alpha1.PhaseRollbackReady, v1alpha1.ReasonRollbackAvailable, "forged"
 	forged.RollbackInformation = &v1alpha1.RollbackInformation{Available: true, RollbackAction: "scale",
 		RollbackParameters: &v1alpha1.ActionParameters{Replicas: ptr.To[int32](7)}}
-	push := activities.ExecutionStatusPush{Namespace: ns, Name: k.Name, UID: string(k.UID), Action: "scale", Status: forged}
+	push := status.ExecutionStatusPush{Namespace: ns, Name: k.Name, UID: string(k.UID), Action: "scale", Status: forged}
 	rollback := w
 	rollback.Request.Params = v1alpha1.ActionParameters{Replicas: ptr.To[int32](7)}
 
@@ -90,8 +92,8 @@ func TestRogueWorkflowCannotDecideAnApproval(t *testing.T) {
 	ns := harness.Namespace(t)
 	k, rar := awaitingApproval(t, ns, "held", 10*time.Minute, 0)
 	require.NotEmpty(t, k.Status.RunID)
-	decision := activities.DecisionInput{Namespace: ns, Name: rar.Name, WorkflowID: k.Status.WorkflowID,
-		Decision: activities.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "mallory", Via: v1alpha1.DecidedViaSignal, At: time.Now()}}
+	decision := approval.DecisionInput{Namespace: ns, Name: rar.Name, WorkflowID: k.Status.WorkflowID,
+		Decision: gate.Decision{Decision: v1alpha1.DecisionApproved, DecidedBy: "mallory", Via: v1alpha1.DecidedViaSignal, At: time.Now()}}
 	queue := "rogue-" + ns
 	harness.StartRogue(t, queue)
 	out := harness.RunRogue(t, queue, "rogue/"+ns, harness.RogueCall{Activity: "RecordDecision", Arg: decision})

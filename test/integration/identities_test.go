@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -72,14 +72,14 @@ func TestWorkerOwnIdentityCannotWriteWorkloads(t *testing.T) {
 		{"remedy-worker", authorizationv1.ResourceAttributes{Namespace: ns, Group: "remedy.dev", Resource: "kubernetesexecutions", Verb: "patch"}, false},
 		{"remedy-worker", authorizationv1.ResourceAttributes{Namespace: ns, Group: "remedy.dev", Resource: "remediationrequests", Subresource: "status", Verb: "patch"}, false},
 		{"remedy-worker", write("apps", "deployments", "get"), true},
-		{activities.ReloadServiceAccount, write("apps", "deployments", "patch"), true},
-		{activities.ReloadServiceAccount, write("apps", "replicasets", "patch"), false},
-		{activities.ReloadServiceAccount, write("apps", "deployments", "update"), false},
-		{activities.DriftServiceAccount, write("apps", "replicasets", "patch"), true},
-		{activities.DriftServiceAccount, write("batch", "jobs", "patch"), true},
-		{activities.DriftServiceAccount, write("", "configmaps", "patch"), false},
-		{"remedy-worker", authorizationv1.ResourceAttributes{Namespace: devenv.Namespace, Resource: "serviceaccounts", Verb: "impersonate", Name: activities.ReloadServiceAccount}, true},
-		{"remedy-worker", authorizationv1.ResourceAttributes{Namespace: devenv.Namespace, Resource: "serviceaccounts", Verb: "impersonate", Name: activities.DriftServiceAccount}, true},
+		{gate.ReloadServiceAccount, write("apps", "deployments", "patch"), true},
+		{gate.ReloadServiceAccount, write("apps", "replicasets", "patch"), false},
+		{gate.ReloadServiceAccount, write("apps", "deployments", "update"), false},
+		{gate.DriftServiceAccount, write("apps", "replicasets", "patch"), true},
+		{gate.DriftServiceAccount, write("batch", "jobs", "patch"), true},
+		{gate.DriftServiceAccount, write("", "configmaps", "patch"), false},
+		{"remedy-worker", authorizationv1.ResourceAttributes{Namespace: devenv.Namespace, Resource: "serviceaccounts", Verb: "impersonate", Name: gate.ReloadServiceAccount}, true},
+		{"remedy-worker", authorizationv1.ResourceAttributes{Namespace: devenv.Namespace, Resource: "serviceaccounts", Verb: "impersonate", Name: gate.DriftServiceAccount}, true},
 		{"remedy-worker", authorizationv1.ResourceAttributes{Namespace: devenv.Namespace, Resource: "serviceaccounts", Verb: "impersonate", Name: "remedy-operator"}, false},
 	} {
 		a := tc.attrs
@@ -97,7 +97,7 @@ func TestReloadRestartRunsAsRemedyReload(t *testing.T) {
 	baseline := currentHash(t, web, "app")
 
 	var crb rbacv1.ClusterRoleBinding
-	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Name: activities.ReloadServiceAccount}, &crb))
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Name: gate.ReloadServiceAccount}, &crb))
 	restore := func() {
 		back := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: crb.Name, Labels: crb.Labels}, RoleRef: crb.RoleRef, Subjects: crb.Subjects}
 		if err := harness.Kube().Create(ctx, back); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -107,7 +107,7 @@ func TestReloadRestartRunsAsRemedyReload(t *testing.T) {
 	require.NoError(t, harness.Kube().Delete(ctx, &crb))
 	t.Cleanup(restore)
 	require.Eventually(t, func() bool {
-		return !allowed(t, activities.ReloadServiceAccount, authorizationv1.ResourceAttributes{Namespace: ns, Group: "apps", Resource: "deployments", Verb: "patch"})
+		return !allowed(t, gate.ReloadServiceAccount, authorizationv1.ResourceAttributes{Namespace: ns, Group: "apps", Resource: "deployments", Verb: "patch"})
 	}, 10*time.Second, 100*time.Millisecond)
 
 	setData(t, cm, "v1")
@@ -121,7 +121,7 @@ func TestReloadRestartRunsAsRemedyReload(t *testing.T) {
 		}
 		return false
 	}, reloadTimeout, 200*time.Millisecond, "the restart never failed")
-	assert.Contains(t, last, `User "`+serviceAccountUser(activities.ReloadServiceAccount)+`" cannot`, "refused in remedy-reload's name")
+	assert.Contains(t, last, `User "`+serviceAccountUser(gate.ReloadServiceAccount)+`" cannot`, "refused in remedy-reload's name")
 	assert.Contains(t, strings.ToLower(last), "forbidden")
 	requireGeneration(t, web, gen)
 

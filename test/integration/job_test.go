@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/internal/devenv"
@@ -76,7 +76,7 @@ func TestExecRequest(t *testing.T) {
 
 	var asked []actions.Request
 	pass := func(_ context.Context, r actions.Request) error { asked = append(asked, r); return nil }
-	plan, err := activities.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog, pass)
+	plan, err := execution.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog, pass)
 	require.NoError(t, err)
 	assert.Equal(t, []actions.Request{req}, asked, "the gate is asked about the write before it is made")
 	written, err := os.ReadFile(termLog)
@@ -91,8 +91,8 @@ func TestExecRequest(t *testing.T) {
 
 	// A refusal writes nothing and says so in the termination log.
 	req.Params.Replicas = ptr.To[int32](5)
-	refuse := func(context.Context, actions.Request) error { return &activities.GateRefusal{Message: "grant revoked"} }
-	_, err = activities.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog, refuse)
+	refuse := func(context.Context, actions.Request) error { return &execution.GateRefusal{Message: "grant revoked"} }
+	_, err = execution.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog, refuse)
 	require.Error(t, err)
 	written, err = os.ReadFile(termLog)
 	require.NoError(t, err)
@@ -101,7 +101,7 @@ func TestExecRequest(t *testing.T) {
 	assert.Equal(t, int32(3), *d.Spec.Replicas, "nothing written")
 
 	req.Target.Name = "missing"
-	_, err = activities.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog, pass)
+	_, err = execution.ExecRequest(ctx, dyn, mapper, []byte(mustJSON(t, req)), termLog, pass)
 	require.Error(t, err)
 	written, err = os.ReadFile(termLog)
 	require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -53,7 +53,7 @@ func TestRogueWorkflowReadsNothingForAPerson(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			req := actions.Request{Action: tc.k.Spec.Action, Target: tc.k.Spec.Target, Params: *tc.k.Spec.Parameters, Requester: tc.k.Spec.Requester}
-			cond := activities.ConditionRequest{Target: tc.k.Spec.Target, Requester: tc.k.Spec.Requester,
+			cond := gate.ConditionRequest{Target: tc.k.Spec.Target, Requester: tc.k.Spec.Requester,
 				Condition: v1alpha1.Condition{Name: "echo", Required: true, Timeout: v1alpha1.DurationOf(2 * time.Second),
 					Rego: "package pre.echo\n\npass := true\n\nmessage := json.marshal(input)\n"}}
 			before := harness.APIRequests()

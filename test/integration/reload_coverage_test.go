@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/reload"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/reloadrule"
 	"github.com/remedy-dev/remedy/test/harness"
@@ -25,7 +25,7 @@ import (
 
 // rogueRestart schedules Remedy's RestartWorkload activity on Remedy's task
 // queue with an input of the caller's choosing, as anyone reaching Temporal can.
-func rogueRestart(ctx workflow.Context, in activities.RestartInput) error {
+func rogueRestart(ctx workflow.Context, in reload.RestartInput) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: workflows.TaskQueue,
 		StartToCloseTimeout: 30 * time.Second, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
 	return workflow.ExecuteActivity(ctx, "RestartWorkload", in).Get(ctx, nil)
@@ -76,7 +76,7 @@ func TestReloadApprovalOfMyappDoesNotCoverApp(t *testing.T) {
 	w.RegisterWorkflowWithOptions(rogueRestart, workflow.RegisterOptions{Name: "RogueRestart"})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
-	in := activities.RestartInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: env, Policy: "reload",
+	in := reload.RestartInput{Namespace: ns, Kind: "Deployment", Name: "web", Scope: env, Policy: "reload",
 		Changes: []reloadrule.ConfigChange{{ConfigMap: "app", Hash: h}}, RestartedAt: time.Now().UTC().Format(time.RFC3339),
 		ApprovalRequest: approved.Name}
 	run, err := harness.Temporal().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "rogue-restart-" + ns, TaskQueue: queue}, "RogueRestart", in)

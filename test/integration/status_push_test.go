@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/status"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/operator"
@@ -116,8 +116,8 @@ func (p *apiProxy) config(cfg *rest.Config) *rest.Config {
 
 // pushWorkflow writes one status through the workflows' own push options and
 // reports the writer's error.
-func pushWorkflow(ctx workflow.Context, in activities.ExecutionStatusPush) error {
-	var s *activities.Statuses
+func pushWorkflow(ctx workflow.Context, in status.ExecutionStatusPush) error {
+	var s *status.Statuses
 	ctx = workflow.WithLocalActivityOptions(ctx, workflows.PushOptions)
 	return workflow.ExecuteLocalActivity(ctx, s.PushExecutionStatus, in).Get(ctx, nil)
 }
@@ -245,7 +245,7 @@ func startPusher(t *testing.T, k *v1alpha1.KubernetesExecution) (*apiProxy, func
 	w := sdkworker.New(harness.Temporal(), pushQueue, sdkworker.Options{})
 	w.RegisterWorkflow(pushWorkflow)
 	w.RegisterWorkflow(pushServer)
-	w.RegisterActivity(&activities.Statuses{Client: kc, Kube: cs})
+	w.RegisterActivity(&status.Statuses{Client: kc, Kube: cs})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
@@ -273,9 +273,9 @@ func startPusher(t *testing.T, k *v1alpha1.KubernetesExecution) (*apiProxy, func
 const pushQueue = "status-faults"
 
 // pushedStatus is k's status moved to phase with sequence seq, as a run's push carries it.
-func pushedStatus(k *v1alpha1.KubernetesExecution, name string, seq int64, phase v1alpha1.Phase) activities.ExecutionStatusPush {
+func pushedStatus(k *v1alpha1.KubernetesExecution, name string, seq int64, phase v1alpha1.Phase) status.ExecutionStatusPush {
 	st := *k.Status.DeepCopy()
 	st.Sequence, st.Phase, st.Reason, st.Message = seq, phase, string(phase), "pushed by "+name
 	st.PhaseTransitions = append(st.PhaseTransitions, v1alpha1.PhaseTransition{Phase: phase, Reason: string(phase), Time: metav1.NowMicro()})
-	return activities.ExecutionStatusPush{Namespace: k.Namespace, Name: k.Name, UID: string(k.UID), Action: "scale", Status: st}
+	return status.ExecutionStatusPush{Namespace: k.Namespace, Name: k.Name, UID: string(k.UID), Action: "scale", Status: st}
 }

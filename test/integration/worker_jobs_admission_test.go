@@ -19,13 +19,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/worker"
 )
 
-// executorJob has the shape of the worker's executor Jobs (activities/job.go).
+// executorJob has the shape of the worker's executor Jobs (activities/execution/job.go).
 func executorJob() *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "remedy-scale-", Namespace: devenv.Namespace},
@@ -90,9 +90,9 @@ func TestWorkerMayCreateOnlyExecutorJobs(t *testing.T) {
 		{"a Secret volume", func(p *corev1.PodSpec) {
 			p.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "remedy-webhook-tls"}}}}
 		}, "must not declare volumes"},
-		{"the exec gate's token is admitted", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken(activities.ExecGateAudience, 600)} }, ""},
+		{"the exec gate's token is admitted", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken(execution.ExecGateAudience, 600)} }, ""},
 		{"a token for the API server", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken("", 600)} }, "must not declare volumes but the exec gate's token"},
-		{"a long-lived gate token", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken(activities.ExecGateAudience, 86400)} }, "must not declare volumes"},
+		{"a long-lived gate token", func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{gateToken(execution.ExecGateAudience, 86400)} }, "must not declare volumes"},
 		{"restarted in place", func(p *corev1.PodSpec) { p.RestartPolicy = corev1.RestartPolicyOnFailure }, "must have backoffLimit 0 and restartPolicy Never"},
 		{"host network", func(p *corev1.PodSpec) { p.HostNetwork = true }, "must not use the host's network"},
 		{"host PID", func(p *corev1.PodSpec) { p.HostPID = true }, "must not use the host's network, PID"},

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/internal/compose"
 	"github.com/remedy-dev/remedy/internal/devenv"
 )
@@ -20,11 +20,11 @@ import (
 // worker serves its own for full runs.
 var testGate struct {
 	once sync.Once
-	gate *activities.ExecGate
+	gate *execution.ExecGate
 	err  error
 }
 
-func execGate(t *testing.T, cs kubernetes.Interface) *activities.ExecGate {
+func execGate(t *testing.T, cs kubernetes.Interface) *execution.ExecGate {
 	t.Helper()
 	testGate.once.Do(func() {
 		o, err := compose.ExecGate(devenv.NodeIP)
@@ -32,9 +32,9 @@ func execGate(t *testing.T, cs kubernetes.Interface) *activities.ExecGate {
 			testGate.err = err
 			return
 		}
-		g := &activities.ExecGate{Client: cs, Namespace: devenv.Namespace, URL: o.URL, CA: o.CA, Wait: 10 * time.Second}
+		g := &execution.ExecGate{Client: cs, Namespace: devenv.Namespace, URL: o.URL, CA: o.CA, Wait: 10 * time.Second}
 		mux := http.NewServeMux()
-		mux.Handle(activities.ExecGatePath, g)
+		mux.Handle(execution.ExecGatePath, g)
 		srv := &http.Server{Handler: mux, TLSConfig: o.TLS, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := srv.ServeTLS(o.Listener, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -25,7 +25,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
+	"github.com/remedy-dev/remedy/activities/gate"
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/internal/devenv"
@@ -38,31 +39,31 @@ import (
 // of TestJobExecutorScalesFromARealPod and the trust tests (job_gate_test.go).
 type gateAsks struct{ n atomic.Int32 }
 
-func (g *gateAsks) Check(context.Context, activities.Write) error {
+func (g *gateAsks) Check(context.Context, gate.Write) error {
 	g.n.Add(1)
 	return nil
 }
 
 // asked is how often jobs asked the gate: once before a Job is created, and
 // once when its Pod asks through the exec gate, immediately before its write.
-func asked(jobs *activities.Jobs) int32 { return jobs.Gate.(*gateAsks).n.Load() }
+func asked(jobs *execution.Jobs) int32 { return jobs.Gate.(*gateAsks).n.Load() }
 
 // newJobs builds the activity as the worker's own ServiceAccount (the
 // generated worker Role is what lets it manage Jobs), with the image the
 // node imported.
-func newJobs(t *testing.T) *activities.Jobs {
+func newJobs(t *testing.T) *execution.Jobs {
 	t.Helper()
 	cfg, err := devenv.ServiceAccountConfig(context.Background(), harness.Config(), devenv.Namespace, "remedy-worker")
 	require.NoError(t, err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	return &activities.Jobs{Client: cs, Namespace: devenv.Namespace, Image: release.Image(), HeartbeatEvery: time.Second, Gate: &gateAsks{},
+	return &execution.Jobs{Client: cs, Namespace: devenv.Namespace, Image: release.Image(), HeartbeatEvery: time.Second, Gate: &gateAsks{},
 		ExecGate: execGate(t, cs)}
 }
 
 // jobInput scales Deployment ns/name to 2 in a Job.
-func jobInput(ns, name string, timeout time.Duration, maxRetries int32) activities.JobInput {
-	return activities.JobInput{
+func jobInput(ns, name string, timeout time.Duration, maxRetries int32) execution.JobInput {
+	return execution.JobInput{
 		ExecutionNamespace: ns, ExecutionName: "scale-" + name, ExecutionUID: string(uuid.NewUUID()),
 		Request:    actions.Request{Action: "scale", Target: target(ns, name), Params: v1alpha1.ActionParameters{Replicas: ptr.To[int32](2)}},
 		Timeout:    timeout,
@@ -71,7 +72,7 @@ func jobInput(ns, name string, timeout time.Duration, maxRetries int32) activiti
 }
 
 type jobRun struct {
-	res activities.ExecuteResult
+	res execution.ExecuteResult
 	err error
 }
 
@@ -91,7 +92,7 @@ func attempt(ctx context.Context, prior converter.EncodedValues) *jobAttempt {
 }
 
 // run runs the activity in the background through Temporal's activity test environment.
-func (a *jobAttempt) run(jobs *activities.Jobs, in activities.JobInput) <-chan jobRun {
+func (a *jobAttempt) run(jobs *execution.Jobs, in execution.JobInput) <-chan jobRun {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.SetWorkerOptions(sdkworker.Options{BackgroundActivityContext: a.ctx})
@@ -130,7 +131,7 @@ func (a *jobAttempt) heartbeat() converter.EncodedValues {
 }
 
 // runJob runs one attempt to its end.
-func runJob(t *testing.T, jobs *activities.Jobs, in activities.JobInput, timeout time.Duration) jobRun {
+func runJob(t *testing.T, jobs *execution.Jobs, in execution.JobInput, timeout time.Duration) jobRun {
 	t.Helper()
 	return await(t, attempt(context.Background(), nil).run(jobs, in), timeout)
 }
@@ -195,7 +196,7 @@ func TestJobIsNeverRetried(t *testing.T) {
 	assert.Equal(t, v1alpha1.ReasonExecutionFailed, app.Type(), app.Error())
 	assert.Contains(t, app.Error(), `"web" not found`)
 
-	name := activities.JobName(in)
+	name := execution.JobName(in)
 	first := jobPods(t, name, 1, corev1.PodFailed)[0]
 	term := terminated(t, first)
 	assert.NotZero(t, term.ExitCode)
@@ -227,11 +228,11 @@ func TestJobIsNeverRetried(t *testing.T) {
 	assert.Equal(t, []string{"/remedy", "exec"}, c.Command)
 	req, err := json.Marshal(in.Request)
 	require.NoError(t, err)
-	assert.Equal(t, []corev1.EnvVar{{Name: activities.RequestEnv, Value: string(req)},
-		{Name: activities.ExecGateURLEnv, Value: jobs.ExecGate.URL}, {Name: activities.ExecGateCAEnv, Value: jobs.ExecGate.CA}}, c.Env)
+	assert.Equal(t, []corev1.EnvVar{{Name: execution.RequestEnv, Value: string(req)},
+		{Name: execution.ExecGateURLEnv, Value: jobs.ExecGate.URL}, {Name: execution.ExecGateCAEnv, Value: jobs.ExecGate.CA}}, c.Env)
 	require.Len(t, pod.Volumes, 1)
 	token := pod.Volumes[0].Projected.Sources[0].ServiceAccountToken
-	assert.Equal(t, activities.ExecGateAudience, token.Audience, "the Pod's token for the gate is good for nothing else")
+	assert.Equal(t, execution.ExecGateAudience, token.Audience, "the Pod's token for the gate is good for nothing else")
 	require.NotNil(t, c.SecurityContext)
 	assert.Equal(t, ptr.To(false), c.SecurityContext.AllowPrivilegeEscalation)
 	assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
@@ -295,12 +296,12 @@ func cordon(t *testing.T) (uncordon func()) {
 
 // diesWhilePending runs an attempt that creates the Job and watches its
 // Pod, held pending by a cordon, and kills it: the worker dies.
-func diesWhilePending(t *testing.T, jobs *activities.Jobs, in activities.JobInput) *jobAttempt {
+func diesWhilePending(t *testing.T, jobs *execution.Jobs, in execution.JobInput) *jobAttempt {
 	t.Helper()
 	ctx, kill := context.WithCancel(context.Background())
 	a := attempt(ctx, nil)
 	runs := a.run(jobs, in)
-	jobPods(t, activities.JobName(in), 1, corev1.PodPending)
+	jobPods(t, execution.JobName(in), 1, corev1.PodPending)
 	<-a.beats                          // about to watch
 	time.Sleep(500 * time.Millisecond) // and watching: sets up the scenario (no event marks the watch open); asserts nothing
 	kill()
@@ -317,7 +318,7 @@ func TestJobResumesAfterTheWorkerDies(t *testing.T) {
 	harness.Deployment(t, ns, "web", 1)
 	jobs := newJobs(t)
 	in := jobInput(ns, "web", time.Minute, 0)
-	name := activities.JobName(in)
+	name := execution.JobName(in)
 	uncordon := cordon(t)
 
 	first := diesWhilePending(t, jobs, in)
@@ -331,7 +332,7 @@ func TestJobResumesAfterTheWorkerDies(t *testing.T) {
 	assert.Equal(t, "replicas: 2", r.res.Plan.Change.After)
 	var list batchv1.JobList
 	require.NoError(t, harness.Kube().List(context.Background(), &list, ctrlclient.InNamespace(devenv.Namespace),
-		ctrlclient.MatchingLabels{activities.LabelExecutionUID: in.ExecutionUID}))
+		ctrlclient.MatchingLabels{execution.LabelExecutionUID: in.ExecutionUID}))
 	require.Len(t, list.Items, 1, "a retried activity never creates a second Job")
 	assert.Equal(t, int32(2), asked(jobs), "the gate is asked before the one Job is created, not again for a Job that exists, "+
 		"and once by its Pod, answered by the retry that attends it")
@@ -351,7 +352,7 @@ func TestJobCollectedPastItsTTLIsNotRunAgain(t *testing.T) {
 	jobs := newJobs(t)
 	jobs.TTL = time.Second
 	in := jobInput(ns, "web", 30*time.Second, 0)
-	name := activities.JobName(in)
+	name := execution.JobName(in)
 	uncordon := cordon(t)
 
 	first := diesWhilePending(t, jobs, in)

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/pki"
 )
@@ -43,7 +43,7 @@ func execGateOnNode(t testing.TB, mounts map[string]string, port int) []string {
 	for name, data := range map[string][]byte{"tls.crt": pair.CertPEM, "tls.key": pair.KeyPEM, "ca.crt": ca.CertPEM} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
 	}
-	return []string{fmt.Sprintf("--exec-gate-url=https://%s%s", net.JoinHostPort(devenv.NodeIP, fmt.Sprint(port)), activities.ExecGatePath)}
+	return []string{fmt.Sprintf("--exec-gate-url=https://%s%s", net.JoinHostPort(devenv.NodeIP, fmt.Sprint(port)), execution.ExecGatePath)}
 }
 
 // execGateService is deploy/manager's headless Service of the exec gate.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/test/docs"
@@ -126,7 +126,7 @@ func install(ctx context.Context, dir string, none bool, gate *devenv.Forwarder)
 		if err := RunReadme(blocks.ExecGate, work, "EXEC_GATE_ADDRESS="+gate.Addr()); err != nil {
 			return err
 		}
-		execGateURL = "https://" + gate.Addr() + activities.ExecGatePath
+		execGateURL = "https://" + gate.Addr() + execution.ExecGatePath
 	}
 	return devenv.Install(ctx, env.Config, filepath.Join(Root, "deploy", "rbac", "approver-example.yaml"))
 }

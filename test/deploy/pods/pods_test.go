@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/remedy-dev/remedy/activities"
+	"github.com/remedy-dev/remedy/activities/execution"
 	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/internal/image"
 	"github.com/remedy-dev/remedy/internal/release"
@@ -141,7 +141,7 @@ data: {broken.rego: "package remedy.safety\ndeny contains msg if {"}
 			gate[e.Name] = e.Value
 		}
 		require.NotEmpty(t, procs.ExecGateURL())
-		assert.Equal(t, procs.ExecGateURL(), gate[activities.ExecGateURLEnv])
+		assert.Equal(t, procs.ExecGateURL(), gate[execution.ExecGateURLEnv])
 		jobPod = &p
 	})
 
