@@ -12,14 +12,17 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -98,17 +101,12 @@ func New(o Options) (sdkworker.Worker, error) {
 	if o.PayloadKeys == nil {
 		return nil, errors.New("no payload keys: the worker accepts only payloads sealed by Remedy's parts (--payload-keys)")
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(o.Kube)
+	c, err := newClients(o.Kube)
 	if err != nil {
-		return nil, fmt.Errorf("build discovery client: %w", err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	cs, err := kubernetes.NewForConfig(o.Kube)
-	if err != nil {
-		return nil, fmt.Errorf("build clientset: %w", err)
+		return nil, err
 	}
 	// Signals a workflow cannot use become Warning Events on its object.
-	signalEvents := status.NewSignalEvents(cs, ctrllog.Log.WithName("signals"))
+	signalEvents := status.NewSignalEvents(c.cs, ctrllog.Log.WithName("signals"))
 	w := &registered{Worker: sdkworker.New(o.Temporal, workflows.TaskQueue, sdkworker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&workflows.UnknownSignals{Warner: signalEvents,
 			Sealed: &seal.Signals{Keys: o.PayloadKeys, UnsealedBefore: o.PayloadUnsealedBefore}}},
@@ -118,55 +116,94 @@ func New(o Options) (sdkworker.Worker, error) {
 		WorkerStopTimeout:                       o.StopTimeout,
 	})}
 	workflows.RegisterAll(w)
-	dyn, err := dynamic.NewForConfig(o.Kube)
+	built, err := registerActivities(w, o, c)
 	if err != nil {
-		return nil, fmt.Errorf("build dynamic client: %w", err)
+		return nil, err
 	}
-	kc, err := ctrlclient.New(o.Kube, ctrlclient.Options{Scheme: scheme()})
-	if err != nil {
-		return nil, fmt.Errorf("build client: %w", err)
-	}
-	reads, policies, watches := policyWatches(cs, o.ActionNamespace)
-	validation := &gate.Validation{
-		Kube: cs, Dynamic: dyn, Mapper: mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(), Reads: reads,
-		LastGood: &gate.LastGoodPolicy{Events: cs, Log: ctrllog.Log.WithName("policy")},
-	}
-	w.RegisterActivity(validation)
-	// Seen keeps the subjects this worker last read or wrote, so a run's
-	// status pushes and bound reads need not read them again (subject_seen.go).
-	seen := gate.NewSeen(seenSubjects)
-	subjects := &gate.Subjects{Client: kc, Seen: seen}
-	runReads := &gate.RunReads{Subjects: subjects}
-	validation.Runs = runReads
-	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
-	driftConfig := &gate.DriftConfig{Reader: kc, CallbackURLs: o.DriftCallbackURLs, RequestApproval: o.DriftApproval}
-	// Reload, drift and alert runs record no run ID: they are bound to the open run of their workflow ID.
-	openRuns := &gate.OpenRuns{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue}
-	writeGate := &gate.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: kc, Seen: seen, Checks: validation,
-		Callbacks: &http.Client{Timeout: 10 * time.Second}, Drift: driftConfig, Runs: openRuns}
-	w.RegisterActivity(&execution.Execution{Gate: writeGate, Mapper: mapper, Heartbeats: o.Temporal, Runs: runReads})
-	if o.ExecImage == "" {
-		o.ExecImage = DefaultExecImage
-	}
-	execGate := &execution.ExecGate{Client: cs, Namespace: o.ActionNamespace, URL: o.ExecGate.URL, CA: o.ExecGate.CA}
-	w.RegisterActivity(&execution.Jobs{Client: cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL,
-		Gate: writeGate, ExecGate: execGate})
 	background := []func(stop <-chan struct{}){signalEvents.Run}
 	if o.ExecGate.Addr != "" || o.ExecGate.Listener != nil {
-		serve, err := serveExecGate(execGate, o.ExecGate)
+		serve, err := serveExecGate(built.execGate, o.ExecGate)
 		if err != nil {
 			return nil, err
 		}
 		background = append(background, serve)
 	}
-	w.RegisterActivity(&execution.Remediation{Client: kc})
-	statuses := &status.Statuses{Client: kc, Kube: cs, Seen: seen}
+	return &watchedWorker{Worker: w.Worker, activities: w.activities, factories: built.watches, stop: make(chan struct{}),
+		policies: built.policies, policyChanged: func() { gate.ObservePolicy(context.Background(), built.validation) },
+		background: background}, nil
+}
+
+// clients are the worker's own API clients; the gate builds the ones that impersonate.
+type clients struct {
+	cs     kubernetes.Interface
+	dyn    dynamic.Interface
+	kc     ctrlclient.Client
+	mapper meta.RESTMapper
+}
+
+func newClients(cfg *rest.Config) (clients, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return clients{}, fmt.Errorf("build discovery client: %w", err)
+	}
+	c := clients{mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}
+	if c.cs, err = kubernetes.NewForConfig(cfg); err != nil {
+		return clients{}, fmt.Errorf("build clientset: %w", err)
+	}
+	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return clients{}, fmt.Errorf("build dynamic client: %w", err)
+	}
+	if c.kc, err = ctrlclient.New(cfg, ctrlclient.Options{Scheme: scheme()}); err != nil {
+		return clients{}, fmt.Errorf("build client: %w", err)
+	}
+	return c, nil
+}
+
+// built is what New needs of the activities it registered: the policy
+// watches, and the exec gate it may serve.
+type built struct {
+	validation *gate.Validation
+	execGate   *execution.ExecGate
+	watches    []informers.SharedInformerFactory
+	policies   cache.SharedIndexInformer
+}
+
+// registerActivities builds every activity struct, the only place that
+// does, around the one write gate, and registers them.
+func registerActivities(w *registered, o Options, c clients) (built, error) {
+	reads, policies, watches := policyWatches(c.cs, o.ActionNamespace)
+	validation := &gate.Validation{
+		Kube: c.cs, Dynamic: c.dyn, Mapper: c.mapper, ActionNamespace: o.ActionNamespace, Policy: policy.NewEngine(), Reads: reads,
+		LastGood: &gate.LastGoodPolicy{Events: c.cs, Log: ctrllog.Log.WithName("policy")},
+	}
+	w.RegisterActivity(validation)
+	// Seen keeps the subjects this worker last read or wrote, so a run's
+	// status pushes and bound reads need not read them again (subject_seen.go).
+	seen := gate.NewSeen(seenSubjects)
+	subjects := &gate.Subjects{Client: c.kc, Seen: seen}
+	runReads := &gate.RunReads{Subjects: subjects}
+	validation.Runs = runReads
+	// The one write gate: every activity that writes what Remedy does not own gets its client from it.
+	driftConfig := &gate.DriftConfig{Reader: c.kc, CallbackURLs: o.DriftCallbackURLs, RequestApproval: o.DriftApproval}
+	// Reload, drift and alert runs record no run ID: they are bound to the open run of their workflow ID.
+	openRuns := &gate.OpenRuns{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue}
+	writeGate := &gate.Gate{Config: o.Kube, ActionNamespace: o.ActionNamespace, Subjects: c.kc, Seen: seen, Checks: validation,
+		Callbacks: &http.Client{Timeout: 10 * time.Second}, Drift: driftConfig, Runs: openRuns}
+	w.RegisterActivity(&execution.Execution{Gate: writeGate, Mapper: c.mapper, Heartbeats: o.Temporal, Runs: runReads})
+	if o.ExecImage == "" {
+		o.ExecImage = DefaultExecImage
+	}
+	execGate := &execution.ExecGate{Client: c.cs, Namespace: o.ActionNamespace, URL: o.ExecGate.URL, CA: o.ExecGate.CA}
+	w.RegisterActivity(&execution.Jobs{Client: c.cs, Namespace: o.ActionNamespace, Image: o.ExecImage, Heartbeats: o.Temporal, TTL: o.JobTTL,
+		Gate: writeGate, ExecGate: execGate})
+	w.RegisterActivity(&execution.Remediation{Client: c.kc})
+	statuses := &status.Statuses{Client: c.kc, Kube: c.cs, Seen: seen}
 	w.RegisterActivity(statuses)
-	alerting := &alerts.Alerts{Client: kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue, Runs: openRuns}
+	alerting := &alerts.Alerts{Client: c.kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue, Runs: openRuns}
 	if o.AlertmanagerURL != "" {
 		am, err := alertmanager.New(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile)
 		if err != nil {
-			return nil, err
+			return built{}, err
 		}
 		alerting.Alertmanager = am
 	}
@@ -174,14 +211,12 @@ func New(o Options) (sdkworker.Worker, error) {
 	alerting.Gate, writeGate.Alertmanager = writeGate, alerting.Alertmanager
 	runReads.Permits = alerts.Permits(alerting)
 	w.RegisterActivity(alerting)
-	w.RegisterActivity(&alerts.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue, Client: kc})
+	w.RegisterActivity(&alerts.Guards{Temporal: o.Temporal, TaskQueue: workflows.TaskQueue, Client: c.kc})
 	w.RegisterActivity(subjects)
-	w.RegisterActivity(&approval.Approvals{Client: kc, Runs: openRuns})
-	w.RegisterActivity(&reload.Reload{Gate: writeGate, Events: cs, Namespaces: cs})
-	w.RegisterActivity(&drift.Drift{Dynamic: dyn, Gate: writeGate, Config: driftConfig, Mapper: mapper})
-	return &watchedWorker{Worker: w.Worker, activities: w.activities, factories: watches, stop: make(chan struct{}),
-		policies: policies, policyChanged: func() { gate.ObservePolicy(context.Background(), validation) },
-		background: background}, nil
+	w.RegisterActivity(&approval.Approvals{Client: c.kc, Runs: openRuns})
+	w.RegisterActivity(&reload.Reload{Gate: writeGate, Events: c.cs, Namespaces: c.cs})
+	w.RegisterActivity(&drift.Drift{Dynamic: c.dyn, Gate: writeGate, Config: driftConfig, Mapper: c.mapper})
+	return built{validation: validation, execGate: execGate, watches: watches, policies: policies}, nil
 }
 
 func scheme() *runtime.Scheme {
