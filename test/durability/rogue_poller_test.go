@@ -2,6 +2,7 @@ package durability
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,11 @@ func TestRoguePollerAnswersRemedysTask(t *testing.T) {
 	read := make(chan error, 1)
 	w := sdkworker.New(rogue, workflows.TaskQueue, sdkworker.Options{})
 	w.RegisterDynamicWorkflow(func(ctx workflow.Context, args converter.EncodedValues) (map[string]any, error) {
+		// Runs earlier tests left open (a reload's timer) are not this test's:
+		// their task fails here and goes back to the queue, untouched.
+		if !strings.HasPrefix(workflow.GetInfo(ctx).WorkflowExecution.ID, "kexec/"+ns+"/scale-polled/") {
+			panic("not the run under test")
+		}
 		var input json.RawMessage
 		select {
 		case read <- args.Get(&input):

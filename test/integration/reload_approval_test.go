@@ -154,14 +154,19 @@ func TestReloadRejectedRollsNothingUntilDataChanges(t *testing.T) {
 	assert.Contains(t, rar.Spec.ApprovalContext.Reason, "app="+v1)
 	assert.NotEqual(t, v1, currentHash(t, web, "app"), "the baseline keeps what the pods run")
 	assert.Equal(t, 1.0, counterValue(metrics.ReloadDeclined.WithLabelValues(env, string(v1alpha1.DecisionRejected)))-declined)
-	var evs eventsv1.EventList
-	require.NoError(t, harness.Kube().List(ctx, &evs, ctrlclient.InNamespace(ns)))
+	// Events are recorded asynchronously, after the activity that records the decline.
 	var warnings []eventsv1.Event
-	for _, e := range evs.Items {
-		if e.Reason == "ReloadDeclined" && e.Regarding.Name == "web" {
-			warnings = append(warnings, e)
+	require.Eventually(t, func() bool {
+		var evs eventsv1.EventList
+		require.NoError(t, harness.Kube().List(ctx, &evs, ctrlclient.InNamespace(ns)))
+		warnings = nil
+		for _, e := range evs.Items {
+			if e.Reason == "ReloadDeclined" && e.Regarding.Name == "web" {
+				warnings = append(warnings, e)
+			}
 		}
-	}
+		return len(warnings) > 0
+	}, reloadTimeout, 100*time.Millisecond, "a ReloadDeclined Warning Event on the workload")
 	require.Len(t, warnings, 1)
 	assert.Equal(t, corev1.EventTypeWarning, warnings[0].Type)
 	assert.Contains(t, warnings[0].Note, "app="+v1)
