@@ -4,9 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // The tables below name, for each branch of the workflows, the committed

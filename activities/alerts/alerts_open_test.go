@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/remedy-dev/remedy/internal/alertmanager"
-	"github.com/remedy-dev/remedy/internal/alertrule"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/remedy-dev/remedy/activities/gate"
+	"github.com/remedy-dev/remedy/internal/alertmanager"
+	"github.com/remedy-dev/remedy/internal/alertrule"
 )
 
 // An Alertmanager that answers without credentials confirms no alert:

@@ -15,10 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/remedy-dev/remedy/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/remedy-dev/remedy/api/v1alpha1"
 )
 
 // ConfigChange is one ConfigMap's new data hash, the payload of the config-changed signal.
