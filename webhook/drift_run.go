@@ -39,7 +39,7 @@ type DriftOptions struct {
 	Port     int
 	CertFile string
 	KeyFile  string
-	// webhookauth.ClientAuth admits only the API server's client certificate.
+	// ClientAuth admits only the API server's client certificate.
 	ClientAuth webhookauth.ClientAuth
 	// DefaultMode is log or enforce.
 	DefaultMode kv1.Mode

@@ -113,7 +113,7 @@ func (r *Reload) DeclineReload(ctx context.Context, in DeclineInput) error {
 // declinedEvent is named after the request, so a retry does not duplicate it.
 func (r *Reload) declinedEvent(ctx context.Context, obj *unstructured.Unstructured, in DeclineInput) error {
 	decided := v1alpha1.DecisionText(in.Decision.Decision, in.Decision.DecidedBy, in.Decision.Via)
-	return r.workloadEvent(ctx, obj, in.Kind, "declined", in.Request, "Decline", "reloadrule.Declined", corev1.EventTypeWarning,
+	return r.workloadEvent(ctx, obj, in.Kind, "declined", in.Request, "Decline", "ReloadDeclined", corev1.EventTypeWarning,
 		fmt.Sprintf("restart not made: %s %s (%s); ConfigMap data %s stays unrolled until it changes again",
 			in.Request, decided, in.Decision.Message, reloadrule.DescribeChanges(in.Changes)))
 }

@@ -170,7 +170,7 @@ func TestDeclineReloadRecordsHashesEventAndMetric(t *testing.T) {
 	require.Len(t, evs.Items, 1)
 	ev := evs.Items[0]
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
-	assert.Equal(t, "reloadrule.Declined", ev.Reason)
+	assert.Equal(t, "ReloadDeclined", ev.Reason)
 	assert.Equal(t, "web", ev.Regarding.Name)
 	assert.Contains(t, ev.Note, "app=a1")
 	assert.Contains(t, ev.Note, "reload-deployment-web-2 Rejected by bob via kubectl")

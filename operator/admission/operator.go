@@ -21,7 +21,7 @@ type OperatorOptions struct {
 	Host    string
 	Port    int
 	CertDir string
-	// webhookauth.ClientAuth admits only the API server's client certificate.
+	// ClientAuth admits only the API server's client certificate.
 	ClientAuth webhookauth.ClientAuth
 	// TrustedRecorders are usernames (the worker's) whose recorded decisions keep their attribution.
 	TrustedRecorders []string
