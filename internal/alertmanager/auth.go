@@ -99,8 +99,8 @@ func New(url, httpConfigFile string) (*Client, error) {
 // RequiresAuth asks Alertmanager's API without credentials and expects a
 // refusal (401 or 403): credentials sent to an Alertmanager without web
 // authentication are ignored, and anyone may post alerts to it. A 2xx is
-// a permanent refusal to act on what it holds; anything else (unreachable)
-// is retried.
+// an OpenError, which callers treat as final; anything else (unreachable)
+// is an ordinary error, worth retrying.
 func (a *Client) RequiresAuth(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(a.URL, "/")+"/api/v2/status", nil)
 	if err != nil {
