@@ -5,6 +5,7 @@ package dev
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -131,15 +132,25 @@ type instance struct {
 // operator's, webhook's and worker's metrics, and the codec server.
 type ports struct{ temporal, ui, operator, webhook, worker, codec int }
 
+// freePorts picks ports below the kernel's ephemeral range (32768 and up):
+// a port the kernel handed to a listener on :0 may be handed again, to
+// another package's outgoing connection, before remedy-dev binds it.
 func freePorts(t *testing.T) ports {
 	var p [6]int
 	for i := range p {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
+		for tries := 0; ; tries++ {
+			if tries == 100 {
+				t.Fatalf("find a free port below 32768")
+			}
+			port := 20000 + rand.IntN(12000)
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				continue
+			}
+			defer l.Close()
+			p[i] = port
+			break
 		}
-		defer l.Close()
-		p[i] = l.Addr().(*net.TCPAddr).Port
 	}
 	return ports{p[0], p[1], p[2], p[3], p[4], p[5]}
 }
