@@ -36,9 +36,13 @@ func driftOpen(t *testing.T, p *parts, what string) string {
 			return false
 		}
 		rs = list.Items[0]
+		// The webhook must know the Deployment's controller before the person's
+		// scale: otherwise the ReplicaSet then has two updaters and neither is
+		// known to be the controller, so the revert is no drift.
 		d := deployment(t, ns, "web")
-		return rs.Annotations["kausality.io/updaters"] != "" && d.Status.ObservedGeneration == d.Generation
-	}, time.Minute, 200*time.Millisecond, "the Deployment controller made a traced ReplicaSet")
+		return rs.Annotations["kausality.io/updaters"] != "" && d.Status.ObservedGeneration == d.Generation &&
+			d.Annotations["kausality.io/controllers"] != "" && d.Annotations["kausality.io/phase"] == "initialized"
+	}, time.Minute, 200*time.Millisecond, "the Deployment controller made a traced ReplicaSet and the webhook knows it")
 	rsGen := rs.Generation
 	require.NoError(t, harness.Kube().Patch(ctx, &rs, ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":2}}`))))
 	id := v1alpha1.DriftWorkflowID(string(dep.UID))
