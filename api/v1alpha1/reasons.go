@@ -120,6 +120,20 @@ const (
 	ReasonGateUnknown = "GateUnknown"
 	ReasonCircuitOpen = ConditionCircuitOpen
 	ReasonStorm       = ConditionStorm
+	// ReasonVerified: after the run acted, every alert it answers for resolved within spec.verify.window.
+	ReasonVerified = AlertVerified
+	// ReasonIneffective: an alert the run answers for still fired when spec.verify.window ended.
+	ReasonIneffective = AlertIneffective
+	// ReasonHeld: spec.holdFor has not passed; the run re-checks that the alert still fires before acting.
+	ReasonHeld = AlertHeld
+	// ReasonResolvedWhileHeld: the alert resolved during spec.holdFor, so nothing was done.
+	ReasonResolvedWhileHeld = "ResolvedWhileHeld"
+	// ReasonJoined: another alert's open run already answers for the same workload; this alert joined it.
+	ReasonJoined = AlertJoined
+	// ReasonEscalated: the run moved to the next step of spec.escalation.
+	ReasonEscalated = "Escalated"
+	// ReasonLadderExhausted: every step of spec.escalation ran and the alert still fires.
+	ReasonLadderExhausted = "LadderExhausted"
 )
 
 // Drift decisions and their reports.

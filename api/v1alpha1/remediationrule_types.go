@@ -224,6 +224,16 @@ const (
 	AlertRefused  = "Refused"
 	AlertCanceled = "Canceled"
 	AlertShadow   = "Shadow"
+	// AlertHeld: spec.holdFor runs; the alert must still fire when it ends.
+	AlertHeld = "Held"
+	// AlertVerifying: the run acted and waits spec.verify.window for its alerts to resolve.
+	AlertVerifying = "Verifying"
+	// AlertVerified: the run acted and every alert it answers for resolved.
+	AlertVerified = "Verified"
+	// AlertIneffective: the run acted and an alert it answers for still fired.
+	AlertIneffective = "Ineffective"
+	// AlertJoined: the alert joined the open run of another alert for the same workload.
+	AlertJoined = "Joined"
 )
 
 // AlertRecord is what the rule did with one alert.
