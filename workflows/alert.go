@@ -92,6 +92,18 @@ type alertRun struct {
 	until *time.Time
 	// silence is the Alertmanager silence the run holds, or held.
 	silence string
+	// proof is what a run of a rule with holdFor, verify or escalation
+	// does around its acts (decideProof); zero otherwise.
+	proof proofPlan
+	// rung is the step of the ladder the run is on (0: spec.template).
+	rung int
+	// joined is the run this alert joined; joins are the alerts that joined this run.
+	joined string
+	joins  []joinedAlert
+	// page, when set, is the question of the approval request that pages a person.
+	page string
+	// decidedBy is who approved the last approval request.
+	decidedBy string
 }
 
 // AlertWorkflow acts once on one alert for one rule, through every guard:
@@ -128,6 +140,12 @@ func AlertWorkflow(ctx workflow.Context, in AlertInput) (AlertResult, error) {
 		return r.result, nil
 	}
 	r.record(ctx, alerts.AlertRecordInput{Matched: true}, v1alpha1.AlertQueued, "Matched", "")
+	if proves(r.plan.Spec) && workflow.GetVersion(ctx, proveChange, workflow.DefaultVersion, 1) >= 1 {
+		r.prove(ctx)
+		r.awaitResolve(ctx)
+		r.forwardResolve(ctx)
+		return r.result, nil
+	}
 	r.act(ctx)
 	r.awaitResolve(ctx)
 	return r.result, nil
@@ -135,35 +153,43 @@ func AlertWorkflow(ctx workflow.Context, in AlertInput) (AlertResult, error) {
 
 // act carries out the run's decision (decideAlert); it records every outcome.
 func (r *alertRun) act(ctx workflow.Context) {
-	r.decision = decideAlert(r.in.Rule, r.plan)
-	d := r.decision
-	if d.Refuse != nil {
-		r.refuse(ctx, d.Refuse.Reason, d.Refuse.Message, "")
-		return
-	}
-	gp := gatesOf(ctx, d)
-	if d.Approve && !r.approved(ctx) {
-		return
-	}
-	if gp.holds() && !r.awaitGates(ctx, gp) {
-		return
-	}
-	if !r.acquire(ctx) {
+	gp, ok := r.admit(ctx)
+	if !ok {
 		return
 	}
 	defer r.release(ctx)
-	if d.Shadow {
+	if r.decision.Shadow {
 		r.shadow(ctx)
 		return
 	}
 	r.remediate(ctx, gp.silence)
 }
 
+// admit decides (decideAlert), asks for approval, waits out the gates and
+// gets the guard's permit: true when the run may act.
+func (r *alertRun) admit(ctx workflow.Context) (gatePlan, bool) {
+	r.decision = decideAlert(r.in.Rule, r.plan)
+	r.decision.Guard.Join = r.proof.Join
+	d := r.decision
+	if d.Refuse != nil {
+		r.refuse(ctx, d.Refuse.Reason, d.Refuse.Message, "")
+		return gatePlan{}, false
+	}
+	gp := gatesOf(ctx, d)
+	if d.Approve && !r.approved(ctx) {
+		return gp, false
+	}
+	if gp.holds() && !r.awaitGates(ctx, gp) {
+		return gp, false
+	}
+	return gp, r.acquire(ctx)
+}
+
 // approved asks a person; a resolve under resolvePolicy Cancel withdraws the question.
 func (r *alertRun) approved(ctx workflow.Context) bool {
 	step := r.plan.Steps[0].Execution
 	ask := ApprovalAsk{
-		Namespace: r.in.Namespace, Name: r.requestName(ctx, "approval"),
+		Namespace: r.in.Namespace, Name: r.requestName(ctx, r.approvalSuffix()),
 		Subject:    v1alpha1.ObjectRef{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RemediationRule", Namespace: r.in.Namespace, Name: r.in.Rule},
 		SubjectUID: r.plan.RuleUID,
 		Context: v1alpha1.ApprovalContext{Reason: fmt.Sprintf("alert %s (%s) matched RemediationRule %s", r.in.Alert.Labels["alertname"], r.in.Alert.Fingerprint, r.in.Rule),
@@ -188,6 +214,9 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 	if r.frozen != nil {
 		ask.Context.Reason += " inside a change freeze (spec.freeze)"
 	}
+	if r.page != "" {
+		ask.Context.Reason = r.page
+	}
 	var g approvalGate
 	d, err := g.awaitDecision(ctx, ask)
 	switch {
@@ -201,6 +230,7 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 		r.refuse(ctx, v1alpha1.ReasonRejected, fmt.Sprintf("%s by %s: %s", d.Decision, d.DecidedBy, d.Message), "")
 		return false
 	}
+	r.decidedBy = d.DecidedBy
 	return true
 }
 
@@ -209,6 +239,10 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 func (r *alertRun) acquire(ctx workflow.Context) bool {
 	req := r.decision.Guard
 	req.AlertID, req.RunID = r.id, workflow.GetInfo(ctx).WorkflowExecution.RunID
+	if r.permit != nil && r.permit.Granted {
+		// A rung of the ladder continues the permit the run holds (GuardState.proceed).
+		req.Continues, r.permit = r.nonce, nil
+	}
 	if workflow.GetVersion(ctx, permitNonceChange, workflow.DefaultVersion, 1) >= 1 {
 		r.nonce = newPermitNonce(ctx)
 		req.Nonce = r.nonce
@@ -222,6 +256,12 @@ func (r *alertRun) acquire(ctx workflow.Context) bool {
 	if r.permit == nil {
 		r.release(ctx)
 		r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, "the alert resolved while queued")
+		return false
+	}
+	if r.permit.Joined != "" {
+		r.joined = r.permit.Joined
+		r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertJoined, v1alpha1.ReasonJoined, fmt.Sprintf(
+			"joined the open run %s for %s: it acts and verifies for this alert too, and this run does nothing", r.joined, r.plan.Target))
 		return false
 	}
 	if !r.permit.Granted {
@@ -281,7 +321,7 @@ const shadowReadableChange = "shadow-values-readable"
 func (r *alertRun) remediate(ctx workflow.Context, silence bool) {
 	var ref alerts.RequestRef
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepCreateOptions), alertActs.CreateAlertRequest,
-		alerts.AlertRequestInput{Subject: gate.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}, Plan: r.plan}).Get(ctx, &ref)
+		alerts.AlertRequestInput{Subject: gate.AlertSubject{Namespace: r.in.Namespace, Rule: r.in.Rule, Alert: r.in.Alert}, Plan: r.plan, Step: r.rung}).Get(ctx, &ref)
 	if err != nil {
 		r.refuse(ctx, reasonOf(err, v1alpha1.ReasonInvalidParameters), messageOf(err), "")
 		return

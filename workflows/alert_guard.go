@@ -19,7 +19,16 @@ const (
 	SignalRelease = "release"
 	// SignalPermit is the guard's answer to an alert workflow (Permit).
 	SignalPermit = "permit"
+	// SignalJoined tells an open alert run that another alert joined it,
+	// or that a joined alert resolved (JoinNote).
+	SignalJoined = "joined"
 )
+
+// JoinNote is an alert that joined an open run, or its resolve.
+type JoinNote struct {
+	AlertID  string `json:"alertID"`
+	Resolved bool   `json:"resolved,omitempty"`
+}
 
 // maxGuardSignalsPerRun bounds the signals one guard run absorbs before it continues as new.
 const maxGuardSignalsPerRun = 500
@@ -46,6 +55,9 @@ type Permit struct {
 	// (AcquireRequest.Nonce): the alert run takes no permit without its own.
 	// Named unlike the request's field, so an acquire replayed as a permit carries none.
 	RequestNonce string `json:"requestNonce,omitempty"`
+	// Joined is the open run of the same rule and target this alert joined
+	// instead of running (AcquireRequest.Join).
+	Joined string `json:"joined,omitempty"`
 }
 
 // GuardState is everything the guard knows; it is carried across continue-as-new.
@@ -72,6 +84,10 @@ type answer struct {
 func (s *GuardState) decide(now time.Time) (out []answer, wake time.Time) {
 	var keep []AcquireRequest
 	for _, r := range s.Queue {
+		if h := s.openRun(r, keep); h != "" {
+			out = append(out, answer{r, Permit{Joined: h}})
+			continue
+		}
 		if until, ok := s.Storm[r.Rule]; ok && now.Before(until) {
 			out = append(out, answer{r, stormPermit(r.Rule, until)})
 			continue
@@ -115,6 +131,50 @@ func (s *GuardState) decide(now time.Time) (out []answer, wake time.Time) {
 	}
 	s.Queue = keep
 	return out, wake
+}
+
+// openRun is the alert workflow whose open request r joins: one of the
+// same rule and target that joins too, holding a permit or queued ahead
+// of r; "" when r runs on its own.
+func (s *GuardState) openRun(r AcquireRequest, ahead []AcquireRequest) string {
+	if !r.Join {
+		return ""
+	}
+	for _, l := range [][]AcquireRequest{s.Running, ahead} {
+		for _, o := range l {
+			if o.Join && o.Rule == r.Rule && o.Target == r.Target && o.AlertID != r.AlertID {
+				return o.AlertID
+			}
+		}
+	}
+	return ""
+}
+
+// proceed answers a request that continues a permit its run holds (the
+// next rung of the run's escalation ladder): the target stays the run's,
+// and the rung counts as a run for the circuit breaker, which may stop
+// the ladder (the permit then ends, and the target's cooldown starts).
+// ok is false when r continues no permit held: it is a request like any other.
+func (s *GuardState) proceed(r AcquireRequest, now time.Time) (p Permit, ok bool) {
+	if r.Continues == "" {
+		return Permit{}, false
+	}
+	i := slices.IndexFunc(s.Running, func(o AcquireRequest) bool { return same(o, r.AlertID, r.Continues) })
+	if i < 0 {
+		return Permit{}, false
+	}
+	runs := recent(s.Runs[r.Target], now, r.BreakerWindow)
+	if r.BreakerRuns > 0 && len(runs) >= r.BreakerRuns {
+		s.release(r.AlertID, r.Continues, now)
+		return Permit{Reason: v1alpha1.ReasonCircuitOpen, Message: fmt.Sprintf(
+			"%s was remediated %d times within %s and the alert still fires: the escalation stopped, a person must look", r.Target, len(runs), r.BreakerWindow)}, true
+	}
+	s.Running[i] = r
+	if s.Runs == nil {
+		s.Runs = map[string][]time.Time{}
+	}
+	s.Runs[r.Target] = append(runs, now)
+	return Permit{Granted: true}, true
 }
 
 func stormPermit(rule string, until time.Time) Permit {
@@ -252,7 +312,9 @@ func AlertGuardWorkflow(ctx workflow.Context, in GuardInput) (GuardResult, error
 			}
 			got, signals = true, signals+1
 			horizon = max(horizon, r.BreakerWindow, r.Cooldown)
-			if known, granted := s.add(r); known && granted {
+			if p, ok := s.proceed(r, workflow.Now(ctx)); ok {
+				answerAlert(ctx, &s, answer{r, p})
+			} else if known, granted := s.add(r); known && granted {
 				answerAlert(ctx, &s, answer{r, Permit{Granted: true}})
 			} else if !known {
 				rc.arrived()
@@ -301,6 +363,12 @@ func AlertGuardWorkflow(ctx workflow.Context, in GuardInput) (GuardResult, error
 // permit, so it is released.
 func answerAlert(ctx workflow.Context, s *GuardState, a answer) {
 	a.permit.RequestNonce = a.req.Nonce
+	if a.permit.Joined != "" {
+		// The open run verifies the joined alert too.
+		if err := workflow.SignalExternalWorkflow(ctx, a.permit.Joined, "", SignalJoined, JoinNote{AlertID: a.req.AlertID}).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("open run not told of the alert that joined it", "run", a.permit.Joined, "alert", a.req.AlertID, "error", err)
+		}
+	}
 	if err := workflow.SignalExternalWorkflow(ctx, a.req.AlertID, "", SignalPermit, a.permit).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("alert workflow not answered", "alert", a.req.AlertID, "error", err)
 		if a.permit.Granted {

@@ -61,6 +61,8 @@ type AlertPlan struct {
 	Workloads     int `json:"workloads"`
 	Cooldown      time.Duration
 	BreakerWindow time.Duration
+	// Ladder is spec.escalation rendered from the alert (step 1 is Steps).
+	Ladder []LadderStep `json:"ladder,omitempty"`
 }
 
 // VerifyAlert takes no authority from the workflow's input: the run must be
@@ -108,6 +110,9 @@ func (a *Alerts) VerifyAlert(ctx context.Context, in gate.AlertSubject) (AlertPl
 		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("render RemediationRule %s: %w", rule.Name, err))
 	}
 	plan := AlertPlan{RuleUID: string(rule.UID), Author: *rule.Spec.Author, Steps: steps, Rollback: rule.Spec.Template.RollbackPolicy, Spec: rule.Spec}
+	if plan.Ladder, err = ladder(in.Namespace, &rule.Spec, in.Alert); err != nil {
+		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("render RemediationRule %s: %w", rule.Name, err))
+	}
 	plan.Spec.Author = nil
 	plan.Cooldown, _ = rule.Spec.Cooldown.Parse()
 	if rule.Spec.CircuitBreaker != nil {
@@ -231,6 +236,8 @@ func (a *Alerts) workloads(ctx context.Context, ns string) (int, error) {
 type AlertRequestInput struct {
 	Subject gate.AlertSubject `json:"subject"`
 	Plan    AlertPlan         `json:"plan"`
+	// Step is the rung of spec.escalation the request is for (0: spec.template).
+	Step int `json:"step,omitempty"`
 }
 
 // RequestRef names a RemediationRequest and its workflow.
@@ -248,6 +255,10 @@ func (a *Alerts) CreateAlertRequest(ctx context.Context, in AlertRequestInput) (
 		return RequestRef{}, err
 	}
 	name := alertRequestName(in.Subject.Rule, in.Subject.Alert.Fingerprint, activity.GetInfo(ctx).WorkflowExecution.RunID)
+	if in.Step > 0 {
+		// Each rung of the ladder is its own request, named for it.
+		name = fmt.Sprintf("%s-s%d", name, in.Step+1)
+	}
 	author := in.Plan.Author
 	rr := &v1alpha1.RemediationRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: in.Subject.Namespace, Labels: map[string]string{

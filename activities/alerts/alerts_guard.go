@@ -37,6 +37,12 @@ type GuardAcquire struct {
 	BreakerWindow time.Duration `json:"breakerWindow"`
 	// Slots is the namespace budget: at most this many targets in remediation at once.
 	Slots int `json:"slots"`
+	// Join: an open request of the same rule and target that also joins
+	// (spec.verify) takes this alert in instead of a run of its own.
+	Join bool `json:"join,omitempty"`
+	// Continues is the nonce of the permit this request continues: the
+	// run's next rung of spec.escalation, counted by the circuit breaker.
+	Continues string `json:"continues,omitempty"`
 }
 
 // GuardStarter signal-with-starts the guard workflow and describes the

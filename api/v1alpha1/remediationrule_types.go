@@ -143,7 +143,56 @@ type RemediationTemplate struct {
 	RollbackPolicy RollbackPolicy `json:"rollbackPolicy,omitempty"`
 }
 
+// VerifyFailure says what a run does when its remediation did not resolve its alerts.
+// +kubebuilder:validation:Enum=Escalate;Page;None
+type VerifyFailure string
+
+const (
+	// VerifyEscalate runs the next step of spec.escalation.
+	VerifyEscalate VerifyFailure = "Escalate"
+	// VerifyPage asks a person, by an approval request.
+	VerifyPage VerifyFailure = "Page"
+	// VerifyNone records the run Ineffective and does nothing more.
+	VerifyNone VerifyFailure = "None"
+)
+
+// DefaultVerifyWindow is spec.verify.window when unset.
+const DefaultVerifyWindow = "10m"
+
+// VerifySpec proves a remediation by its alert resolving: after the
+// RemediationRequest completes, the run waits up to Window for every alert
+// it answers for (its own and those that joined it) to resolve. Window must
+// be at least the alert's own `for`, since the alert cannot resolve sooner.
+type VerifySpec struct {
+	// +optional
+	// +kubebuilder:default="10m"
+	Window *Duration `json:"window,omitempty"`
+	// OnFailure: Escalate (default when spec.escalation is set) runs the
+	// next step of the ladder; Page asks a person; None (default otherwise) stops.
+	// +optional
+	OnFailure VerifyFailure `json:"onFailure,omitempty"`
+}
+
+// EscalationStep is one rung of spec.escalation, run when the rung before it
+// was Ineffective: either a template, acted on and verified like spec.template
+// (approval, gates, guard, breaker and budget included), or a page (an
+// approval request that asks a person to take over).
+// +kubebuilder:validation:XValidation:rule="has(self.template) != (has(self.page) && self.page)",message="an escalation step sets exactly one of template or page: true"
+type EscalationStep struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// +optional
+	Template *RemediationTemplate `json:"template,omitempty"`
+	// Page asks a person by an approval request, and ends the ladder.
+	// +optional
+	Page bool `json:"page,omitempty"`
+}
+
 // RemediationRuleSpec maps alerts to remediations.
+// +kubebuilder:validation:XValidation:rule="!has(self.escalation) || size(self.escalation) == 0 || has(self.verify)",message="spec.escalation needs spec.verify: a step escalates only when the one before it is verified Ineffective"
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.verify.onFailure) || self.verify.onFailure != 'Escalate' || (has(self.escalation) && size(self.escalation) > 0)",message="spec.verify.onFailure Escalate needs at least one step in spec.escalation"
+// +kubebuilder:validation:XValidation:rule="!has(self.dryRun) || !self.dryRun || (!has(self.verify) && !has(self.escalation))",message="spec.verify and spec.escalation need a rule that acts: shadow mode (spec.dryRun) writes nothing to verify"
 type RemediationRuleSpec struct {
 	// Matchers in Alertmanager's syntax, all of which an alert's labels must
 	// satisfy, e.g. `alertname="DemoHighLatency"` or `severity=~"critical|page"`.
@@ -204,6 +253,23 @@ type RemediationRuleSpec struct {
 	// Silence the alert in Alertmanager while its remediation runs.
 	// +optional
 	Silence *SilenceSpec `json:"silence,omitempty"`
+	// HoldFor waits this long after the alert arrives, then acts only if
+	// Alertmanager still holds the alert as firing (phase Held meanwhile).
+	// +optional
+	HoldFor *Duration `json:"holdFor,omitempty"`
+	// Verify proves each remediation by its alerts resolving (phases
+	// Verifying, Verified, Ineffective). It also makes the run answer for its
+	// workload: another alert of this rule for the same workload joins the
+	// open run instead of starting one (phase Joined).
+	// +optional
+	Verify *VerifySpec `json:"verify,omitempty"`
+	// Escalation is the ladder after spec.template: when a step is verified
+	// Ineffective and spec.verify.onFailure is Escalate, the next one runs.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=map
+	// +listMapKey=name
+	Escalation []EscalationStep `json:"escalation,omitempty"`
 	// Suspend stops new alerts from starting anything.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`

@@ -181,8 +181,20 @@ func Check(namespace string, spec *v1alpha1.RemediationRuleSpec) field.ErrorList
 		}
 	}
 	errs = append(errs, checkGates(spec)...)
-	steps := field.NewPath("spec", "template", "steps")
-	for i, st := range spec.Template.Steps {
+	errs = append(errs, checkSteps(namespace, field.NewPath("spec", "template", "steps"), spec.Template.Steps)...)
+	for i, e := range spec.Escalation {
+		if e.Template != nil {
+			errs = append(errs, checkSteps(namespace, field.NewPath("spec", "escalation").Index(i).Child("template", "steps"), e.Template.Steps)...)
+		}
+	}
+	return errs
+}
+
+// checkSteps refuses steps that could act outside the rule's namespace or
+// whose templates do not parse.
+func checkSteps(namespace string, steps *field.Path, list []v1alpha1.RemediationStep) field.ErrorList {
+	var errs field.ErrorList
+	for i, st := range list {
 		p := steps.Index(i).Child("execution")
 		t := st.Execution.Target
 		if t.Namespace != "" && t.Namespace != namespace {

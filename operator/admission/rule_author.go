@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,21 +41,56 @@ func (h *Requester) remediationRule(ctx context.Context, req admission.Request) 
 	curSpec.Author = nil
 	author, authorize := specAuthor(req.UserInfo, oldSpec, &curSpec, oldAuthor)
 	if authorize {
-		if err := authz.RuleSteps(ctx, h.Authorize, *author, req.Namespace, cur.Spec.Template.Steps); err != nil {
-			return authorRefused(ctx, req, "RemediationRule", "run every action of its template", err)
+		if err := authz.RuleSteps(ctx, h.Authorize, *author, req.Namespace, ruleSteps(&cur.Spec)); err != nil {
+			return authorRefused(ctx, req, "RemediationRule", "run every action of its template and escalation", err)
 		}
 	}
-	if authorUnchanged(cur.Spec.Author, author) && !slices.ContainsFunc(cur.Spec.Template.Steps, func(s v1alpha1.RemediationStep) bool { return s.Execution.Target.Namespace == "" }) {
+	if authorUnchanged(cur.Spec.Author, author) && !slices.ContainsFunc(ruleSteps(&cur.Spec), func(s v1alpha1.RemediationStep) bool { return s.Execution.Target.Namespace == "" }) {
 		return admission.Allowed("")
 	}
 	return patchAuthor(req, author, func(obj map[string]any) error { return fillTargetNamespaces(obj, req.Namespace) })
 }
 
+// ruleSteps are every step the rule may run: its template's, then each
+// escalation step's. The author must hold "execute" on all of them.
+func ruleSteps(spec *v1alpha1.RemediationRuleSpec) []v1alpha1.RemediationStep {
+	steps := slices.Clone(spec.Template.Steps)
+	for _, e := range spec.Escalation {
+		if e.Template != nil {
+			steps = append(steps, e.Template.Steps...)
+		}
+	}
+	return steps
+}
+
 // fillTargetNamespaces writes the rule's namespace into each template
-// target that leaves it empty: written out, so the schema's rules for
-// executions hold and kubectl shows it.
+// target that leaves it empty (spec.template's and each escalation
+// step's): written out, so the schema's rules for executions hold and
+// kubectl shows it.
 func fillTargetNamespaces(obj map[string]any, namespace string) error {
-	steps, _, _ := unstructured.NestedSlice(obj, "spec", "template", "steps")
+	if err := fillStepNamespaces(obj, namespace, "spec", "template", "steps"); err != nil {
+		return err
+	}
+	ladder, _, _ := unstructured.NestedSlice(obj, "spec", "escalation")
+	for _, e := range ladder {
+		if m, ok := e.(map[string]any); ok {
+			if err := fillStepNamespaces(m, namespace, "template", "steps"); err != nil {
+				return err
+			}
+		}
+	}
+	if len(ladder) == 0 {
+		return nil
+	}
+	if err := unstructured.SetNestedSlice(obj, ladder, "spec", "escalation"); err != nil {
+		return fmt.Errorf("set spec.escalation: %w", err)
+	}
+	return nil
+}
+
+// fillStepNamespaces fills the empty target namespaces of the steps at path in obj.
+func fillStepNamespaces(obj map[string]any, namespace string, path ...string) error {
+	steps, _, _ := unstructured.NestedSlice(obj, path...)
 	for _, st := range steps {
 		if m, ok := st.(map[string]any); ok {
 			if ns, _, _ := unstructured.NestedString(m, "execution", "target", "namespace"); ns == "" {
@@ -65,8 +101,8 @@ func fillTargetNamespaces(obj map[string]any, namespace string) error {
 	if len(steps) == 0 {
 		return nil
 	}
-	if err := unstructured.SetNestedSlice(obj, steps, "spec", "template", "steps"); err != nil {
-		return fmt.Errorf("set spec.template.steps: %w", err)
+	if err := unstructured.SetNestedSlice(obj, steps, path...); err != nil {
+		return fmt.Errorf("set %s: %w", strings.Join(path, "."), err)
 	}
 	return nil
 }
