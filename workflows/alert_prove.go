@@ -133,6 +133,7 @@ func (r *alertRun) prove(ctx workflow.Context) {
 		rung := r.proof.Rungs[i]
 		r.rung = i
 		if rung.Page {
+			r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertIneffective, v1alpha1.ReasonLadderExhausted, "every automatic step of spec.escalation ran: paging a person (step "+rung.Name+")")
 			r.pageFor(ctx, v1alpha1.ReasonLadderExhausted, fmt.Sprintf("every automatic step of RemediationRule %s ran and alert %s (%s) still fires on %s: a person must look",
 				r.in.Rule, r.in.Alert.Labels["alertname"], r.in.Alert.Fingerprint, r.plan.Target))
 			return
