@@ -53,6 +53,9 @@ var reasonHistories = map[string][]string{
 	"Suspended":                        {"alert-suspended.json"},
 	"Frozen":                           {"alert-frozen.json", "alert-frozen-approval.json"},
 	"GatedByAlert":                     {"alert-gated.json"},
+	v1alpha1.ReasonEscalated:           {"alert-ladder-exhausted.json"},
+	v1alpha1.ReasonLadderExhausted:     {"alert-ladder-exhausted.json", "alert-ladder-paged.json"},
+	v1alpha1.ReasonResolvedWhileHeld:   {"alert-resolved-while-held.json"},
 }
 
 // phaseHistories maps each v1alpha1.Phase to histories whose status reaches it.

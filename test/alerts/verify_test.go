@@ -2,12 +2,14 @@ package alerts
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/alertmanager"
@@ -210,4 +212,50 @@ func TestEscalationActionsNeedTheAuthorsGrant(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, apierrors.IsForbidden(err), "want 403, got %v", err)
 	assert.Contains(t, err.Error(), "escalation")
+}
+
+// onFailure None: the alert keeps firing, the run ends Ineffective after its one step.
+func TestIneffectiveWithoutALadderStops(t *testing.T) {
+	ns := tenant(t, "web")
+	r := restartRule(ns, "no-ladder", "StillCrashing")
+	r.Spec.Verify = &v1alpha1.VerifySpec{Window: v1alpha1.DurationOf(2 * time.Second), OnFailure: v1alpha1.VerifyNone}
+	rule := createRule(t, r)
+	l := labels(ns, "StillCrashing", "deployment", "web")
+	fp := alertmanager.Fingerprint(l)
+	fire(t, l)
+	rec := phaseIs(t, rule, fp, v1alpha1.AlertIneffective, 60*time.Second)
+	assert.Equal(t, v1alpha1.ReasonIneffective, rec.Reason)
+	assert.Contains(t, rec.Message, fp, "names the alert still firing")
+	require.Len(t, requestsOf(t, ns, rule.Name), 1)
+	resolve(t, l)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
+	harness.WaitClosed(t, id, 30*time.Second)
+	harness.ReplayHistory(t, id, "alert-ineffective.json")
+}
+
+// A ladder that runs out pages: an approval request, through the approval
+// path, says the alert still fires after what ran; the alert resolving withdraws it.
+func TestExhaustedLadderPagesAPerson(t *testing.T) {
+	ns := tenant(t, "web")
+	r := restartRule(ns, "pages", "PageCrash")
+	r.Spec.Verify = &v1alpha1.VerifySpec{Window: v1alpha1.DurationOf(2 * time.Second)}
+	r.Spec.Escalation = []v1alpha1.EscalationStep{{Name: "oncall", Page: true}}
+	rule := createRule(t, r)
+	l := labels(ns, "PageCrash", "deployment", "web")
+	fp := alertmanager.Fingerprint(l)
+	fire(t, l)
+	phaseIs(t, rule, fp, v1alpha1.AlertWaiting, 60*time.Second)
+	var rars v1alpha1.RemediationApprovalRequestList
+	require.NoError(t, harness.Kube().List(context.Background(), &rars, ctrlclient.InNamespace(ns)))
+	require.Len(t, rars.Items, 1)
+	assert.True(t, strings.HasSuffix(rars.Items[0].Name, "-page"), rars.Items[0].Name)
+	assert.Contains(t, rars.Items[0].Spec.ApprovalContext.Reason, "still fires")
+	require.Len(t, requestsOf(t, ns, rule.Name), 1, "the page runs nothing")
+
+	resolve(t, l)
+	rec := phaseIs(t, rule, fp, v1alpha1.AlertCanceled, 60*time.Second)
+	assert.Equal(t, v1alpha1.ReasonResolved, rec.Reason)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
+	harness.WaitClosed(t, id, 30*time.Second)
+	harness.ReplayHistory(t, id, "alert-ladder-paged.json")
 }
