@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/alertrule"
 	"github.com/remedy-dev/remedy/internal/authz"
 )
 
@@ -53,13 +54,13 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	return ctrl.Result{RequeueAfter: RuleRecheck}, nil
 }
 
-// denied asks whether the rule's author may run its template's actions;
+// denied asks whether the rule's author may run its template's and escalation's actions;
 // it returns the missing grants, "" when there are none.
 func (r *RuleReconciler) denied(ctx context.Context, rule *v1alpha1.RemediationRule) (string, error) {
 	if rule.Spec.Author == nil || len(rule.Spec.Template.Steps) == 0 {
 		return "", nil
 	}
-	err := authz.RuleSteps(ctx, r.Authorize, *rule.Spec.Author, rule.Namespace, rule.Spec.Template.Steps)
+	err := authz.RuleSteps(ctx, r.Authorize, *rule.Spec.Author, rule.Namespace, alertrule.Steps(&rule.Spec))
 	var d *authz.Denied
 	var m *authz.Malformed
 	switch {

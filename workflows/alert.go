@@ -238,7 +238,7 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 // resolve under resolvePolicy Cancel withdraws the request.
 func (r *alertRun) acquire(ctx workflow.Context) bool {
 	req := r.decision.Guard
-	req.AlertID, req.RunID = r.id, workflow.GetInfo(ctx).WorkflowExecution.RunID
+	req.AlertID, req.RunID, req.Step = r.id, workflow.GetInfo(ctx).WorkflowExecution.RunID, r.rung
 	if r.permit != nil && r.permit.Granted {
 		// A rung of the ladder continues the permit the run holds (GuardState.proceed).
 		req.Continues, r.permit = r.nonce, nil

@@ -255,10 +255,7 @@ func (a *Alerts) CreateAlertRequest(ctx context.Context, in AlertRequestInput) (
 		return RequestRef{}, err
 	}
 	name := alertRequestName(in.Subject.Rule, in.Subject.Alert.Fingerprint, activity.GetInfo(ctx).WorkflowExecution.RunID)
-	if in.Step > 0 {
-		// Each rung of the ladder is its own request, named for it.
-		name = fmt.Sprintf("%s-s%d", name, in.Step+1)
-	}
+	name = stepRequestName(name, in.Step)
 	author := in.Plan.Author
 	rr := &v1alpha1.RemediationRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: in.Subject.Namespace, Labels: map[string]string{
@@ -283,6 +280,14 @@ func (a *Alerts) CreateAlertRequest(ctx context.Context, in AlertRequestInput) (
 // alertRequestName is the RemediationRequest of one run of an alert's workflow.
 func alertRequestName(rule, fingerprint, runID string) string {
 	return fmt.Sprintf("%s-%s-%s", fail.Truncate(rule, 40), fingerprint[:min(8, len(fingerprint))], strings.ReplaceAll(runID, "-", "")[:min(8, len(runID))])
+}
+
+// stepRequestName names the request of a rung of the ladder: each is its own.
+func stepRequestName(name string, step int) string {
+	if step == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s-s%d", name, step+1)
 }
 
 // AwaitRequest polls the RemediationRequest until it has a final phase,

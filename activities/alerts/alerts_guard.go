@@ -43,6 +43,9 @@ type GuardAcquire struct {
 	// Continues is the nonce of the permit this request continues: the
 	// run's next rung of spec.escalation, counted by the circuit breaker.
 	Continues string `json:"continues,omitempty"`
+	// Step is the rung the permit is for (0: spec.template): its request
+	// is the one a reclaim waits for.
+	Step int `json:"step,omitempty"`
 }
 
 // GuardStarter signal-with-starts the guard workflow and describes the
@@ -118,7 +121,7 @@ func (g *Guards) open(ctx context.Context, h GuardAcquire) (bool, error) {
 		return false, nil
 	}
 	var rr v1alpha1.RemediationRequest
-	err = g.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: parts[1], Name: alertRequestName(parts[2], parts[3], h.RunID)}, &rr)
+	err = g.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: parts[1], Name: stepRequestName(alertRequestName(parts[2], parts[3], h.RunID), h.Step)}, &rr)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

@@ -23,23 +23,6 @@ import (
 func TestAlertOfAnOpenAlertmanagerIsNotConfirmed(t *testing.T) {
 	labels := map[string]string{"alertname": "Latency", "namespace": "demo"}
 	alert := []map[string]any{{"fingerprint": alertmanager.Fingerprint(labels), "labels": labels, "status": map[string]string{"state": "active"}}}
-	serve := func(authenticated bool) *httptest.Server {
-		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, _, ok := r.BasicAuth(); authenticated && !ok {
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			if r.URL.Path == "/api/v2/status" {
-				_, _ = w.Write([]byte(`{}`))
-				return
-			}
-			_ = json.NewEncoder(w).Encode(alert)
-		}))
-		t.Cleanup(s.Close)
-		return s
-	}
-	cfg := filepath.Join(t.TempDir(), "http.yml")
-	require.NoError(t, os.WriteFile(cfg, []byte("basic_auth: {username: remedy, password: x}\n"), 0o600))
 	subject := gate.AlertSubject{Namespace: "demo", Rule: "latency", Alert: alertrule.Alert{Labels: labels, Fingerprint: alertmanager.Fingerprint(labels)}}
 	for _, tc := range []struct {
 		name          string
@@ -50,9 +33,8 @@ func TestAlertOfAnOpenAlertmanagerIsNotConfirmed(t *testing.T) {
 		{"open", false, "answers without credentials"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			am, err := alertmanager.New(serve(tc.authenticated).URL, cfg)
-			require.NoError(t, err)
-			err = (&Alerts{Alertmanager: am}).firing(context.Background(), subject)
+			am := testAlertmanager(t, tc.authenticated, func(w http.ResponseWriter) { _ = json.NewEncoder(w).Encode(alert) })
+			err := (&Alerts{Alertmanager: am}).firing(context.Background(), subject)
 			if tc.err == "" {
 				require.NoError(t, err)
 				return
@@ -64,4 +46,28 @@ func TestAlertOfAnOpenAlertmanagerIsNotConfirmed(t *testing.T) {
 			assert.True(t, ae.NonRetryable())
 		})
 	}
+}
+
+// testAlertmanager is a client, with basic-auth credentials, of an
+// Alertmanager that requires them (authenticated) or answers anyone, and
+// lists alerts with list.
+func testAlertmanager(t *testing.T, authenticated bool, list func(http.ResponseWriter)) *alertmanager.Client {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := r.BasicAuth(); authenticated && !ok {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == "/api/v2/status" {
+			_, _ = w.Write([]byte(`{}`))
+			return
+		}
+		list(w)
+	}))
+	t.Cleanup(s.Close)
+	cfg := filepath.Join(t.TempDir(), "http.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte("basic_auth: {username: remedy, password: x}\n"), 0o600))
+	am, err := alertmanager.New(s.URL, cfg)
+	require.NoError(t, err)
+	return am
 }

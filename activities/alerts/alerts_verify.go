@@ -41,7 +41,12 @@ func (a *Alerts) StillFiring(ctx context.Context, in FiringCheck) ([]string, err
 	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != v1alpha1.AlertWorkflowID(in.Namespace, in.Rule, in.Fingerprint) {
 		return nil, fail.Permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("workflow %s is not the workflow of alert %s for rule %s/%s", id, in.Fingerprint, in.Namespace, in.Rule))
 	}
-	all := append([]string{in.Fingerprint}, in.Joined...)
+	return a.firingOf(ctx, in.Namespace, append([]string{in.Fingerprint}, in.Joined...))
+}
+
+// firingOf returns the fingerprints among all that Alertmanager holds as
+// firing in namespace: all of them when it cannot prove otherwise.
+func (a *Alerts) firingOf(ctx context.Context, namespace string, all []string) ([]string, error) {
 	if a.Alertmanager == nil {
 		return all, nil
 	}
@@ -52,7 +57,7 @@ func (a *Alerts) StillFiring(ctx context.Context, in FiringCheck) ([]string, err
 		}
 		return nil, fmt.Errorf("check alertmanager credentials: %w", err)
 	}
-	active, err := a.Alertmanager.Active(ctx, in.Namespace)
+	active, err := a.Alertmanager.Active(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}

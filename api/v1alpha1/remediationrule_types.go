@@ -307,8 +307,10 @@ type AlertRecord struct {
 	Fingerprint string `json:"fingerprint"`
 	// +optional
 	AlertName string `json:"alertName,omitempty"`
-	// Phase is Queued, WaitingApproval, Running, Done, Refused, Canceled or Shadow:
-	// a blocked alert is either Queued (it runs when its target is free) or Refused (dropped).
+	// Phase is Queued, WaitingApproval, Running, Done, Refused, Canceled or Shadow,
+	// and for rules with holdFor, verify or escalation also Held, Verifying,
+	// Verified, Ineffective or Joined: a blocked alert is either Queued (it
+	// runs when its target is free) or Refused (dropped).
 	Phase string `json:"phase"`
 	// +optional
 	Reason string `json:"reason,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -188,6 +189,18 @@ func Check(namespace string, spec *v1alpha1.RemediationRuleSpec) field.ErrorList
 		}
 	}
 	return errs
+}
+
+// Steps are every step the rule may run: its template's, then each
+// escalation step's. The author must hold "execute" on all of them.
+func Steps(spec *v1alpha1.RemediationRuleSpec) []v1alpha1.RemediationStep {
+	steps := slices.Clone(spec.Template.Steps)
+	for _, e := range spec.Escalation {
+		if e.Template != nil {
+			steps = append(steps, e.Template.Steps...)
+		}
+	}
+	return steps
 }
 
 // checkSteps refuses steps that could act outside the rule's namespace or

@@ -41,26 +41,14 @@ func (h *Requester) remediationRule(ctx context.Context, req admission.Request) 
 	curSpec.Author = nil
 	author, authorize := specAuthor(req.UserInfo, oldSpec, &curSpec, oldAuthor)
 	if authorize {
-		if err := authz.RuleSteps(ctx, h.Authorize, *author, req.Namespace, ruleSteps(&cur.Spec)); err != nil {
+		if err := authz.RuleSteps(ctx, h.Authorize, *author, req.Namespace, alertrule.Steps(&cur.Spec)); err != nil {
 			return authorRefused(ctx, req, "RemediationRule", "run every action of its template and escalation", err)
 		}
 	}
-	if authorUnchanged(cur.Spec.Author, author) && !slices.ContainsFunc(ruleSteps(&cur.Spec), func(s v1alpha1.RemediationStep) bool { return s.Execution.Target.Namespace == "" }) {
+	if authorUnchanged(cur.Spec.Author, author) && !slices.ContainsFunc(alertrule.Steps(&cur.Spec), func(s v1alpha1.RemediationStep) bool { return s.Execution.Target.Namespace == "" }) {
 		return admission.Allowed("")
 	}
 	return patchAuthor(req, author, func(obj map[string]any) error { return fillTargetNamespaces(obj, req.Namespace) })
-}
-
-// ruleSteps are every step the rule may run: its template's, then each
-// escalation step's. The author must hold "execute" on all of them.
-func ruleSteps(spec *v1alpha1.RemediationRuleSpec) []v1alpha1.RemediationStep {
-	steps := slices.Clone(spec.Template.Steps)
-	for _, e := range spec.Escalation {
-		if e.Template != nil {
-			steps = append(steps, e.Template.Steps...)
-		}
-	}
-	return steps
 }
 
 // fillTargetNamespaces writes the rule's namespace into each template
