@@ -87,18 +87,17 @@ func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 	if counted.outcome != "" {
 		metrics.AlertOutcomes.WithLabelValues(counted.outcome).Inc()
 	}
+	if counted.refused {
+		metrics.AlertsRefused.WithLabelValues(rec.Reason).Inc()
+		if in.Guard != "" {
+			metrics.AlertGuardTrips.WithLabelValues(in.Guard).Inc()
+		}
+	}
 	// The Event is named after the run, phase and reason, so it is recorded
 	// again (once) even when a retry counts nothing: the first attempt may
 	// have written the status and lost its Event.
 	if outcome, typ := outcomeOf(rec.Phase, rec.Reason); outcome != "" {
 		a.outcomeEvents(ctx, rule, in, runID, outcome, typ)
-	}
-	if !counted.refused {
-		return nil
-	}
-	metrics.AlertsRefused.WithLabelValues(rec.Reason).Inc()
-	if in.Guard != "" {
-		metrics.AlertGuardTrips.WithLabelValues(in.Guard).Inc()
 	}
 	return nil
 }
