@@ -33,7 +33,7 @@ const (
 // awaiting a permit, running, verifying), which leaves no outcome.
 func outcomeOf(phase, reason string) (outcome, eventType string) {
 	warnIf := func(bad bool) string {
-		if bad || reason == v1alpha1.ReasonLadderExhausted {
+		if bad {
 			return corev1.EventTypeWarning
 		}
 		return corev1.EventTypeNormal
@@ -57,8 +57,9 @@ func outcomeOf(phase, reason string) (outcome, eventType string) {
 		return OutcomeDone, warnIf(reason != v1alpha1.ReasonSucceeded && reason != v1alpha1.ReasonNoChange)
 	}
 	// Held, WaitingApproval, Verified, Joined, Canceled, Shadow, and any
-	// phase added later, under its own name.
-	return phase, warnIf(false)
+	// phase added later, under its own name. A run whose ladder ran out
+	// ends Ineffective: its Warning is the phase's.
+	return phase, corev1.EventTypeNormal
 }
 
 // outcomeEvents records the outcome's Event on the rule and, when the run

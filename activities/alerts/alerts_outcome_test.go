@@ -54,7 +54,7 @@ func TestOutcomeOf(t *testing.T) {
 		{v1alpha1.AlertJoined, v1alpha1.ReasonJoined, OutcomeJoined, corev1.EventTypeNormal},
 		{v1alpha1.AlertCanceled, v1alpha1.ReasonResolved, OutcomeCanceled, corev1.EventTypeNormal},
 		{v1alpha1.AlertCanceled, v1alpha1.ReasonResolvedWhileHeld, OutcomeCanceled, corev1.EventTypeNormal},
-		{v1alpha1.AlertCanceled, v1alpha1.ReasonLadderExhausted, OutcomeCanceled, corev1.EventTypeWarning},
+		{v1alpha1.AlertIneffective, v1alpha1.ReasonLadderExhausted, OutcomeIneffective, corev1.EventTypeWarning},
 		{v1alpha1.AlertShadow, "DryRun", OutcomeShadow, corev1.EventTypeNormal},
 	} {
 		t.Run(tc.phase+"/"+tc.reason, func(t *testing.T) {

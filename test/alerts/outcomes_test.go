@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,7 @@ import (
 	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/alertrule"
 	"github.com/remedy-dev/remedy/internal/metrics"
+	"github.com/remedy-dev/remedy/internal/seal"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -119,6 +121,9 @@ func TestRefusedAlertIsVisibleFromKubectl(t *testing.T) {
 			require.Eventually(t, func() bool { return refusals(tc.reason) == refusedBefore+1 && outcomes("Refused") == outcomeBefore+1 },
 				10*time.Second, 50*time.Millisecond, "remedy_alerts_refused_total{reason=%q} and remedy_alert_outcomes_total{outcome=\"Refused\"} count the refusal once", tc.reason)
 			assert.Empty(t, requestsOf(t, ns, tc.rule.Name))
+			if tc.reason == v1alpha1.ReasonNotFound {
+				harness.ReplayHistory(t, v1alpha1.AlertWorkflowID(ns, tc.rule.Name, fp), "alert-refused-recorded.json")
+			}
 		})
 	}
 }
@@ -209,4 +214,78 @@ func TestRecordedRunbookIsAlertmanagers(t *testing.T) {
 	assert.Equal(t, "https://runbooks.example/suspended", rec.RunbookURL)
 	assert.Equal(t, "real summary", rec.Summary)
 	ruleEvent(t, rule, corev1.EventTypeWarning, "AlertRefused")
+}
+
+// The alert's runbook and summary (as Alertmanager holds them) are shown
+// wherever a person looks at the run: its record in the rule's status, the
+// approval request it opens, its RemediationRequest, its memo and status
+// query (the Web UI), and the outcome Events on the rule and the target.
+func TestRunbookIsShownWhereverThePersonLooks(t *testing.T) {
+	ctx := context.Background()
+	ns := tenant(t, "web")
+	r := restartRule(ns, "runbook", "WithRunbook")
+	r.Spec.Freeze = &v1alpha1.FreezeSpec{Action: v1alpha1.FreezeRequireApproval, TimeIntervals: []v1alpha1.TimeInterval{{}}}
+	rule := createRule(t, r)
+	l := labels(ns, "WithRunbook", "deployment", "web")
+	fp := alertmanager.Fingerprint(l)
+	id := v1alpha1.AlertWorkflowID(ns, rule.Name, fp)
+	const runbook, summary = "https://runbooks.example/kubepodcrashlooping", "Pod is crash looping."
+	fireWith(t, l, map[string]string{alertrule.RunbookAnnotation: runbook, alertrule.SummaryAnnotation: summary})
+	asked := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
+		rec := record(r, fp)
+		return rec != nil && rec.Phase == v1alpha1.AlertWaiting
+	})
+	assert.Equal(t, runbook, record(asked, fp).RunbookURL)
+	assert.Equal(t, summary, record(asked, fp).Summary)
+	assert.Equal(t, int64(1), asked.Status.Outcomes["WaitingApproval"])
+	var rars v1alpha1.RemediationApprovalRequestList
+	require.NoError(t, harness.Kube().List(ctx, &rars, ctrlclient.InNamespace(ns)))
+	require.Len(t, rars.Items, 1)
+	assert.Equal(t, runbook, rars.Items[0].Spec.ApprovalContext.RunbookURL)
+	assert.Equal(t, summary, rars.Items[0].Spec.ApprovalContext.Summary)
+	ruleEvent(t, rule, corev1.EventTypeNormal, "AlertWaitingApproval")
+
+	d, err := harness.Temporal().DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	var memo string
+	require.NoError(t, seal.DataConverter(harness.Keys()).FromPayload(d.GetWorkflowExecutionInfo().GetMemo().GetFields()["runbook"], &memo))
+	assert.Equal(t, runbook, memo)
+	q, err := harness.Temporal().QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+	require.NoError(t, err)
+	var res workflows.AlertResult
+	require.NoError(t, q.Get(&res))
+	assert.Equal(t, runbook, res.RunbookURL)
+	assert.Equal(t, summary, res.Summary)
+
+	require.NoError(t, harness.Temporal().SignalWorkflow(ctx, id, "", workflows.SignalApprove,
+		workflows.ApprovalSignal{Approver: "oncall-bob", Reason: "runbook read"}))
+	done := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
+		rec := record(r, fp)
+		return rec != nil && rec.Phase == v1alpha1.AlertDone
+	})
+	assert.Equal(t, int64(1), done.Status.Outcomes["Done"])
+	assert.Equal(t, "Done", done.Status.LastOutcome.Outcome)
+	rrs := requestsOf(t, ns, rule.Name)
+	require.Len(t, rrs, 1)
+	require.NotNil(t, rrs[0].Spec.Alert)
+	assert.Equal(t, runbook, rrs[0].Spec.Alert.RunbookURL)
+	assert.Equal(t, summary, rrs[0].Spec.Alert.Summary)
+	ev := ruleEvent(t, rule, corev1.EventTypeNormal, "AlertDone")
+	assert.Contains(t, ev.Note, "on Deployment/web")
+	// The target's own Event, with its UID, so kubectl describe deployment shows it.
+	var dep appsv1.Deployment
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &dep))
+	require.Eventually(t, func() bool {
+		var list eventsv1.EventList
+		require.NoError(t, harness.Kube().List(ctx, &list, ctrlclient.InNamespace(ns)))
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Deployment" && e.Regarding.UID == dep.UID && e.Reason == "AlertDone" && e.Type == corev1.EventTypeNormal {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 100*time.Millisecond, "no AlertDone Event on Deployment web")
+	resolve(t, l)
+	harness.WaitClosed(t, id, 30*time.Second)
+	harness.ReplayHistory(t, id, "alert-runbook.json")
 }
