@@ -59,10 +59,11 @@ type AlertPlan struct {
 	GitOps        string                     `json:"gitOps,omitempty"`
 	Spec          v1alpha1.RemediationRuleSpec
 	Workloads     int `json:"workloads"`
-	// Runbook is the alert's runbook link and summary as Alertmanager holds them (alertrule.RunbookOf).
-	Runbook       alertrule.Runbook `json:"runbook,omitempty"`
 	Cooldown      time.Duration
 	BreakerWindow time.Duration
+
+	// Runbook is the alert's runbook link and summary as Alertmanager holds them (alertrule.RunbookOf).
+	Runbook alertrule.Runbook `json:"runbook,omitempty"`
 }
 
 // VerifyAlert takes no authority from the workflow's input: the run must be
