@@ -25,7 +25,8 @@ type Note struct {
 }
 
 // RecordNote creates n in its object's namespace; a lost Event is logged,
-// not failed: what it reports is already in a status.
+// not failed: what it reports is already in a status. A function, not a
+// method, so that it registers no activity of Statuses.
 func RecordNote(ctx context.Context, s *Statuses, n Note) {
 	if s == nil || s.Kube == nil {
 		return
