@@ -67,7 +67,9 @@ func outcomeOf(phase, reason string) (outcome, eventType string) {
 // An Event is named after the run, phase and reason: a retried record
 // creates it once.
 func (a *Alerts) outcomeEvents(ctx context.Context, rule *v1alpha1.RemediationRule, in AlertRecordInput, runID, outcome, eventType string) {
-	if a.Events == nil || rule == nil {
+	// WriteStatus hands back what it read even when it wrote nothing: a
+	// rule deleted, or created again under the name, gets no Event.
+	if a.Events == nil || rule == nil || string(rule.UID) != in.RuleUID {
 		return
 	}
 	rec := in.Record

@@ -138,6 +138,29 @@ func TestRecordAlertOutcomeEventsAndMetrics(t *testing.T) {
 	assert.Equal(t, map[string]string{"RemediationRule/restart-web": "rule-uid", "Deployment/checkout": "dep-uid"}, on, "one Event on each, with the UID kubectl describe selects by")
 }
 
+// A record bound to a rule that was deleted and created again under its
+// name writes nothing on the new rule: no status, no Event, no count.
+func TestRecordAlertForAReplacedRuleWritesNothing(t *testing.T) {
+	const fp = "0123456789abcdef"
+	s := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	rule := &v1alpha1.RemediationRule{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "restart-web", UID: "new-uid"}}
+	c := ctrlfake.NewClientBuilder().WithScheme(s).WithObjects(rule).WithStatusSubresource(rule).Build()
+	kube := kubefake.NewClientset()
+	a := &Alerts{Client: c, Runs: openRunsOf(gate.AlertWorkflowType), Events: &status.Statuses{Client: c, Kube: kube}}
+	in := AlertRecordInput{Namespace: "shop", Rule: "restart-web", RuleUID: "old-uid", Matched: true,
+		Record: v1alpha1.AlertRecord{Fingerprint: fp, Phase: v1alpha1.AlertRefused, Reason: v1alpha1.ReasonNotFound}}
+	before := testutil.ToFloat64(metrics.AlertsRefused.WithLabelValues(v1alpha1.ReasonNotFound))
+	require.NoError(t, activitytest.AsRun(t, v1alpha1.AlertWorkflowID("shop", "restart-web", fp), a, a.RecordAlert, in, nil))
+	require.NoError(t, c.Get(context.Background(), ctrlclient.ObjectKeyFromObject(rule), rule))
+	assert.Zero(t, rule.Status.Matches)
+	assert.Empty(t, rule.Status.Outcomes)
+	evs, err := kube.EventsV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, evs.Items)
+	assert.Equal(t, before, testutil.ToFloat64(metrics.AlertsRefused.WithLabelValues(v1alpha1.ReasonNotFound)))
+}
+
 // Messages name the kind of what they could not read (a typed object's
 // TypeMeta is empty, so the kind is not taken from it).
 func TestOwnerNamesTheKindItCouldNotRead(t *testing.T) {
