@@ -56,6 +56,10 @@ type AlertResult struct {
 	Message string   `json:"message,omitempty"`
 	Request string   `json:"request,omitempty"`
 	DryRun  []string `json:"dryRun,omitempty"`
+	// RunbookURL and Summary are the alert's, as Alertmanager holds them
+	// (alertrule.RunbookOf): the status query shows them in the Web UI.
+	RunbookURL string `json:"runbookURL,omitempty"`
+	Summary    string `json:"summary,omitempty"`
 }
 
 var (
@@ -136,10 +140,11 @@ func AlertWorkflow(ctx workflow.Context, in AlertInput) (AlertResult, error) {
 	r.setPhase(ctx, "Verifying", "", "")
 	subject := gate.AlertSubject{Namespace: in.Namespace, Rule: in.Rule, Alert: in.Alert}
 	if err := workflow.ExecuteActivity(quick, alertActs.VerifyAlert, subject).Get(ctx, &r.plan); err != nil {
-		r.setPhase(ctx, v1alpha1.AlertRefused, reasonOf(err, v1alpha1.ReasonSubjectMismatch), messageOf(err))
+		r.refused(ctx, err)
 		return r.result, nil
 	}
-	r.record(ctx, alerts.AlertRecordInput{Matched: true}, v1alpha1.AlertQueued, "Matched", "")
+	r.showRunbook(ctx)
+	r.record(ctx, alerts.AlertRecordInput{Matched: true}, v1alpha1.AlertQueued, "Matched", r.plan.Runbook.Note)
 	if proves(r.plan.Spec) && workflow.GetVersion(ctx, proveChange, workflow.DefaultVersion, 1) >= 1 {
 		r.prove(ctx)
 		r.awaitResolve(ctx)
@@ -193,7 +198,8 @@ func (r *alertRun) approved(ctx workflow.Context) bool {
 		Subject:    v1alpha1.ObjectRef{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RemediationRule", Namespace: r.in.Namespace, Name: r.in.Rule},
 		SubjectUID: r.plan.RuleUID,
 		Context: v1alpha1.ApprovalContext{Reason: fmt.Sprintf("alert %s (%s) matched RemediationRule %s", r.in.Alert.Labels["alertname"], r.in.Alert.Fingerprint, r.in.Rule),
-			Action: step.Action, Target: step.Target, Requester: r.plan.Author.Username},
+			Action: step.Action, Target: step.Target, Requester: r.plan.Author.Username,
+			RunbookURL: r.plan.Runbook.URL, Summary: r.plan.Runbook.Summary},
 		Timeout: r.decision.ApprovalTimeout,
 		Opened: func(ctx workflow.Context, _ time.Time) {
 			if r.frozen != nil {
@@ -393,7 +399,7 @@ func (r *alertRun) record(ctx workflow.Context, in alerts.AlertRecordInput, phas
 	in.Namespace, in.Rule, in.RuleUID = r.in.Namespace, r.in.Rule, r.plan.RuleUID
 	in.Record = v1alpha1.AlertRecord{Fingerprint: r.in.Alert.Fingerprint, AlertName: r.in.Alert.Labels["alertname"], Phase: phase, Reason: reason,
 		Message: capMessage(msg), Target: r.plan.Target, Request: r.result.Request, WorkflowID: r.id, GeneratorURL: r.in.Alert.GeneratorURL,
-		Labels: r.in.Alert.Labels, DryRun: r.result.DryRun, Silence: r.silence}
+		Labels: r.in.Alert.Labels, DryRun: r.result.DryRun, Silence: r.silence, RunbookURL: r.plan.Runbook.URL, Summary: r.plan.Runbook.Summary}
 	if r.until != nil {
 		in.Record.Until = &metav1.Time{Time: *r.until}
 	}

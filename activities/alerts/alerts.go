@@ -63,15 +63,32 @@ type AlertPlan struct {
 	BreakerWindow time.Duration
 	// Ladder is spec.escalation rendered from the alert (step 1 is Steps).
 	Ladder []LadderStep `json:"ladder,omitempty"`
+
+	// Runbook is the alert's runbook link and summary as Alertmanager holds them (alertrule.RunbookOf).
+	Runbook alertrule.Runbook `json:"runbook,omitempty"`
 }
 
 // VerifyAlert takes no authority from the workflow's input: the run must be
-// the alert's own workflow, the rule must exist, not be suspended, have an
-// author and match the alert's labels, the fingerprint must be the labels'
-// own, and Alertmanager (when configured) must hold the alert as firing.
+// the alert's own workflow, the rule must exist and match the alert's
+// labels, the fingerprint must be the labels' own, and Alertmanager (when
+// configured) must hold the alert as firing. Only then is the alert proven
+// real, and a refusal from here on (suspended rule, no author, a template
+// that does not render, a missing target) carries Recordable: the run
+// records it on the rule (alerts_refusal.go). A refusal before it is of a
+// forged or stale start and writes nothing anywhere.
 // It then renders the template and finds the target's owning workload and
 // whether a GitOps controller manages it.
 func (a *Alerts) VerifyAlert(ctx context.Context, in gate.AlertSubject) (AlertPlan, error) {
+	var proven *Recordable
+	plan, err := a.verifyAlert(ctx, in, &proven)
+	if proven != nil {
+		plan.Runbook = proven.Runbook
+		err = recordable(*proven, err)
+	}
+	return plan, err
+}
+
+func (a *Alerts) verifyAlert(ctx context.Context, in gate.AlertSubject, proven **Recordable) (AlertPlan, error) {
 	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != v1alpha1.AlertWorkflowID(in.Namespace, in.Rule, in.Alert.Fingerprint) {
 		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("workflow %s is not the workflow of alert %s for rule %s/%s", id, in.Alert.Fingerprint, in.Namespace, in.Rule))
 	}
@@ -87,12 +104,6 @@ func (a *Alerts) VerifyAlert(ctx context.Context, in gate.AlertSubject) (AlertPl
 		}
 		return AlertPlan{}, fail.Classify(v1alpha1.ReasonSubjectMismatch, err)
 	}
-	if rule.Spec.Suspend {
-		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonAlertSuspended, fmt.Errorf("RemediationRule %s is suspended", rule.Name))
-	}
-	if rule.Spec.Author == nil {
-		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonForbidden, fmt.Errorf("RemediationRule %s has no author: apply its spec again", rule.Name))
-	}
 	ms, err := alertrule.Matchers(&rule.Spec)
 	if err != nil {
 		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonInvalidParameters, err)
@@ -100,10 +111,22 @@ func (a *Alerts) VerifyAlert(ctx context.Context, in gate.AlertSubject) (AlertPl
 	if !alertrule.Matches(in.Namespace, ms, in.Alert.Labels) {
 		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("RemediationRule %s does not match the alert's labels", rule.Name))
 	}
+	// Without an Alertmanager to ask, the input's annotations are as
+	// trusted as the rest of it; with one, only what it holds is shown.
+	annotations := in.Alert.Annotations
 	if a.Alertmanager != nil {
-		if err := a.firing(ctx, in); err != nil {
+		held, err := a.firing(ctx, in)
+		if err != nil {
 			return AlertPlan{}, err
 		}
+		annotations = held.Annotations
+	}
+	*proven = &Recordable{RuleUID: string(rule.UID), Runbook: alertrule.RunbookOf(annotations)}
+	if rule.Spec.Suspend {
+		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonAlertSuspended, fmt.Errorf("RemediationRule %s is suspended", rule.Name))
+	}
+	if rule.Spec.Author == nil {
+		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonForbidden, fmt.Errorf("RemediationRule %s has no author: apply its spec again", rule.Name))
 	}
 	steps, err := alertrule.Render(in.Namespace, rule.Spec.Template, in.Alert)
 	if err != nil {
@@ -131,25 +154,26 @@ func (a *Alerts) VerifyAlert(ctx context.Context, in gate.AlertSubject) (AlertPl
 // firing asks Alertmanager whether the alert fires with these labels. An
 // unreachable Alertmanager is retried: a run never acts on an alert it
 // could not confirm. An Alertmanager that answers without credentials
-// confirms nothing: anyone may have posted the alert.
-func (a *Alerts) firing(ctx context.Context, in gate.AlertSubject) error {
+// confirms nothing: anyone may have posted the alert. It returns the alert
+// as Alertmanager holds it (its annotations, not the input's, are shown).
+func (a *Alerts) firing(ctx context.Context, in gate.AlertSubject) (alertmanager.ActiveAlert, error) {
 	if err := a.Alertmanager.RequiresAuth(ctx); err != nil {
 		var open *alertmanager.OpenError
 		if errors.As(err, &open) {
-			return fail.Permanent(v1alpha1.ReasonSubjectMismatch, err)
+			return alertmanager.ActiveAlert{}, fail.Permanent(v1alpha1.ReasonSubjectMismatch, err)
 		}
-		return err
+		return alertmanager.ActiveAlert{}, err
 	}
 	active, err := a.Alertmanager.Active(ctx, in.Namespace)
 	if err != nil {
-		return err
+		return alertmanager.ActiveAlert{}, err
 	}
 	for _, al := range active {
 		if al.Fingerprint == in.Alert.Fingerprint && maps.Equal(al.Labels, in.Alert.Labels) {
-			return nil
+			return al, nil
 		}
 	}
-	return fail.Permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("alert %s is not firing in Alertmanager", in.Alert.Fingerprint))
+	return alertmanager.ActiveAlert{}, fail.Permanent(v1alpha1.ReasonSubjectMismatch, fmt.Errorf("alert %s is not firing in Alertmanager", in.Alert.Fingerprint))
 }
 
 // gitOpsMarks are the labels and annotations Argo CD and Flux put on what they manage.
@@ -166,9 +190,10 @@ var gitOpsMarks = []struct{ key, manager string }{
 func (a *Alerts) owner(ctx context.Context, t v1alpha1.ObjectRef) (key, gitops string, err error) {
 	kind, name := t.Kind, t.Name
 	var meta metav1.Object
-	get := func(obj ctrlclient.Object, n string) error {
+	// Typed objects carry no kind (their TypeMeta is empty), so each read names its own.
+	get := func(k string, obj ctrlclient.Object, n string) error {
 		if err := a.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: t.Namespace, Name: n}, obj); err != nil {
-			return fail.Classify(v1alpha1.ReasonNotFound, fmt.Errorf("read %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, t.Namespace, n, err))
+			return fail.Classify(v1alpha1.ReasonNotFound, fmt.Errorf("read %s %s/%s: %w", k, t.Namespace, n, err))
 		}
 		meta = obj
 		return nil
@@ -176,14 +201,14 @@ func (a *Alerts) owner(ctx context.Context, t v1alpha1.ObjectRef) (key, gitops s
 	switch kind {
 	case "Pod":
 		var p corev1.Pod
-		if err := get(&p, name); err != nil {
+		if err := get("Pod", &p, name); err != nil {
 			return "", "", err
 		}
 		if ref := metav1.GetControllerOf(&p); ref != nil {
 			kind, name = ref.Kind, ref.Name
 			if kind == "ReplicaSet" {
 				var rs appsv1.ReplicaSet
-				if err := get(&rs, name); err != nil {
+				if err := get(kind, &rs, name); err != nil {
 					return "", "", err
 				}
 				if ref := metav1.GetControllerOf(&rs); ref != nil {
@@ -194,11 +219,11 @@ func (a *Alerts) owner(ctx context.Context, t v1alpha1.ObjectRef) (key, gitops s
 	}
 	switch kind {
 	case "Deployment":
-		err = get(&appsv1.Deployment{}, name)
+		err = get(kind, &appsv1.Deployment{}, name)
 	case "StatefulSet":
-		err = get(&appsv1.StatefulSet{}, name)
+		err = get(kind, &appsv1.StatefulSet{}, name)
 	case "DaemonSet":
-		err = get(&appsv1.DaemonSet{}, name)
+		err = get(kind, &appsv1.DaemonSet{}, name)
 	}
 	if err != nil {
 		return "", "", err
@@ -262,7 +287,8 @@ func (a *Alerts) CreateAlertRequest(ctx context.Context, in AlertRequestInput) (
 			"remedy.dev/rule": in.Subject.Rule, "remedy.dev/alert": in.Subject.Alert.Fingerprint}},
 		Spec: v1alpha1.RemediationRequestSpec{Steps: in.Plan.Steps, RollbackPolicy: in.Plan.Rollback, Requester: &author,
 			Alert: &v1alpha1.AlertOrigin{Rule: in.Subject.Rule, Fingerprint: in.Subject.Alert.Fingerprint,
-				GeneratorURL: in.Subject.Alert.GeneratorURL, Labels: in.Subject.Alert.Labels}},
+				GeneratorURL: in.Subject.Alert.GeneratorURL, Labels: in.Subject.Alert.Labels,
+				RunbookURL: in.Plan.Runbook.URL, Summary: in.Plan.Runbook.Summary}},
 	}
 	err := a.Client.Create(ctx, rr)
 	if apierrors.IsAlreadyExists(err) {

@@ -34,7 +34,7 @@ func TestAlertOfAnOpenAlertmanagerIsNotConfirmed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			am := testAlertmanager(t, tc.authenticated, func(w http.ResponseWriter) { _ = json.NewEncoder(w).Encode(alert) })
-			err := (&Alerts{Alertmanager: am}).firing(context.Background(), subject)
+			_, err := (&Alerts{Alertmanager: am}).firing(context.Background(), subject)
 			if tc.err == "" {
 				require.NoError(t, err)
 				return

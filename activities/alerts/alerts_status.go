@@ -41,11 +41,12 @@ type AlertRecordInput struct {
 	StormUntil *time.Time `json:"stormUntil,omitempty"`
 }
 
-// RecordAlert writes the alert's record, counters, last run or refusal and
-// guard conditions into the rule's status, and an Event for a refusal. It
-// counts each run's match, start and refusal once: a retried activity (its
-// write landed, its answer was lost) or a retried write counts nothing again,
-// in status or in metrics.
+// RecordAlert writes the alert's record, counters, last run, refusal and
+// outcome and guard conditions into the rule's status, and an Event for each
+// outcome (outcomeOf) on the rule and its target. It counts each run's
+// match, start, refusal and outcome once: a retried activity (its write
+// landed, its answer was lost) or a retried write counts nothing again, in
+// status or in metrics.
 //
 // Only the alert's own open run records (OpenRuns.alert): a refused run
 // holds no permit, so the binding is to the run itself, not to a permit.
@@ -83,22 +84,30 @@ func (a *Alerts) RecordAlert(ctx context.Context, in AlertRecordInput) error {
 	if counted.gateWait {
 		metrics.AlertGateWaits.WithLabelValues(rec.Reason).Inc()
 	}
-	if !counted.refused {
-		return nil
+	if counted.outcome != "" {
+		metrics.AlertOutcomes.WithLabelValues(counted.outcome).Inc()
 	}
-	metrics.AlertsRefused.WithLabelValues(rec.Reason).Inc()
-	if in.Guard != "" {
-		metrics.AlertGuardTrips.WithLabelValues(in.Guard).Inc()
+	if counted.refused {
+		metrics.AlertsRefused.WithLabelValues(rec.Reason).Inc()
+		if in.Guard != "" {
+			metrics.AlertGuardTrips.WithLabelValues(in.Guard).Inc()
+		}
 	}
-	if rule != nil && a.Events != nil {
-		status.RecordEvent(ctx, a.Events, rule, "RemediationRule", "refused/"+rec.Fingerprint+"/"+runID, v1alpha1.PhaseFailed, rec.Reason,
-			"alert "+rec.AlertName+" ("+rec.Fingerprint+"): "+rec.Message)
+	// The Event is named after the run, phase and reason, so it is recorded
+	// again (once) even when a retry counts nothing: the first attempt may
+	// have written the status and lost its Event.
+	if outcome, typ := outcomeOf(rec.Phase, rec.Reason); outcome != "" {
+		a.outcomeEvents(ctx, rule, in, runID, outcome, typ)
 	}
 	return nil
 }
 
-// alertCounts says what one RecordAlert counted for the first time.
-type alertCounts struct{ matched, started, refused, gateWait bool }
+// alertCounts says what one RecordAlert counted for the first time; outcome
+// is the outcome (outcomeOf) the run entered, if any.
+type alertCounts struct {
+	matched, started, refused, gateWait bool
+	outcome                             string
+}
 
 // mergeAlertRecord writes in's record of run runID into st. A run's match,
 // start and refusal are counted only when the alert's stored record does
@@ -130,6 +139,19 @@ func mergeAlertRecord(st *v1alpha1.RemediationRuleStatus, generation int64, in A
 	switch rec.Reason {
 	case v1alpha1.ReasonFrozen, v1alpha1.ReasonGatedByAlert, v1alpha1.ReasonGateUnknown:
 		c.gateWait = entered
+	}
+	if outcome, _ := outcomeOf(rec.Phase, rec.Reason); outcome != "" {
+		if entered {
+			c.outcome = outcome
+			if st.Outcomes == nil {
+				st.Outcomes = map[string]int64{}
+			}
+			st.Outcomes[outcome]++
+		}
+		if entered || st.LastOutcome == nil {
+			st.LastOutcome = &v1alpha1.AlertOutcome{Outcome: outcome, Phase: rec.Phase, Reason: rec.Reason, Message: rec.Message,
+				Fingerprint: rec.Fingerprint, AlertName: rec.AlertName, At: &now}
+		}
 	}
 	if rec.Phase == v1alpha1.AlertRefused {
 		c.refused = entered

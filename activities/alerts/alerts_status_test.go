@@ -42,10 +42,10 @@ func TestAlertRecordCountsOncePerRun(t *testing.T) {
 		{matched, "run-1", alertCounts{}},
 		{started, "run-1", alertCounts{started: true}},
 		{started, "run-1", alertCounts{}},
-		{done, "run-1", alertCounts{}},
+		{done, "run-1", alertCounts{outcome: "Done"}},
 		{started, "run-1", alertCounts{}},
 		{matched, "run-2", alertCounts{matched: true}},
-		{refused, "run-2", alertCounts{refused: true}},
+		{refused, "run-2", alertCounts{refused: true, outcome: "Refused"}},
 		{refused, "run-2", alertCounts{}},
 	} {
 		got := mergeAlertRecord(&st, 1, s.in, s.run, now)

@@ -298,12 +298,6 @@ func writeStatusOnce[T any, PT interface {
 // event records a phase Event on obj, named after the object's UID and key so a
 // retried push does not duplicate it. A lost Event does not fail the push: the
 // status is written.
-// RecordEvent is s.event for the alerts' rule status: a function, not a
-// method, so that it registers no activity of Statuses.
-func RecordEvent(ctx context.Context, s *Statuses, obj ctrlclient.Object, kind, key string, phase v1alpha1.Phase, reason, message string) {
-	s.event(ctx, obj, kind, key, phase, reason, message)
-}
-
 func (s *Statuses) event(ctx context.Context, obj ctrlclient.Object, kind, key string, phase v1alpha1.Phase, reason, message string) {
 	typ := corev1.EventTypeNormal
 	if phase == v1alpha1.PhaseFailed {

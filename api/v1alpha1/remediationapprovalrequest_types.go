@@ -52,6 +52,15 @@ type ApprovalContext struct {
 	// require_distinct_approver). Anonymous decisions are refused on every request.
 	// +optional
 	RequireDistinctApprover bool `json:"requireDistinctApprover,omitempty"`
+	// RunbookURL is, for a request an alert's run opened, the alert's
+	// runbook_url annotation (http or https only), shown as text.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	RunbookURL string `json:"runbookURL,omitempty"`
+	// Summary is the alert's summary annotation, bounded, shown as text.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Summary string `json:"summary,omitempty"`
 }
 
 // RemediationApprovalRequestSpec is written once by the workflow and never changes.

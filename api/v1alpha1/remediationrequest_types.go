@@ -89,6 +89,14 @@ type AlertOrigin struct {
 	GeneratorURL string `json:"generatorURL,omitempty"`
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// RunbookURL is the alert's runbook_url annotation (http or https only), shown as text.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	RunbookURL string `json:"runbookURL,omitempty"`
+	// Summary is the alert's summary annotation, bounded, shown as text.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Summary string `json:"summary,omitempty"`
 }
 
 // StepStatus mirrors one child execution.

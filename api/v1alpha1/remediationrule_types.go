@@ -345,6 +345,33 @@ type AlertRecord struct {
 	// Started is set once the run was counted in runsStarted.
 	// +optional
 	Started bool `json:"started,omitempty"`
+	// RunbookURL is the alert's runbook_url annotation, as Alertmanager
+	// holds it: an http(s) URL, shown as text only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	RunbookURL string `json:"runbookURL,omitempty"`
+	// Summary is the alert's summary annotation, bounded, shown as text only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Summary string `json:"summary,omitempty"`
+}
+
+// AlertOutcome is the last outcome of one of the rule's alerts: refused,
+// held, gated, waiting for approval, done, verified, ineffective, ...
+type AlertOutcome struct {
+	// Outcome is the key it is counted under in outcomes (see alert outcomes in docs/alerts.md).
+	Outcome string `json:"outcome"`
+	Phase   string `json:"phase"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// +optional
+	AlertName string `json:"alertName,omitempty"`
+	// +optional
+	At *metav1.Time `json:"at,omitempty"`
 }
 
 // Refusal is the last alert the rule did not act on, and why.
@@ -370,6 +397,14 @@ type RemediationRuleStatus struct {
 	LastRun *metav1.Time `json:"lastRun,omitempty"`
 	// +optional
 	LastRefusal *Refusal `json:"lastRefusal,omitempty"`
+	// Outcomes counts the rule's alert runs by outcome (Refused, Held,
+	// Gated, WaitingApproval, Done, Verified, Ineffective, Joined, Canceled,
+	// Shadow), each run's entry into each outcome once.
+	// +optional
+	Outcomes map[string]int64 `json:"outcomes,omitempty"`
+	// LastOutcome is the most recent outcome of any of the rule's alerts.
+	// +optional
+	LastOutcome *AlertOutcome `json:"lastOutcome,omitempty"`
 	// StormUntil is set while the rule is in storm mode.
 	// +optional
 	StormUntil *metav1.Time `json:"stormUntil,omitempty"`
@@ -399,6 +434,7 @@ const (
 // +kubebuilder:printcolumn:name="Runs",type=integer,JSONPath=`.status.runsStarted`
 // +kubebuilder:printcolumn:name="LastRun",type=date,JSONPath=`.status.lastRun`
 // +kubebuilder:printcolumn:name="LastRefusal",type=string,JSONPath=`.status.lastRefusal.reason`
+// +kubebuilder:printcolumn:name="LastOutcome",type=string,JSONPath=`.status.lastOutcome.outcome`
 // +kubebuilder:printcolumn:name="DryRun",type=boolean,JSONPath=`.spec.dryRun`,priority=1
 // +kubebuilder:printcolumn:name="Author",type=string,JSONPath=`.spec.author.username`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

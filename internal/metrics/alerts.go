@@ -22,6 +22,12 @@ var (
 		Name: "remedy_alerts_refused_total",
 		Help: "Alerts a RemediationRule refused to act on, by reason.",
 	}, []string{"reason"})
+	// AlertOutcomes counts alert runs by outcome (alerts.outcomeOf): each
+	// run's entry into each outcome once, as RemediationRuleStatus.Outcomes.
+	AlertOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "remedy_alert_outcomes_total",
+		Help: "Alert runs by outcome (Refused, Held, Gated, WaitingApproval, Done, Verified, Ineffective, Joined, Canceled, Shadow), one per run and outcome.",
+	}, []string{"outcome"})
 	// AlertRunsStarted counts remediations (or shadow runs) started for alerts.
 	AlertRunsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "remedy_alert_runs_started_total",
@@ -69,10 +75,24 @@ var (
 	AlertGates   = []string{"Frozen", "GatedByAlert", "GateUnknown"}
 	SilenceOps   = []string{"created", "renewed", "expired", "failed"}
 	SweepResults = []string{"ok", "unreachable", "restarted"}
+	// AlertRefusalReasons are the refusals of AlertsRefused exposed at 0 from
+	// the start: a proven alert's missing target (NotFound), a template
+	// that does not render (InvalidParameters), a suspended rule, a rule
+	// without an author (Forbidden), a GitOps-managed target, a tripped
+	// guard, a rejected approval. Other reasons appear from their first refusal.
+	AlertRefusalReasons = []string{"NotFound", "InvalidParameters", "Suspended", "Forbidden", "GitOpsManaged", "CircuitOpen", "Storm", "Rejected"}
+	// AlertOutcomeNames are the outcomes of AlertOutcomes (alerts.outcomeOf).
+	AlertOutcomeNames = []string{"Refused", "Held", "Gated", "WaitingApproval", "Done", "Verified", "Ineffective", "Joined", "Canceled", "Shadow"}
 )
 
 func init() {
-	register(AlertsReceived, AlertsRedelivered, AlertsMatched, AlertsRefused, AlertRunsStarted, AlertGuardTrips, AlertGateWaits, AlertSilences, AlertSweeps)
+	register(AlertsReceived, AlertsRedelivered, AlertsMatched, AlertsRefused, AlertOutcomes, AlertRunsStarted, AlertGuardTrips, AlertGateWaits, AlertSilences, AlertSweeps)
+	for _, r := range AlertRefusalReasons {
+		AlertsRefused.WithLabelValues(r)
+	}
+	for _, o := range AlertOutcomeNames {
+		AlertOutcomes.WithLabelValues(o)
+	}
 	for _, r := range SweepResults {
 		AlertSweeps.WithLabelValues(r)
 	}

@@ -22,7 +22,7 @@ func AfterFirstEvent() []string {
 		"remedy_configmap_reload_restarts_total", "remedy_configmap_reload_errors_total",
 		"remedy_configmap_reload_debounced_total", "remedy_configmap_reload_retry_total",
 		"remedy_configmap_reload_declined_total", "remedy_split_ownership_detected_total",
-		"remedy_open_runs_limited_total", "remedy_alerts_matched_total", "remedy_alerts_refused_total",
+		"remedy_open_runs_limited_total", "remedy_alerts_matched_total",
 		"remedy_alert_runs_started_total", "remedy_configmap_reload_dropped_restarts_total",
 		"remedy_alerts_deduplicated_total", "remedy_workflow_unknown_signals_total",
 	}

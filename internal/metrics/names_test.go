@@ -34,4 +34,6 @@ func TestFixedOutcomesAreExposedFromTheStart(t *testing.T) {
 	}
 	assert.Equal(t, 3, series["remedy_ownership_migrations_total"], "success, skipped, failure")
 	assert.Equal(t, 3, series["remedy_drift_signals_dropped_total"], "full, failed, duplicate")
+	assert.Equal(t, len(AlertOutcomeNames), series["remedy_alert_outcomes_total"], "every outcome")
+	assert.Equal(t, len(AlertRefusalReasons), series["remedy_alerts_refused_total"], "a refused alert is seen before the first refusal")
 }

@@ -52,6 +52,10 @@ type Pending struct {
 	WorkflowID string `json:"workflowID"`
 	// OtherApprover: the requester may not approve it; another person must.
 	OtherApprover bool `json:"otherApprover,omitempty"`
+	// Runbook and Summary are, for a request an alert's run opened, the
+	// alert's runbook link and summary, as plain text.
+	Runbook string `json:"runbook,omitempty"`
+	Summary string `json:"summary,omitempty"`
 }
 
 // listing holds the flags the list commands share.
@@ -223,7 +227,7 @@ func (s *session) pending(ctx context.Context, l *listing, now time.Time) ([]Pen
 		left := rar.Spec.RequiredBy.Sub(now).Round(time.Second)
 		out = append(out, Pending{Namespace: rar.Namespace, Name: rar.Name, Action: c.Action, Target: c.Target.KindName(), Requester: c.Requester,
 			Subject: rar.Spec.SubjectRef.KindName(), RequiredBy: rar.Spec.RequiredBy.UTC(), Remaining: left.String(),
-			WorkflowID: rar.Spec.WorkflowID, OtherApprover: c.RequireDistinctApprover})
+			WorkflowID: rar.Spec.WorkflowID, OtherApprover: c.RequireDistinctApprover, Runbook: plainText(c.RunbookURL), Summary: plainText(c.Summary)})
 	}
 	slices.SortStableFunc(out, func(a, b Pending) int { return a.RequiredBy.Compare(b.RequiredBy) })
 	return out, nil
@@ -327,9 +331,9 @@ func writePending(w io.Writer, pending []Pending, withNamespace bool) {
 		fmt.Fprintln(w, "No approval requests wait for you.")
 		return
 	}
-	fmt.Fprintln(w, columns(withNamespace, "NAME\tACTION\tTARGET\tREQUESTER\tSUBJECT\tREMAINING"))
+	fmt.Fprintln(w, columns(withNamespace, "NAME\tACTION\tTARGET\tREQUESTER\tSUBJECT\tREMAINING\tRUNBOOK"))
 	for _, p := range pending {
-		fmt.Fprintln(w, columns(withNamespace, strings.Join([]string{"rar/" + p.Name, p.Action, p.Target, orDash(p.Requester), p.Subject, p.Remaining}, "\t"), p.Namespace))
+		fmt.Fprintln(w, columns(withNamespace, strings.Join([]string{"rar/" + p.Name, p.Action, p.Target, orDash(p.Requester), p.Subject, p.Remaining, orDash(p.Runbook)}, "\t"), p.Namespace))
 	}
 }
 

@@ -49,6 +49,7 @@ func (s *session) status(ctx context.Context, ref Ref) error {
 		if a.GeneratorURL != "" {
 			fmt.Fprintf(w, "Generator:\t%s\n", a.GeneratorURL)
 		}
+		writeRunbook(w, a.RunbookURL, a.Summary)
 	}
 	fmt.Fprintf(w, "Phase:\t%s\n", phaseText(st.Phase, st.Reason))
 	s.writeRun(w, st.Message, st.WorkflowID)
