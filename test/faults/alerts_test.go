@@ -61,8 +61,9 @@ func startAlerting(t *testing.T) *alerting {
 const alertAuthor = "alert-author"
 
 // alertRule creates, as its author, a rule restarting the Deployment the
-// alert's deployment label names, with a circuit breaker of breaker runs.
-func alertRule(t *testing.T, ns, name, alertname string, breaker int32) *v1alpha1.RemediationRule {
+// alert's deployment label names, with a circuit breaker of breaker runs;
+// with, each case adds to its spec.
+func alertRule(t *testing.T, ns, name, alertname string, breaker int32, with ...func(*v1alpha1.RemediationRuleSpec)) *v1alpha1.RemediationRule {
 	t.Helper()
 	ctx := context.Background()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: alertAuthor, Namespace: ns}, Rules: []rbacv1.PolicyRule{
@@ -83,17 +84,20 @@ func alertRule(t *testing.T, ns, name, alertname string, breaker int32) *v1alpha
 		Template: v1alpha1.RemediationTemplate{Steps: []v1alpha1.RemediationStep{{Name: "restart", Execution: v1alpha1.KubernetesExecutionSpec{
 			Action: "restart", Target: v1alpha1.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "{{ .Labels.deployment }}"}}}}},
 	}}
+	for _, f := range with {
+		f(&r.Spec)
+	}
 	require.Eventually(t, func() bool { return c.Create(ctx, r) == nil }, time.Minute, 500*time.Millisecond, "the rule is admitted")
 	return r
 }
 
 // alertCase makes a case's namespace with the Deployment web (returning its
 // settled generation), the rule, and the labels of the alert on web.
-func alertCase(t *testing.T, rule, alertname string, breaker int32) (string, int64, *v1alpha1.RemediationRule, map[string]string) {
+func alertCase(t *testing.T, rule, alertname string, breaker int32, with ...func(*v1alpha1.RemediationRuleSpec)) (string, int64, *v1alpha1.RemediationRule, map[string]string) {
 	t.Helper()
 	ns := harness.Namespace(t)
 	gen := target(t, ns)
-	return ns, gen, alertRule(t, ns, rule, alertname, breaker), map[string]string{"alertname": alertname, "namespace": ns, "deployment": "web"}
+	return ns, gen, alertRule(t, ns, rule, alertname, breaker, with...), map[string]string{"alertname": alertname, "namespace": ns, "deployment": "web"}
 }
 
 // ruleAlert waits until the rule's record of the alert satisfies cond.
@@ -211,4 +215,27 @@ func alertFlap(t *testing.T, p *parts, what string) string {
 	assert.Equal(t, v1alpha1.ReasonCircuitOpen, rec.Reason)
 	assert.Contains(t, rec.Message, "remediated 2 times", "the breaker counted each run once")
 	return "fired again while down; third firing " + rec.Reason + "; " + tally(t, p, got, l, gen, 3, 2)
+}
+
+// alertVerify: the run restarted its target and waits, in spec.verify's
+// window, for the alert to resolve. The process is killed there and the
+// alert resolves while it is down; once it is back the run ends Verified,
+// by the one request it made, and is counted once.
+func alertVerify(t *testing.T, p *parts, what string) string {
+	_, gen, rule, l := alertCase(t, "verify", "FaultVerify", 3, func(s *v1alpha1.RemediationRuleSpec) {
+		// Longer than the case: only the resolve can end the wait in time.
+		s.Verify = &v1alpha1.VerifySpec{Window: v1alpha1.DurationOf(30 * time.Minute)}
+	})
+	fp := alertmanager.Fingerprint(l)
+	harness.FireAlert(t, p.alerting.am, l)
+	ruleAlert(t, rule, fp, 90*time.Second, func(_ *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool { return a.Phase == v1alpha1.AlertVerifying })
+
+	p.kill(t, what)
+	harness.ResolveAlert(t, p.alerting.am, l)
+	time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
+	p.restart(t, what)
+
+	got := ruleAlert(t, rule, fp, 2*time.Minute, func(_ *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool { return a.Phase == v1alpha1.AlertVerified })
+	assert.Equal(t, int64(1), got.Status.Outcomes[v1alpha1.AlertVerified], "verified once")
+	return "resolved while down; Verified; " + tally(t, p, got, l, gen, 1, 1)
 }

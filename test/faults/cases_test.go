@@ -40,5 +40,8 @@ func cases() []faultCase {
 		cs = append(cs, faultCase{proc, pointReceipt, func(t *testing.T, p *parts) string { return alertReceipt(t, p, proc) }})
 		cs = append(cs, faultCase{proc, pointFlap, func(t *testing.T, p *parts) string { return alertFlap(t, p, proc) }})
 	}
+	for _, proc := range []string{worker, temporal, apiserver} {
+		cs = append(cs, faultCase{proc, pointVerify, func(t *testing.T, p *parts) string { return alertVerify(t, p, proc) }})
+	}
 	return cs
 }

@@ -35,9 +35,10 @@ const (
 	pointSaga     = "RemediationRequest mid-compensation"
 	pointReceipt  = "alert received, workflow not started"
 	pointFlap     = "flapping alert between runs"
+	pointVerify   = "alert run verifying its fix"
 )
 
-var points = []string{pointApproval, pointInline, pointJob, pointReload, pointDrift, pointRR, pointSaga, pointReceipt, pointFlap}
+var points = []string{pointApproval, pointInline, pointJob, pointReload, pointDrift, pointRR, pointSaga, pointReceipt, pointFlap, pointVerify}
 
 // The processes and parts a case kills.
 const (
@@ -67,6 +68,8 @@ var notApplicable = map[[2]string]string{
 	{webhook, pointReceipt}:  "n/a: the drift webhook admits nothing of a notification or a workflow start",
 	{webhook, pointFlap}:     "n/a: as the inline write: an alert run's restart is admitted untraced while it is down (Ignore)",
 	{operator, pointReceipt}: "n/a: the receiver (in the worker) matches the rules and starts the workflow; the operator takes no part",
+	{operator, pointVerify}:  "n/a: the verify window is a durable timer of the alert's workflow; the resolve reaches it through the worker's receiver",
+	{webhook, pointVerify}:   "n/a: as the inline write: the run's restart is admitted untraced while it is down (Ignore)",
 }
 
 type row struct{ outcome, detail string }
