@@ -116,6 +116,10 @@ func RenderFor(namespace string, t v1alpha1.RemediationTemplate, a Alert, w *Wor
 		}
 		var b bytes.Buffer
 		if err := tpl.Execute(&b, data); err != nil {
+			var missing *MissingWorkloadError
+			if errors.As(err, &missing) {
+				return "", fmt.Errorf("%s: %w", path, missing)
+			}
 			return "", fmt.Errorf("%s: %w", path, err)
 		}
 		return b.String(), nil

@@ -32,6 +32,12 @@ func UsesWorkload(t any) bool {
 	return err == nil && usesWorkload.Match(raw)
 }
 
+// MissingWorkloadError is a template's use of .Workload for an alert that
+// names none; Render reports it without text/template's own wording.
+type MissingWorkloadError struct{ Msg string }
+
+func (e *MissingWorkloadError) Error() string { return e.Msg }
+
 // workloadView is .Workload in a template: each field is a method, so a
 // workload that could not be resolved fails the template with the reason
 // instead of rendering an empty name.
@@ -46,7 +52,7 @@ func (v workloadView) get(field string) (string, error) {
 		if why == "" {
 			why = "no workload was resolved for this alert"
 		}
-		return "", fmt.Errorf("the template uses .Workload.%s, but %s", field, why)
+		return "", &MissingWorkloadError{Msg: fmt.Sprintf("the template uses .Workload.%s, but %s", field, why)}
 	}
 	switch field {
 	case "Kind":

@@ -40,7 +40,7 @@ func TestRenderWithoutTheWorkloadSaysWhy(t *testing.T) {
 	a := Alert{Labels: map[string]string{"namespace": "demo", "deployment": "web"}}
 	_, err := RenderFor("demo", workloadTemplate("{{ .Workload.Name }}"), a, nil, `the alert has no "pod" label`)
 	require.ErrorContains(t, err, `the template uses .Workload.Name, but the alert has no "pod" label`)
-	assert.ErrorContains(t, err, "steps[0].execution.target.name", "the error names the field")
+	assert.EqualError(t, err, `steps[0].execution.target.name: the template uses .Workload.Name, but the alert has no "pod" label`, "the error names the field and the reason only")
 
 	_, err = Render("demo", workloadTemplate("{{ .Workload.Kind }}"), a)
 	require.ErrorContains(t, err, "the template uses .Workload.Kind, but no workload was resolved for this alert")
