@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -94,9 +95,11 @@ func (rolloutUndo) Related(ctx context.Context, reads dynamic.Interface, d *unst
 	return owned, nil
 }
 
-// revision is one ReplicaSet's revision and template (without the hash label).
+// revision is one ReplicaSet's revision and template (without the hash
+// label), and that label's value.
 type revision struct {
 	number   int64
+	hash     string
 	template map[string]any
 }
 
@@ -128,11 +131,11 @@ func (u rolloutUndo) PlanRelated(d *unstructured.Unstructured, related []unstruc
 		return Plan{}, fmt.Errorf("Deployment %s: no ReplicaSet runs its current template yet (the Deployment controller has not caught up)", ref)
 	}
 	pinned := req.Params.Revision != nil
-	if !pinned && d.GetAnnotations()[v1alpha1.RolloutUndoneAtAnnotation] == req.Token {
-		// This run's undo already landed (a retried write): undoing again
-		// would restore the revision it undid.
-		c := change(d, "rollout undone", "template: undone by this run", fmt.Sprintf("template: revision %d", current.number))
-		return Plan{Change: c, NoOp: true, Rollback: v1alpha1.RollbackInformation{Reason: "the undo landed in an earlier attempt; its plan holds the rollback"}}, nil
+	if restored := d.GetAnnotations()[v1alpha1.RolloutRestoredAnnotation]; !pinned && restored != "" && restored == current.hash {
+		// Undoing an undo restores the revision it undid: a crash that
+		// persists after an undo is for a person, not for another undo.
+		return Plan{}, invalid("Deployment %s runs revision %d, which a rollout-undo restored (%s): undoing it would bring back the revision that undo replaced; a person must look",
+			ref, current.number, d.GetAnnotations()[v1alpha1.RolloutUndoneAtAnnotation])
 	}
 	target, err := pick(revs, current.number, req.Params.Revision, ref)
 	if err != nil {
@@ -148,13 +151,40 @@ func (u rolloutUndo) PlanRelated(d *unstructured.Unstructured, related []unstruc
 	}
 	body := map[string]any{"spec": map[string]any{"template": diffMerge(live, target.template)}}
 	if pinned {
-		// A rollback of an undo: the run's mark goes with the undo.
-		body["metadata"] = map[string]any{"annotations": map[string]any{v1alpha1.RolloutUndoneAtAnnotation: nil}}
+		// A rollback of an undo (or a chosen revision): the undo's marks go.
+		body["metadata"] = map[string]any{"annotations": map[string]any{v1alpha1.RolloutUndoneAtAnnotation: nil, v1alpha1.RolloutRestoredAnnotation: nil}}
 	} else {
-		body["metadata"] = map[string]any{"annotations": map[string]any{v1alpha1.RolloutUndoneAtAnnotation: req.Token}}
+		body["metadata"] = map[string]any{"annotations": map[string]any{v1alpha1.RolloutUndoneAtAnnotation: req.Token, v1alpha1.RolloutRestoredAnnotation: target.hash}}
 	}
 	p.Patch, err = mergePatch(d, body)
 	return p, err
+}
+
+// Landed recognises this run's own undo on the live Deployment, for a
+// retried write (Guard): planned again, the undo would find the revision it
+// restored current and refuse (or, for anyone else, undo the undo). It
+// holds when the object moved past the pinned resourceVersion and carries
+// the marks prior's patch wrote. A pinned undo (a rollback) writes no
+// marks; its replanned write is a no-op instead.
+func (rolloutUndo) Landed(live *unstructured.Unstructured, prior Plan) bool {
+	if string(live.GetUID()) != prior.UID || live.GetResourceVersion() == prior.ResourceVersion {
+		return false
+	}
+	var patch struct {
+		Metadata struct {
+			Annotations map[string]*string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal([]byte(prior.Patch), &patch) != nil {
+		return false
+	}
+	marks := patch.Metadata.Annotations
+	at, restored := marks[v1alpha1.RolloutUndoneAtAnnotation], marks[v1alpha1.RolloutRestoredAnnotation]
+	if at == nil || restored == nil {
+		return false
+	}
+	a := live.GetAnnotations()
+	return a[v1alpha1.RolloutUndoneAtAnnotation] == *at && a[v1alpha1.RolloutRestoredAnnotation] == *restored
 }
 
 // pick is the revision to restore: want, or the highest below current.
@@ -201,12 +231,13 @@ func revisions(rss []unstructured.Unstructured) ([]revision, error) {
 		}
 		// The controller adds the hash label to each ReplicaSet's copy;
 		// the Deployment's template never has it.
+		hash := rs.GetLabels()[podTemplateHash]
 		if md, ok := tmpl["metadata"].(map[string]any); ok {
 			if ls, ok := md["labels"].(map[string]any); ok {
 				delete(ls, podTemplateHash)
 			}
 		}
-		out = append(out, revision{number: n, template: tmpl})
+		out = append(out, revision{number: n, hash: hash, template: tmpl})
 	}
 	return out, nil
 }

@@ -43,7 +43,8 @@ func replicaSet(rev string, tmpl map[string]any) unstructured.Unstructured {
 	cp["metadata"].(map[string]any)["labels"].(map[string]any)[podTemplateHash] = "h" + rev
 	return unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "ReplicaSet",
-		"metadata": map[string]any{"name": "web-" + rev, "namespace": "shop", "annotations": map[string]any{revisionAnnotation: rev}},
+		"metadata": map[string]any{"name": "web-" + rev, "namespace": "shop", "annotations": map[string]any{revisionAnnotation: rev},
+			"labels": map[string]any{podTemplateHash: "h" + rev}},
 		"spec":     map[string]any{"template": cp},
 	}}
 }
@@ -67,15 +68,36 @@ func TestRolloutUndoPlan(t *testing.T) {
 	assert.Equal(t, ptr.To[int64](3), p.Rollback.RollbackParameters.Revision, "the inverse restores the revision that was current")
 	// The patch nulls what only the bad template had, so a merge leaves
 	// exactly the good template; the hash label stays the controller's.
-	assert.JSONEq(t, `{"metadata":{"resourceVersion":"9","annotations":{"remedy.dev/rollout-undone-at":"run-1"}},
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"9","annotations":{"remedy.dev/rollout-undone-at":"run-1","remedy.dev/rollout-restored":"h2"}},
 		"spec":{"template":{"metadata":{"annotations":null},"spec":{"containers":[{"name":"web","image":"web:1"}]}}}}`, p.Patch)
 
 	// After the write: the same run's retry recognises it, whatever the
 	// controller has renumbered.
-	undone := undoDeployment(good, map[string]any{v1alpha1.RolloutUndoneAtAnnotation: "run-1"})
-	again, err := rolloutUndo{}.PlanRelated(undone, []unstructured.Unstructured{rss[0], replicaSet("4", good), rss[2]}, req)
+	undone := undoDeployment(good, map[string]any{v1alpha1.RolloutUndoneAtAnnotation: "run-1", v1alpha1.RolloutRestoredAnnotation: "h2"})
+	renumbered := replicaSet("4", good)
+	renumbered.SetLabels(map[string]string{podTemplateHash: "h2"})
+	undone.SetUID("d-1")
+	undone.SetResourceVersion("10")
+	prior := p
+	prior.UID, prior.ResourceVersion = "d-1", "9"
+	assert.True(t, rolloutUndo{}.Landed(undone, prior), "a retried undo recognises its own write and does not undo it")
+	assert.False(t, rolloutUndo{}.Landed(undoDeployment(bad, nil), prior), "a write that did not land is sent again")
+	other := undoDeployment(good, map[string]any{v1alpha1.RolloutUndoneAtAnnotation: "run-0", v1alpha1.RolloutRestoredAnnotation: "h2"})
+	other.SetResourceVersion("10")
+	assert.False(t, rolloutUndo{}.Landed(other, prior), "another run's marks are not this run's write")
+
+	// Any undo of the restored revision would bring the bad one back:
+	// refused while the Deployment runs what the undo restored.
+	_, err = rolloutUndo{}.PlanRelated(undone, []unstructured.Unstructured{rss[0], renumbered, rss[2]}, Request{Action: "rollout-undo", Token: "run-2"})
+	var inv *InvalidError
+	require.ErrorAs(t, err, &inv)
+	assert.ErrorContains(t, err, "Deployment shop/web runs revision 4, which a rollout-undo restored (run-1): undoing it would bring back the revision that undo replaced")
+	// After a new rollout by a person, an undo is an undo again.
+	fixed := podTemplate("web:2", nil, nil)
+	next, err := rolloutUndo{}.PlanRelated(undoDeployment(fixed, map[string]any{v1alpha1.RolloutUndoneAtAnnotation: "run-1", v1alpha1.RolloutRestoredAnnotation: "h2"}),
+		[]unstructured.Unstructured{rss[0], renumbered, rss[2], replicaSet("5", fixed)}, Request{Action: "rollout-undo", Token: "run-2"})
 	require.NoError(t, err)
-	assert.True(t, again.NoOp, "a retried undo must not undo its own undo")
+	assert.Equal(t, "template: revision 5 -> revision 4", Impact(next.Change))
 
 	// The rollback, planned on the undone Deployment, restores revision 3
 	// and takes the run's mark away.
@@ -86,7 +108,7 @@ func TestRolloutUndoPlan(t *testing.T) {
 	assert.Equal(t, "template: revision 4 -> revision 3", Impact(rb.Change))
 	var body map[string]any
 	require.NoError(t, json.Unmarshal([]byte(rb.Patch), &body))
-	assert.Equal(t, map[string]any{v1alpha1.RolloutUndoneAtAnnotation: nil}, body["metadata"].(map[string]any)["annotations"])
+	assert.Equal(t, map[string]any{v1alpha1.RolloutUndoneAtAnnotation: nil, v1alpha1.RolloutRestoredAnnotation: nil}, body["metadata"].(map[string]any)["annotations"])
 	assert.Equal(t, bad["spec"], body["spec"].(map[string]any)["template"].(map[string]any)["spec"])
 	// Retried after it landed, the rollback changes nothing.
 	restored, err := rolloutUndo{}.PlanRelated(undoDeployment(bad, nil), []unstructured.Unstructured{rss[0], replicaSet("4", good), rss[2]}, back)

@@ -45,6 +45,12 @@ type Relational interface {
 	PlanRelated(obj *unstructured.Unstructured, related []unstructured.Unstructured, req Request) (Plan, error)
 }
 
+// landedChecker is an action that recognises its own earlier write on the
+// live object, where planning again would not come out a no-op (Guard).
+type landedChecker interface {
+	Landed(live *unstructured.Unstructured, prior Plan) bool
+}
+
 // Run validates req, reads the live target, plans the action's write and, by
 // mode, dry-runs or applies it. API errors are returned unwrapped in kind so
 // callers can classify them with apierrors.
@@ -111,6 +117,9 @@ func run(ctx context.Context, ri dynamic.ResourceInterface, reads dynamic.Interf
 	}
 	if err != nil {
 		return Plan{}, err
+	}
+	if lc, ok := a.(landedChecker); ok && g.Prior != nil && g.Prior.UID != "" && lc.Landed(obj, *g.Prior) {
+		return g.landed(), nil
 	}
 	plan, err := planOf(ctx, a, reads, obj, req)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
+	"github.com/remedy-dev/remedy/internal/actions"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/workflows"
 )
@@ -27,8 +28,9 @@ func badRollout(t *testing.T, ns, name string) {
 	ctx := context.Background()
 	var d appsv1.Deployment
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, &d))
+	before := d.DeepCopy()
 	d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DEMO_MODE", Value: "crash"}}
-	require.NoError(t, harness.Kube().Update(ctx, &d))
+	require.NoError(t, harness.Kube().Patch(ctx, &d, ctrlclient.MergeFrom(before)))
 	waitRevisions(t, ns, 1, 2)
 }
 
@@ -98,7 +100,8 @@ func TestRolloutUndoRestoresThePreviousTemplateAndRollsBack(t *testing.T) {
 	assert.Equal(t, "template: revision 2", k.Status.ExecutionResults.ResourcesAffected[1].After)
 	assert.Equal(t, []corev1.EnvVar{{Name: "DEMO_MODE", Value: "crash"}}, envOf(t, ns, "web"), "the rollback restores the undone template")
 	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &d))
-	assert.NotContains(t, d.Annotations, v1alpha1.RolloutUndoneAtAnnotation, "the rollback takes the undo's mark away")
+	assert.NotContains(t, d.Annotations, v1alpha1.RolloutUndoneAtAnnotation, "the rollback takes the undo's marks away")
+	assert.NotContains(t, d.Annotations, v1alpha1.RolloutRestoredAnnotation)
 	waitRevisions(t, ns, 3, 4)
 }
 
@@ -145,4 +148,36 @@ func TestRolloutUndoRefusedAtAdmission(t *testing.T) {
 	require.NoError(t, impersonating(t, "oncall-olga").Create(ctx, k))
 	waitPhase(t, k, v1alpha1.PhaseRollbackReady)
 	assert.Empty(t, envOf(t, ns, "web"))
+}
+
+// An undo never undoes an undo: while the Deployment runs the revision an
+// undo restored, another would bring the crashing one back. A person's new
+// rollout makes an undo an undo again.
+func TestRolloutUndoDoesNotUndoAnUndo(t *testing.T) {
+	ctx := context.Background()
+	ns := harness.Namespace(t)
+	harness.Deployment(t, ns, "web", 1)
+	badRollout(t, ns, "web")
+	first := undoSpec(ns, "web")
+	first.RollbackWindow = v1alpha1.DurationOf(0)
+	waitPhase(t, createExecution(t, ns, "undo-1", first), v1alpha1.PhaseCompleted)
+	waitRevisions(t, ns, 2, 3)
+
+	again := waitPhase(t, createExecution(t, ns, "undo-2", first), v1alpha1.PhaseFailed)
+	assert.Equal(t, v1alpha1.ReasonInvalidParameters, again.Status.Reason)
+	assert.Contains(t, again.Status.Message, "Deployment "+ns+"/web runs revision 3, which a rollout-undo restored")
+	assert.Empty(t, envOf(t, ns, "web"), "the restored template stays")
+
+	var d appsv1.Deployment
+	require.NoError(t, harness.Kube().Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &d))
+	before := d.DeepCopy()
+	d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DEMO_MODE", Value: "unready"}}
+	require.NoError(t, harness.Kube().Patch(ctx, &d, ctrlclient.MergeFrom(before)))
+	waitRevisions(t, ns, 2, 3, 4)
+	third := harness.Eventually(t, createExecution(t, ns, "undo-3", first), runTimeout, func(k *v1alpha1.KubernetesExecution) bool {
+		return k.Status.Phase == v1alpha1.PhaseCompleted || k.Status.Phase == v1alpha1.PhaseFailed
+	})
+	require.Equal(t, v1alpha1.PhaseCompleted, third.Status.Phase, third.Status.Message)
+	assert.Equal(t, "template: revision 4 -> revision 3", actions.Impact(third.Status.ExecutionResults.ResourcesAffected[0]))
+	assert.Empty(t, envOf(t, ns, "web"), "revision 3's template again")
 }
