@@ -45,7 +45,7 @@ func replicaSet(rev string, tmpl map[string]any) unstructured.Unstructured {
 		"apiVersion": "apps/v1", "kind": "ReplicaSet",
 		"metadata": map[string]any{"name": "web-" + rev, "namespace": "shop", "annotations": map[string]any{revisionAnnotation: rev},
 			"labels": map[string]any{podTemplateHash: "h" + rev}},
-		"spec":     map[string]any{"template": cp},
+		"spec": map[string]any{"template": cp},
 	}}
 }
 
