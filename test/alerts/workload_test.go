@@ -95,3 +95,26 @@ func TestPodAlertWithoutAWorkloadIsRefusedWithTheReason(t *testing.T) {
 	}
 	assert.Empty(t, requestsOf(t, ns, rule.Name), "nothing ran")
 }
+
+// The silence gate renders the rule's steps to re-check the author's grant
+// on each target: it resolves .Workload the same way, so a Pod alert's run
+// holds its silence.
+func TestPodAlertRunHoldsItsSilence(t *testing.T) {
+	ns := tenant(t)
+	pod := crashingPod(t, ns)
+	r := workloadRule(ns, "crashloop", "KubePodCrashLooping")
+	// The step waits for a person, so the run is still there to look at.
+	r.Spec.Template.Steps[0].Execution.Approval = &v1alpha1.ApprovalSpec{Required: true}
+	r.Spec.Silence = &v1alpha1.SilenceSpec{Enabled: true, Duration: v1alpha1.DurationOf(time.Minute)}
+	rule := createRule(t, r)
+	l := labels(ns, "KubePodCrashLooping", "pod", pod, "container", "web")
+	fp := alertmanager.Fingerprint(l)
+	fire(t, l)
+	running := ruleStatus(t, rule, 60*time.Second, func(r *v1alpha1.RemediationRule) bool {
+		rec := record(r, fp)
+		return rec != nil && rec.Phase == v1alpha1.AlertRunning && rec.Silence != ""
+	})
+	assert.Equal(t, "active", silence(t, record(running, fp).Silence).Status.State)
+	resolve(t, l)
+	harness.WaitClosed(t, v1alpha1.AlertWorkflowID(ns, rule.Name, fp), 60*time.Second)
+}
