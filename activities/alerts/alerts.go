@@ -128,7 +128,11 @@ func (a *Alerts) verifyAlert(ctx context.Context, in gate.AlertSubject, proven *
 	if rule.Spec.Author == nil {
 		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonForbidden, fmt.Errorf("RemediationRule %s has no author: apply its spec again", rule.Name))
 	}
-	steps, err := alertrule.Render(in.Namespace, rule.Spec.Template, in.Alert)
+	workload, missing, err := gate.AlertWorkload(ctx, a.Client, in.Namespace, &rule.Spec, in.Alert)
+	if err != nil {
+		return AlertPlan{}, err
+	}
+	steps, err := alertrule.RenderFor(in.Namespace, rule.Spec.Template, in.Alert, workload, missing)
 	if err != nil {
 		return AlertPlan{}, fail.Permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("render RemediationRule %s: %w", rule.Name, err))
 	}
@@ -198,26 +202,20 @@ func (a *Alerts) owner(ctx context.Context, t v1alpha1.ObjectRef) (key, gitops s
 		meta = obj
 		return nil
 	}
-	switch kind {
-	case "Pod":
-		var p corev1.Pod
-		if err := get("Pod", &p, name); err != nil {
-			return "", "", err
+	if kind == "Pod" {
+		w, ok, err := gate.PodWorkload(ctx, a.Client, t.Namespace, name)
+		if err != nil {
+			return "", "", fail.Classify(v1alpha1.ReasonNotFound, err)
 		}
-		if ref := metav1.GetControllerOf(&p); ref != nil {
-			kind, name = ref.Kind, ref.Name
-			if kind == "ReplicaSet" {
-				var rs appsv1.ReplicaSet
-				if err := get(kind, &rs, name); err != nil {
-					return "", "", err
-				}
-				if ref := metav1.GetControllerOf(&rs); ref != nil {
-					kind, name = ref.Kind, ref.Name
-				}
-			}
+		if ok {
+			kind, name = w.Kind, w.Name
 		}
 	}
 	switch kind {
+	case "Pod":
+		err = get(kind, &corev1.Pod{}, name)
+	case "ReplicaSet":
+		err = get(kind, &appsv1.ReplicaSet{}, name)
 	case "Deployment":
 		err = get(kind, &appsv1.Deployment{}, name)
 	case "StatefulSet":

@@ -98,7 +98,7 @@ func (a *Execution) ExecuteInline(ctx context.Context, w gate.Write) (ExecuteRes
 	if err != nil {
 		return ExecuteResult{}, err
 	}
-	plan, err := actions.ApplyOnce(ctx, writer.Resource(), req, guard)
+	plan, err := actions.ApplyOnce(ctx, writer.Resource(), writer.Reads(), req, guard)
 	if err != nil {
 		return ExecuteResult{}, gate.FromAPIServer(v1alpha1.ReasonExecutionFailed, err)
 	}

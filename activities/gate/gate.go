@@ -125,6 +125,8 @@ type Writer struct {
 	as     string
 	// ri is the target's resource (in its namespace), impersonating as.
 	ri dynamic.ResourceInterface
+	// reads reads and dry-runs only, as the same account.
+	reads dynamic.Interface
 }
 
 // Inspector reads and dry-runs as one ServiceAccount; its transport refuses
@@ -179,7 +181,11 @@ func (g *Gate) Pass(ctx context.Context, w Write) (Writer, error) {
 	if err != nil {
 		return Writer{}, fail.Classify(v1alpha1.ReasonInvalidParameters, fmt.Errorf("resolve %s: %w", w.Request.Target.String(), err))
 	}
-	return Writer{target: w.Request.Target, as: w.As, ri: ri}, nil
+	reads, err := g.Inspector(w.As)
+	if err != nil {
+		return Writer{}, err
+	}
+	return Writer{target: w.Request.Target, as: w.As, ri: ri, reads: reads.Dynamic}, nil
 }
 
 // Check checks w without handing out a writer: for a write the worker makes

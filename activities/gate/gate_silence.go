@@ -109,7 +109,11 @@ func (g *Gate) checkSilence(ctx context.Context, s AlertSubject) (Silencer, erro
 		silenceRequest(s)); err != nil {
 		return Silencer{}, err
 	}
-	steps, err := alertrule.Render(s.Namespace, rule.Spec.Template, s.Alert)
+	workload, missing, err := AlertWorkload(ctx, g.Subjects, s.Namespace, &rule.Spec, s.Alert)
+	if err != nil {
+		return Silencer{}, err
+	}
+	steps, err := alertrule.RenderFor(s.Namespace, rule.Spec.Template, s.Alert, workload, missing)
 	if err != nil {
 		return Silencer{}, fail.Permanent(v1alpha1.ReasonInvalidParameters, fmt.Errorf("render RemediationRule %s/%s: %w", s.Namespace, s.Rule, err))
 	}

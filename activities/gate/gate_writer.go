@@ -22,6 +22,11 @@ func (w Writer) Target() v1alpha1.ObjectRef { return w.target }
 // the reload and drift writes write through it.
 func (w Writer) Resource() dynamic.ResourceInterface { return boundResource{w} }
 
+// Reads is a client that only reads (and dry-runs) as the writer's
+// account, for what an action plans from besides its target (rollout-undo
+// lists the Deployment's ReplicaSets); its transport refuses every write.
+func (w Writer) Reads() dynamic.Interface { return w.reads }
+
 // boundResource is a Writer seen as a dynamic.ResourceInterface. It embeds
 // nothing: a method it does not write out cannot reach the client.
 type boundResource struct{ w Writer }

@@ -65,6 +65,13 @@ type ActionParameters struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	FieldManager string `json:"fieldManager,omitempty"`
+	// Revision for rollout-undo: the Deployment revision (a ReplicaSet's
+	// deployment.kubernetes.io/revision) whose pod template to restore.
+	// Unset: the revision before the current one, as `kubectl rollout undo`.
+	// The rollback of an undo names the revision it replaced.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Revision *int64 `json:"revision,omitempty"`
 }
 
 // Condition is a Rego check evaluated before or after the action.
@@ -97,13 +104,14 @@ type Condition struct {
 // +kubebuilder:validation:XValidation:rule="self.action != 'remove-init-container' || (has(self.parameters) && has(self.parameters.container))",message="action remove-init-container needs parameters.container"
 // +kubebuilder:validation:XValidation:rule="self.action != 'patch' || (has(self.parameters) && has(self.parameters.patch))",message="action patch needs parameters.patch"
 // +kubebuilder:validation:XValidation:rule="self.action != 'patch' || (has(self.target.namespace) && size(self.target.namespace) > 0)",message="action patch supports namespaced objects only: set target.namespace"
+// +kubebuilder:validation:XValidation:rule="self.action != 'rollout-undo' || (self.target.kind == 'Deployment' && self.target.apiVersion == 'apps/v1')",message="action rollout-undo supports target kind Deployment (apiVersion apps/v1) only"
 // +kubebuilder:validation:XValidation:rule="self.action != 'delete-pod' || (self.target.kind == 'Pod' && self.target.apiVersion == 'v1')",message="action delete-pod supports target kind Pod (apiVersion v1) only"
 // +kubebuilder:validation:XValidation:rule="!(self.action in ['cordon', 'uncordon']) || (self.target.kind == 'Node' && self.target.apiVersion == 'v1' && (!has(self.target.namespace) || size(self.target.namespace) == 0))",message="actions cordon and uncordon support target kind Node (apiVersion v1, no namespace) only"
 // +kubebuilder:validation:XValidation:rule="self.action in ['cordon', 'uncordon'] || (has(self.target.namespace) && size(self.target.namespace) > 0)",message="target.namespace is required for this action"
 // +kubebuilder:validation:XValidation:rule="([duration('0s')] + (has(self.preConditions) ? self.preConditions.map(c, (!has(c.timeout) ? duration('30s') : c.timeout.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') ? duration(c.timeout) : duration('0s'))) : []) + (has(self.postConditions) ? self.postConditions.map(c, (!has(c.timeout) ? duration('30s') : c.timeout.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') ? duration(c.timeout) : duration('0s'))) : [])).sum() <= duration('10m')",message="the timeouts of preConditions and postConditions must add up to at most 10m (a condition without one counts its default 30s): Remedy bounds how long one run polls its conditions"
 type KubernetesExecutionSpec struct {
 	// Action to perform.
-	// +kubebuilder:validation:Enum=scale;restart;set-image;patch;delete-pod;cordon;uncordon;remove-init-container;migrate-field-ownership
+	// +kubebuilder:validation:Enum=scale;restart;set-image;patch;delete-pod;cordon;uncordon;remove-init-container;migrate-field-ownership;rollout-undo
 	Action string `json:"action"`
 	// Target is the object the action changes.
 	Target ObjectRef `json:"target"`

@@ -44,5 +44,16 @@ func ConfigHashAnnotation(configMap string) string {
 // does not signal that data again; any newer data is asked about afresh.
 const DeclinedAnnotation = "remedy.dev/reload-declined"
 
+// RolloutUndoneAtAnnotation on a Deployment's metadata is the run token of
+// the rollout-undo that last wrote it, so a retried undo recognises its own
+// write instead of undoing again (which would restore the bad revision).
+const RolloutUndoneAtAnnotation = "remedy.dev/rollout-undone-at"
+
+// RolloutRestoredAnnotation on a Deployment's metadata is the
+// pod-template-hash of the ReplicaSet a rollout-undo restored: while the
+// Deployment still runs it, another undo would bring back the revision the
+// first one undid, so rollout-undo refuses (a person must look).
+const RolloutRestoredAnnotation = "remedy.dev/rollout-restored"
+
 // RestartedAtAnnotation is the pod-template annotation `kubectl rollout restart` uses too.
 const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"

@@ -130,8 +130,11 @@ type SilenceSpec struct {
 
 // RemediationTemplate is the RemediationRequest a matching alert starts.
 // Every string in it is a Go text/template over {.Labels, .Annotations,
-// .Fingerprint, .StartsAt} of the alert, with the functions lower, upper,
-// trim, trimPrefix, trimSuffix, replace and default only.
+// .Fingerprint, .StartsAt} of the alert and .Workload {.Kind, .Name,
+// .APIVersion}, the workload that controls the Pod the alert's pod label
+// names (a template that uses it for an alert without one fails the run),
+// with the functions lower, upper, trim, trimPrefix, trimSuffix, replace
+// and default only.
 type RemediationTemplate struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=20

@@ -37,6 +37,20 @@ type Applier interface {
 	Apply(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, plan Plan, req Request, dryRun bool) (Plan, error)
 }
 
+// Relational is an action whose plan depends on objects besides its target
+// (rollout-undo: the Deployment's ReplicaSets). Related reads them as the
+// action's identity; PlanRelated is Plan with them, and as pure.
+type Relational interface {
+	Related(ctx context.Context, reads dynamic.Interface, obj *unstructured.Unstructured) ([]unstructured.Unstructured, error)
+	PlanRelated(obj *unstructured.Unstructured, related []unstructured.Unstructured, req Request) (Plan, error)
+}
+
+// landedChecker is an action that recognises its own earlier write on the
+// live object, where planning again would not come out a no-op (Guard).
+type landedChecker interface {
+	Landed(live *unstructured.Unstructured, prior Plan) bool
+}
+
 // Run validates req, reads the live target, plans the action's write and, by
 // mode, dry-runs or applies it. API errors are returned unwrapped in kind so
 // callers can classify them with apierrors.
@@ -48,14 +62,31 @@ func Run(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, req
 	if err != nil {
 		return Plan{}, err
 	}
-	return run(ctx, ri, req, mode, Guard{})
+	return run(ctx, ri, dyn, req, mode, Guard{})
 }
 
 // ApplyOnce applies req like Run, through ri, the target's resource (the
 // write gate hands it out bound to the target it checked), keeping the write
-// to at most once across attempts: see Guard.
-func ApplyOnce(ctx context.Context, ri dynamic.ResourceInterface, req Request, g Guard) (Plan, error) {
-	return run(ctx, ri, req, Apply, g)
+// to at most once across attempts: see Guard. reads, a read-only client of
+// the same identity, reads what a Relational action plans from.
+func ApplyOnce(ctx context.Context, ri dynamic.ResourceInterface, reads dynamic.Interface, req Request, g Guard) (Plan, error) {
+	return run(ctx, ri, reads, req, Apply, g)
+}
+
+// planOf plans a's write on obj, reading what a Relational action needs.
+func planOf(ctx context.Context, a Action, reads dynamic.Interface, obj *unstructured.Unstructured, req Request) (Plan, error) {
+	rel, ok := a.(Relational)
+	if !ok {
+		return a.Plan(obj, req)
+	}
+	if reads == nil {
+		return Plan{}, fmt.Errorf("action %s reads objects besides its target, and was given no client to read them", a.Name())
+	}
+	related, err := rel.Related(ctx, reads, obj)
+	if err != nil {
+		return Plan{}, err
+	}
+	return rel.PlanRelated(obj, related, req)
 }
 
 // Resource maps t's kind to its resource on dyn, in t's namespace when the
@@ -75,7 +106,7 @@ func Resource(dyn dynamic.Interface, mapper meta.RESTMapper, t v1alpha1.ObjectRe
 	return dyn.Resource(mapping.Resource), nil
 }
 
-func run(ctx context.Context, ri dynamic.ResourceInterface, req Request, mode Mode, g Guard) (Plan, error) {
+func run(ctx context.Context, ri dynamic.ResourceInterface, reads dynamic.Interface, req Request, mode Mode, g Guard) (Plan, error) {
 	a, err := Validate(req)
 	if err != nil {
 		return Plan{}, err
@@ -87,7 +118,10 @@ func run(ctx context.Context, ri dynamic.ResourceInterface, req Request, mode Mo
 	if err != nil {
 		return Plan{}, err
 	}
-	plan, err := a.Plan(obj, req)
+	if lc, ok := a.(landedChecker); ok && g.Prior != nil && g.Prior.UID != "" && lc.Landed(obj, *g.Prior) {
+		return g.landed(), nil
+	}
+	plan, err := planOf(ctx, a, reads, obj, req)
 	if err != nil {
 		return plan, err
 	}

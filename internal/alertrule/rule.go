@@ -85,10 +85,18 @@ var funcs = template.FuncMap{
 	},
 }
 
-// Render fills every string of the template's steps from the alert. A label
-// the template names and the alert lacks is an error, not an empty string.
-// The target namespace is always the rule's namespace.
+// Render is RenderFor without a workload: a template that uses .Workload
+// fails.
 func Render(namespace string, t v1alpha1.RemediationTemplate, a Alert) ([]v1alpha1.RemediationStep, error) {
+	return RenderFor(namespace, t, a, nil, "")
+}
+
+// RenderFor fills every string of the template's steps from the alert and
+// w, the workload that controls the alert's Pod; when w is nil, missing
+// says why (the alert has no pod label, the Pod is gone). A label or
+// workload the template names and the alert lacks is an error, not an
+// empty string. The target namespace is always the rule's namespace.
+func RenderFor(namespace string, t v1alpha1.RemediationTemplate, a Alert, w *Workload, missing string) ([]v1alpha1.RemediationStep, error) {
 	raw, err := json.Marshal(t.Steps)
 	if err != nil {
 		return nil, fmt.Errorf("encode template: %w", err)
@@ -97,7 +105,8 @@ func Render(namespace string, t v1alpha1.RemediationTemplate, a Alert) ([]v1alph
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		return nil, fmt.Errorf("decode template: %w", err)
 	}
-	data := map[string]any{"Labels": nonNil(a.Labels), "Annotations": nonNil(a.Annotations), "Fingerprint": a.Fingerprint, "StartsAt": a.StartsAt}
+	data := map[string]any{"Labels": nonNil(a.Labels), "Annotations": nonNil(a.Annotations), "Fingerprint": a.Fingerprint, "StartsAt": a.StartsAt,
+		"Workload": workloadView{w: w, missing: missing}}
 	tree, err = walk(tree, "steps", func(path, s string) (string, error) {
 		if !strings.Contains(s, "{{") {
 			return s, nil
@@ -108,6 +117,10 @@ func Render(namespace string, t v1alpha1.RemediationTemplate, a Alert) ([]v1alph
 		}
 		var b bytes.Buffer
 		if err := tpl.Execute(&b, data); err != nil {
+			var missing *MissingWorkloadError
+			if errors.As(err, &missing) {
+				return "", fmt.Errorf("%s: %w", path, missing)
+			}
 			return "", fmt.Errorf("%s: %w", path, err)
 		}
 		return b.String(), nil
