@@ -50,6 +50,7 @@ func (s *session) status(ctx context.Context, ref Ref) error {
 			fmt.Fprintf(w, "Generator:\t%s\n", a.GeneratorURL)
 		}
 		writeRunbook(w, a.RunbookURL, a.Summary)
+		s.writeAlertRun(ctx, w, rr)
 	}
 	fmt.Fprintf(w, "Phase:\t%s\n", phaseText(st.Phase, st.Reason))
 	s.writeRun(w, st.Message, st.WorkflowID)
@@ -232,4 +233,37 @@ func alertLabels(l map[string]string) string {
 		parts = append(parts, fmt.Sprintf("%s=%q", k, l[k]))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// writeAlertRun writes what the alert's run made of this request, as the
+// rule records it: Running, Verifying, Verified, Ineffective, ... A person
+// who may not read the rule sees why instead.
+func (s *session) writeAlertRun(ctx context.Context, w io.Writer, rr *v1alpha1.RemediationRequest) {
+	rule := &v1alpha1.RemediationRule{}
+	if err := s.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: rr.Namespace, Name: rr.Spec.Alert.Rule}, rule); err != nil {
+		fmt.Fprintf(w, "Alert run:\tunknown: read RemediationRule %s/%s: %v\n", rr.Namespace, rr.Spec.Alert.Rule, err)
+		return
+	}
+	if rec := alertRunOf(rule, rr.Name); rec != nil {
+		fmt.Fprintf(w, "Alert run:\t%s\n", alertRunText(rec))
+	}
+}
+
+// alertRunOf is the rule's record of the alert run that made the request
+// named request, or nil once the rule no longer keeps it.
+func alertRunOf(rule *v1alpha1.RemediationRule, request string) *v1alpha1.AlertRecord {
+	for i, a := range rule.Status.Alerts {
+		if a.Request == request {
+			return &rule.Status.Alerts[i]
+		}
+	}
+	return nil
+}
+
+func alertRunText(a *v1alpha1.AlertRecord) string {
+	text := phaseText(v1alpha1.Phase(a.Phase), a.Reason)
+	if a.Message != "" {
+		text += ": " + oneLine(a.Message)
+	}
+	return text
 }
