@@ -58,19 +58,16 @@ func DevRuleFile(prometheusRule []byte, alertFor string) ([]byte, error) {
 	return out, nil
 }
 
-// WriteDevRuleFile writes repoRoot's KubernetesAlertsFile as a rule file
-// with alertFor (DevRuleFile) to path.
-func WriteDevRuleFile(repoRoot, alertFor, path string) error {
+// StandardAlerts is repoRoot's KubernetesAlertsFile as a rule file with
+// alertFor (DevRuleFile).
+func StandardAlerts(repoRoot, alertFor string) ([]byte, error) {
 	raw, err := os.ReadFile(filepath.Join(repoRoot, KubernetesAlertsFile))
 	if err != nil {
-		return fmt.Errorf("read the standard alerts: %w", err)
+		return nil, fmt.Errorf("read the standard alerts: %w", err)
 	}
 	out, err := DevRuleFile(raw, alertFor)
 	if err != nil {
-		return fmt.Errorf("%s: %w", KubernetesAlertsFile, err)
+		return nil, fmt.Errorf("%s: %w", KubernetesAlertsFile, err)
 	}
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		return fmt.Errorf("write rule file: %w", err)
-	}
-	return nil
+	return out, nil
 }

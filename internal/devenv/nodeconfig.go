@@ -76,8 +76,10 @@ const cniConfig = `{
 `
 
 // kubeletConfig: cgroup v1 and cgroupfs, as this kind of machine has; no
-// read-only or healthz port; only the API server's kubelet client
-// certificate is admitted; no DNS (resolvConf empty: a Pod's lookups could
+// read-only or healthz port; only client certificates are admitted (the API
+// server's kubelet client's, and the API server's users', such as dev's
+// Prometheus), and what each may do is asked of the API server (Webhook:
+// RBAC on nodes/metrics, nodes/proxy...), so a scraper cannot exec; no DNS (resolvConf empty: a Pod's lookups could
 // only go to the host's resolvers, off the machine); image GC and eviction
 // thresholds low enough for a shared disk.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
@@ -93,7 +95,9 @@ authentication:
   anonymous: {enabled: false}
   webhook: {enabled: false}
   x509: {clientCAFile: %[4]q}
-authorization: {mode: AlwaysAllow}
+authorization:
+  mode: Webhook
+  webhook: {cacheAuthorizedTTL: 30s, cacheUnauthorizedTTL: 5s}
 podLogsDir: %[5]q
 resolvConf: ""
 failSwapOn: false

@@ -1,0 +1,78 @@
+package monitoring
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/remedy-dev/remedy/test/harness"
+)
+
+// A Pod on the real node whose container exits at once crash-loops;
+// kube-state-metrics reports it waiting in CrashLoopBackOff, Prometheus's
+// KubePodCrashLooping fires (with the short `for:`), and Alertmanager holds
+// it with the labels Remedy's rules match on.
+func TestCrashLoopingPodFiresKubePodCrashLooping(t *testing.T) {
+	ns := harness.Namespace(t)
+	c := harness.DemoContainer("web")
+	c.Args = []string{"demo-app", "--no-such-flag"} // exits non-zero on start
+	c.ReadinessProbe = nil
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "crasher", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+	require.NoError(t, harness.Kube().Create(context.Background(), pod))
+
+	// The fact behind the alert first: the kubelet backs off restarting it.
+	harness.Eventually(t, pod, 2*time.Minute, func(p *corev1.Pod) bool {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff" {
+				return true
+			}
+		}
+		return false
+	})
+	want := map[string]string{"alertname": "KubePodCrashLooping", "namespace": ns, "pod": "crasher", "container": "web",
+		"reason": "CrashLoopBackOff", "severity": "warning", "job": "kube-state-metrics"}
+	var firing []harness.PrometheusAlert
+	defer func() {
+		if t.Failed() {
+			t.Log("targets:", harness.PrometheusGet(t, "/api/v1/targets?state=active"))
+			t.Log("series:", harness.PrometheusGet(t, "/api/v1/query?query=kube_pod_container_status_waiting_reason"))
+			t.Log("kube-state-metrics series:", harness.PrometheusGet(t, "/api/v1/query?query=count+by+(__name__)({job=%22kube-state-metrics%22})"))
+			t.Log("rules:", harness.PrometheusGet(t, "/api/v1/rules"))
+		}
+	}()
+	require.Eventually(t, func() bool {
+		firing = nil
+		for _, a := range harness.PrometheusAlerts(t) {
+			if a.Labels["namespace"] == ns && a.State == "firing" {
+				firing = append(firing, a)
+			}
+		}
+		return len(firing) > 0
+	}, 2*time.Minute, 200*time.Millisecond, "Prometheus fires KubePodCrashLooping for %s/crasher", ns)
+	require.Len(t, firing, 1)
+	for k, v := range want {
+		assert.Equal(t, v, firing[0].Labels[k], k)
+	}
+	assert.Equal(t, "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/kubepodcrashlooping", firing[0].Annotations["runbook_url"])
+
+	var active *harness.AlertmanagerAlert
+	require.Eventually(t, func() bool {
+		for _, a := range harness.AlertmanagerAlerts(t) {
+			if a.Labels["namespace"] == ns && a.Labels["alertname"] == "KubePodCrashLooping" && a.Status.State == "active" {
+				active = &a
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 200*time.Millisecond, "Alertmanager holds the alert")
+	for k, v := range want {
+		assert.Equal(t, v, active.Labels[k], k)
+	}
+	assert.NotEmpty(t, active.Annotations["summary"])
+}
