@@ -2,6 +2,9 @@ package monitoring
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/test/harness"
 )
@@ -42,6 +46,17 @@ func TestCrashLoopingPodFiresKubePodCrashLooping(t *testing.T) {
 		if t.Failed() {
 			t.Log("targets:", harness.PrometheusGet(t, "/api/v1/targets?state=active"))
 			t.Log("series:", harness.PrometheusGet(t, "/api/v1/query?query=kube_pod_container_status_waiting_reason"))
+			if resp, err := http.Get(harness.Monitoring().KubeStateMetricsURL + "/metrics"); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.Contains(l, ns) && strings.Contains(l, "kube_pod_container") {
+						t.Log("ksm:", l)
+					}
+				}
+			}
+			_ = harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(pod), pod)
+			t.Logf("pod: rv %s status %+v", pod.ResourceVersion, pod.Status.ContainerStatuses)
 			t.Log("kube-state-metrics series:", harness.PrometheusGet(t, "/api/v1/query?query=count+by+(__name__)({job=%22kube-state-metrics%22})"))
 			t.Log("rules:", harness.PrometheusGet(t, "/api/v1/rules"))
 		}
