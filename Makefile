@@ -145,4 +145,5 @@ bench: tools ## Run the benchmarks and print a results table with ratios to the 
 	go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./test/alerts/ | tee -a bench.out
 	@# The node's cost (a node: root, and the machine's node lock), each figure measured once.
 	go test -count=1 -timeout 40m -run '^$$' -bench . -benchtime 1x ./test/node/ | tee -a bench.out
+	go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./test/monitoring/ | tee -a bench.out
 	@hack/benchtable.sh bench.out

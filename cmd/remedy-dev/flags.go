@@ -46,7 +46,7 @@ func parseDevFlags(args []string) (*devFlags, error) {
 	fs.StringVar(&f.alertsAddr, "alerts-addr", "127.0.0.1:9095", "address of the worker's Alertmanager receiver")
 	fs.StringVar(&f.promAddr, "prometheus-addr", "127.0.0.1:9090", "address of Prometheus's API (headless: no UI); 0 runs no Prometheus and no kube-state-metrics")
 	fs.StringVar(&f.ksmAddr, "kube-state-metrics-addr", "127.0.0.1:8084", "address of kube-state-metrics's /metrics")
-	fs.StringVar(&f.alertFor, "alert-for", devenv.DefaultAlertFor, "the `for:` of the standard Kubernetes alerts ("+devenv.KubernetesAlertsFile+") in dev, instead of their real 15m and 1h; empty keeps them")
+	fs.StringVar(&f.alertFor, "alert-for", devenv.DefaultAlertFor, "the for: of the standard Kubernetes alerts ("+devenv.KubernetesAlertsFile+") in dev, instead of their real 15m and 1h; empty keeps them")
 	fs.DurationVar(&f.interval, "monitoring-interval", devenv.DefaultMonitoringInterval, "Prometheus's scrape and evaluation interval")
 	fs.BoolVar(&f.runNode, "node", false, "also run a real node (containerd, kube-scheduler, the kubelet; Linux, root) so that Pods run; 'make dev' sets it unless NODE=0")
 	fs.StringVar(&f.nodeImages, "node-images", "bin/remedy-image.tar,bin/pause-image.tar", "image tarballs the node imports ('make image' writes them), relative to --repo; the pause image is "+image.PauseReference())

@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/test/harness"
@@ -29,6 +32,7 @@ func TestCrashLoopingPodFiresKubePodCrashLooping(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "crasher", Namespace: ns},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
 	require.NoError(t, harness.Kube().Create(context.Background(), pod))
+	states := watchStates(t, ns)
 
 	// The fact behind the alert first: the kubelet backs off restarting it.
 	harness.Eventually(t, pod, 2*time.Minute, func(p *corev1.Pod) bool {
@@ -57,6 +61,7 @@ func TestCrashLoopingPodFiresKubePodCrashLooping(t *testing.T) {
 			}
 			_ = harness.Kube().Get(context.Background(), ctrlclient.ObjectKeyFromObject(pod), pod)
 			t.Logf("pod: rv %s status %+v", pod.ResourceVersion, pod.Status.ContainerStatuses)
+			t.Log("states:", states())
 			t.Log("kube-state-metrics series:", harness.PrometheusGet(t, "/api/v1/query?query=count+by+(__name__)({job=%22kube-state-metrics%22})"))
 			t.Log("rules:", harness.PrometheusGet(t, "/api/v1/rules"))
 		}
@@ -69,7 +74,7 @@ func TestCrashLoopingPodFiresKubePodCrashLooping(t *testing.T) {
 			}
 		}
 		return len(firing) > 0
-	}, 2*time.Minute, 200*time.Millisecond, "Prometheus fires KubePodCrashLooping for %s/crasher", ns)
+	}, 3*time.Minute, 200*time.Millisecond, "Prometheus fires KubePodCrashLooping for %s/crasher", ns)
 	require.Len(t, firing, 1)
 	for k, v := range want {
 		assert.Equal(t, v, firing[0].Labels[k], k)
@@ -90,4 +95,41 @@ func TestCrashLoopingPodFiresKubePodCrashLooping(t *testing.T) {
 		assert.Equal(t, v, active.Labels[k], k)
 	}
 	assert.NotEmpty(t, active.Annotations["summary"])
+}
+
+// watchStates records each state the Pods of ns report for their containers,
+// with when it was seen, for a failing test's message.
+func watchStates(t *testing.T, ns string) func() []string {
+	cs, err := kubernetes.NewForConfig(harness.Config())
+	require.NoError(t, err)
+	w, err := cs.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	var seen []string
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			for _, s := range p.Status.ContainerStatuses {
+				state := "running"
+				switch {
+				case s.State.Waiting != nil:
+					state = "waiting " + s.State.Waiting.Reason
+				case s.State.Terminated != nil:
+					state = "terminated " + s.State.Terminated.Reason
+				}
+				mu.Lock()
+				seen = append(seen, time.Now().Format("15:04:05.000")+" rv "+p.ResourceVersion+" "+state)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
 }

@@ -8,10 +8,12 @@ import (
 	"os"
 	"testing"
 
+	"github.com/remedy-dev/remedy/internal/devenv"
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
 func TestMain(m *testing.M) {
 	os.Exit(harness.Main(m, harness.Options{Node: true, Alerts: &harness.AlertsOptions{},
-		Monitoring: &harness.MonitoringOptions{}}))
+		// make dev's intervals, so the benchmarks measure what dev runs.
+		Monitoring: &harness.MonitoringOptions{Interval: devenv.DefaultMonitoringInterval}}))
 }
