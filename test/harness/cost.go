@@ -217,3 +217,16 @@ func ReportCost(b *testing.B, sum map[CostGroup]Cost, g CostGroup) {
 	b.ReportMetric(part.Cores/cp.Cores, "x-control-plane-cpu")
 	b.ReportMetric(part.RSSMB/cp.RSSMB, "x-control-plane-rss")
 }
+
+// MeasureIdleCost is b.N windows of MeasureCost, each after 5s for the
+// parts' own work (a start, an earlier benchmark) to settle, summed.
+func MeasureIdleCost(b *testing.B, window time.Duration) map[CostGroup]Cost {
+	var sum map[CostGroup]Cost
+	for range b.N {
+		b.StopTimer()
+		time.Sleep(5 * time.Second) // paces a measurement; asserts nothing
+		b.StartTimer()
+		sum = AddCost(sum, MeasureCost(window))
+	}
+	return sum
+}

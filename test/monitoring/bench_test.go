@@ -26,14 +26,7 @@ const (
 // benchmark's own, against the control plane (etcd, kube-apiserver,
 // kube-controller-manager).
 func BenchmarkMonitoringIdleCost(b *testing.B) {
-	var sum map[harness.CostGroup]harness.Cost
-	for range b.N {
-		b.StopTimer()
-		time.Sleep(5 * time.Second) // the start's own work settles: paces a measurement; asserts nothing
-		b.StartTimer()
-		sum = harness.AddCost(sum, harness.MeasureCost(costWindow))
-	}
-	reportMonitoring(b, sum)
+	reportMonitoring(b, harness.MeasureIdleCost(b, costWindow))
 }
 
 // BenchmarkMonitoring100PodsCost is the same with manyPods demo app

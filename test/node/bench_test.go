@@ -34,14 +34,7 @@ const (
 // runs without a node (etcd, kube-apiserver, kube-controller-manager), and
 // reports the node's as a ratio to the control plane's.
 func BenchmarkNodeIdleCost(b *testing.B) {
-	var sum map[harness.CostGroup]harness.Cost
-	for range b.N {
-		b.StopTimer()
-		time.Sleep(5 * time.Second) // the start's own work settles: paces a measurement; asserts nothing
-		b.StartTimer()
-		sum = harness.AddCost(sum, harness.MeasureCost(costWindow))
-	}
-	harness.ReportCost(b, sum, harness.NodeDaemons)
+	harness.ReportCost(b, harness.MeasureIdleCost(b, costWindow), harness.NodeDaemons)
 }
 
 // BenchmarkNode100PodsCost is the same with manyPods demo app replicas
