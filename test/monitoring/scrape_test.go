@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -103,4 +104,19 @@ func TestKubeStateMetricsReadsOnlyWhatItExports(t *testing.T) {
 	assert.ErrorContains(t, err, "forbidden")
 	_, err = cs.CoreV1().Pods("default").Get(ctx, "any", metav1.GetOptions{})
 	assert.ErrorContains(t, err, "forbidden", "list and watch only")
+}
+
+// The API server's own kubelet client keeps its rights under the kubelet's
+// Webhook authorization (system:kubelet-api-admin): a Pod's logs still come
+// through the API server.
+func TestAPIServerStillReadsPodLogs(t *testing.T) {
+	ns := harness.Namespace(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{harness.DemoContainer("web")}}}
+	require.NoError(t, harness.Kube().Create(context.Background(), pod))
+	harness.Eventually(t, pod, 2*time.Minute, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	cs, err := kubernetes.NewForConfig(harness.Config())
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Pods(ns).GetLogs("web", &corev1.PodLogOptions{}).DoRaw(context.Background())
+	require.NoError(t, err)
 }
