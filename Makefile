@@ -11,8 +11,10 @@ KUBEBUILDER_ASSETS ?= $(TOOLS_CACHE)/kubernetes-$(KUBERNETES_VERSION)-$(KUBERNET
 TEMPORAL_CLI ?= $(TOOLS_CACHE)/temporal-$(TEMPORAL_CLI_VERSION)/temporal
 CONTROLLER_GEN ?= $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 WORKFLOWCHECK ?= $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
-PROMTOOL ?= $(TOOLS_CACHE)/promtool-$(PROMTOOL_VERSION)/promtool
-export KUBEBUILDER_ASSETS TEMPORAL_CLI PROMTOOL
+PROMETHEUS ?= $(TOOLS_CACHE)/prometheus-$(PROMETHEUS_VERSION)-$(PROMETHEUS_BUILD)/prometheus
+PROMTOOL ?= $(TOOLS_CACHE)/prometheus-$(PROMETHEUS_VERSION)-$(PROMETHEUS_BUILD)/promtool
+KUBE_STATE_METRICS ?= $(TOOLS_CACHE)/kube-state-metrics-$(KUBE_STATE_METRICS_VERSION)/kube-state-metrics
+export KUBEBUILDER_ASSETS TEMPORAL_CLI PROMETHEUS PROMTOOL KUBE_STATE_METRICS
 GO_TEST_FLAGS ?=
 # The version is the VERSION file, embedded in every build; the revision is
 # stamped by -ldflags, since GOFLAGS=-buildvcs=false (or a tree without .git)
@@ -33,6 +35,9 @@ STATE_DIR ?=
 # NODE=1 (default): `make dev` runs a real node (containerd, kube-scheduler, kubelet; Linux and
 # root), so the demo workloads' Pods run. NODE=0 starts without one: Deployments never get Pods.
 NODE ?= 1
+# ALERT_FOR: the `for:` of the standard Kubernetes alerts (deploy/monitoring/kubernetes-alerts.yaml)
+# in `make dev`, instead of their real 15m/1h, so a crash-looping Pod alerts within minutes.
+ALERT_FOR ?= 1m
 # DEV_FLAGS: more remedy-dev flags (see `bin/remedy-dev -h`), e.g. DEV_FLAGS="--ui-port 9233".
 DEV_FLAGS ?=
 FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1alpha1:FuzzParseRejections ./api/kausality/v1alpha1:FuzzParseFreeze ./api/kausality/v1alpha1:FuzzParseSnooze ./api/kausality/v1alpha1:FuzzParseTrace
@@ -40,9 +45,9 @@ FUZZ_TARGETS ?= ./api/kausality/v1alpha1:FuzzParseApprovals ./api/kausality/v1al
 ##@ Getting started
 
 .PHONY: dev
-dev: build $(if $(filter 1,$(NODE)),image) ## Run the whole platform locally (API server, controllers, a node, Temporal + Web UI, Alertmanager, operator, worker); NODE=0: no node
-	@hack/tools/install.sh kubernetes temporal alertmanager $(if $(filter 1,$(NODE)),node)
-	./bin/remedy-dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(if $(filter 1,$(NODE)),--node) $(DEV_FLAGS)
+dev: build $(if $(filter 1,$(NODE)),image) ## Run the whole platform locally (API server, controllers, a node, Temporal + Web UI, Prometheus, kube-state-metrics, Alertmanager, operator, worker); NODE=0: no node
+	@hack/tools/install.sh kubernetes temporal alertmanager prometheus kube-state-metrics $(if $(filter 1,$(NODE)),node)
+	./bin/remedy-dev --worker-stop-timeout $(WORKER_STOP_TIMEOUT) --alert-for $(ALERT_FOR) $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(if $(filter 1,$(NODE)),--node) $(DEV_FLAGS)
 
 .PHONY: test
 # -timeout: the release test (hack/release) cross-compiles three platforms, minutes on a cold cache.
@@ -140,4 +145,5 @@ bench: tools ## Run the benchmarks and print a results table with ratios to the 
 	go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./test/alerts/ | tee -a bench.out
 	@# The node's cost (a node: root, and the machine's node lock), each figure measured once.
 	go test -count=1 -timeout 40m -run '^$$' -bench . -benchtime 1x ./test/node/ | tee -a bench.out
+	go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./test/monitoring/ | tee -a bench.out
 	@hack/benchtable.sh bench.out

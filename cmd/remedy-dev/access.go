@@ -18,13 +18,13 @@ import (
 // and the pinned tools linked into its bin/.
 type access struct {
 	am                                  *devenv.Alertmanager
-	receiver                            string
+	receiver, prometheus                string
 	person                              *rest.Config
 	kubeconfig, envFile, binDir, plugin string
 }
 
 // startAlertsAndAccess starts Alertmanager routed to the worker's receiver,
-// writes the person's kubeconfig and env file, and links kubectl, temporal,
+// and Prometheus and kube-state-metrics sending to it, writes the person's kubeconfig and env file, and links kubectl, temporal,
 // amtool and kubectl-remedy into <dev-dir>/bin.
 func (s *session) startAlertsAndAccess(ctx context.Context) (*access, error) {
 	a := &access{kubeconfig: filepath.Join(s.f.devDir, "kubeconfig"), envFile: filepath.Join(s.f.devDir, "env"), binDir: filepath.Join(s.f.devDir, "bin")}
@@ -35,10 +35,13 @@ func (s *session) startAlertsAndAccess(ctx context.Context) (*access, error) {
 	}
 	s.onExit(func() { _ = a.am.Stop() })
 	done()
+	if a.prometheus, err = s.startMonitoring(ctx, a.am); err != nil {
+		return nil, err
+	}
 	if a.person, err = writeAccess(s.env, a.kubeconfig, a.envFile, devenv.ShellEnv{
 		Kubeconfig: a.kubeconfig, TemporalAddress: s.env.TemporalAddress, WebUI: s.webUI(), BinDir: a.binDir, AlertmanagerURL: a.am.URL,
-		AlertmanagerHTTPConfig: a.am.HTTPConfig,
-		CodecEndpoint:          s.codecURL(),
+		AlertmanagerHTTPConfig: a.am.HTTPConfig, PrometheusURL: a.prometheus,
+		CodecEndpoint: s.codecURL(),
 	}); err != nil {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func (s *session) printReady(a *access) {
   logs:            %s
   metrics:         %s
   kubectl, temporal, kubectl-remedy, amtool: %s (the pinned ones, linked)
-  environment:     source %s   (KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, ALERTMANAGER_URL, ALERTMANAGER_HTTP_CONFIG, and PATH with %s first)
+  environment:     source %s   (KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, ALERTMANAGER_URL, ALERTMANAGER_HTTP_CONFIG, PROMETHEUS_URL, and PATH with %s first)
 
   Try it:
     source %s
@@ -105,8 +108,19 @@ func (s *session) printReady(a *access) {
   Alerts (docs/alerts.md): Alertmanager UI %s (user remedy, password in $ALERTMANAGER_HTTP_CONFIG), receiver %s;
     amtool --alertmanager.url "$ALERTMANAGER_URL" --http.config.file "$ALERTMANAGER_HTTP_CONFIG" alert add DemoHighLatency namespace=demo deployment=web
     kubectl get rr -n demo -l remedy.dev/rule=demo-latency -w
-
+%s
 `, remedyrelease.String(), a.kubeconfig, s.env.TemporalAddress, s.webUI(), s.codecURL(), s.log.Name(), s.metrics.banner(), filepath.Dir(a.plugin),
-		a.envFile, a.binDir, a.envFile, filepath.Join(s.f.root, "deploy", "samples", "kexec-scale.yaml"), a.am.URL, a.receiver)
+		a.envFile, a.binDir, a.envFile, filepath.Join(s.f.root, "deploy", "samples", "kexec-scale.yaml"), a.am.URL, a.receiver, s.monitoringBanner(a))
 	fmt.Println("remedy-dev: ready")
+}
+
+// monitoringBanner says where Prometheus is and what it alerts on.
+func (s *session) monitoringBanner(a *access) string {
+	if a.prometheus == "" {
+		return ""
+	}
+	return fmt.Sprintf(`
+  Prometheus (docs/development.md, Monitoring): %s (API only: curl "$PROMETHEUS_URL/api/v1/alerts"), kube-state-metrics http://%s/metrics;
+    the standard alerts (%s) fire with for: %s (--alert-for; ALERT_FOR in make dev)
+`, a.prometheus, s.f.ksmAddr, devenv.KubernetesAlertsFile, forSetting(s.f.alertFor))
 }

@@ -122,11 +122,15 @@ func (s *session) claim() error {
 		}
 		s.onExit(lock.release)
 	}
-	if err := checkPortsFree([]fixedPort{
+	fixed := []fixedPort{
 		{"Temporal frontend", "127.0.0.1:" + s.f.temporalPort, "temporal-port"},
 		{"Temporal Web UI", "127.0.0.1:" + s.f.uiPort, "ui-port"},
 		{"codec server", s.f.codecAddr, "codec-addr"},
-	}); err != nil {
+	}
+	if s.f.promAddr != "0" {
+		fixed = append(fixed, fixedPort{"Prometheus", s.f.promAddr, "prometheus-addr"}, fixedPort{"kube-state-metrics", s.f.ksmAddr, "kube-state-metrics-addr"})
+	}
+	if err := checkPortsFree(fixed); err != nil {
 		return err
 	}
 	if s.metrics, err = serveDevMetrics([]fixedPort{

@@ -33,9 +33,16 @@ type prometheusRule struct {
 	} `json:"spec"`
 }
 
-func readRule(t *testing.T) (prometheusRule, []byte) {
+// ruleFiles are the shipped PrometheusRules, each with its promtool tests
+// and the name the tests' rule_files give its spec.
+var ruleFiles = []struct{ rule, tests, spec string }{
+	{"prometheusrule.yaml", "rules_test.yaml", "remedy.rules.yaml"},
+	{"kubernetes-alerts.yaml", "kubernetes-alerts_test.yaml", "kubernetes.rules.yaml"},
+}
+
+func readRule(t *testing.T, file string) (prometheusRule, []byte) {
 	t.Helper()
-	raw, err := os.ReadFile("prometheusrule.yaml")
+	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	var r prometheusRule
 	require.NoError(t, yaml.Unmarshal(raw, &r))
@@ -48,7 +55,8 @@ func readRule(t *testing.T) (prometheusRule, []byte) {
 	return r, spec
 }
 
-// promtool is the pinned binary `make tools` builds (hack/tools/install.sh).
+// promtool is the pinned binary `make tools` builds (hack/tools/install.sh
+// prometheus), or $PROMTOOL.
 func promtool(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("PROMTOOL"); p != "" {
@@ -57,52 +65,84 @@ func promtool(t *testing.T) string {
 	f, err := os.Open(filepath.Join("..", "..", "hack", "tools", "versions.env"))
 	require.NoError(t, err)
 	defer f.Close()
-	version := ""
+	pinned := map[string]string{}
 	for s := bufio.NewScanner(f); s.Scan(); {
-		if v, ok := strings.CutPrefix(s.Text(), "PROMTOOL_VERSION="); ok {
-			version = v
+		if k, v, ok := strings.Cut(s.Text(), "="); ok {
+			pinned[k] = v
 		}
 	}
-	require.NotEmpty(t, version, "versions.env pins PROMTOOL_VERSION")
+	require.NotEmpty(t, pinned["PROMETHEUS_VERSION"], "versions.env pins PROMETHEUS_VERSION")
 	home, err := os.UserHomeDir()
 	require.NoError(t, err)
-	p := filepath.Join(home, ".cache", "remedy", "tools", "promtool-"+version, "promtool")
+	p := filepath.Join(home, ".cache", "remedy", "tools", "prometheus-"+pinned["PROMETHEUS_VERSION"]+"-"+pinned["PROMETHEUS_BUILD"], "promtool")
 	_, err = os.Stat(p)
-	require.NoError(t, err, "promtool %s is missing: run `make tools` (or set PROMTOOL)", version)
+	require.NoError(t, err, "promtool is missing: run `make tools` (or set PROMTOOL)")
 	return p
 }
 
 func TestAlertRulesPassPromtool(t *testing.T) {
-	_, spec := readRule(t)
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "remedy.rules.yaml"), spec, 0o600))
-	tests, err := os.ReadFile("rules_test.yaml")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules_test.yaml"), tests, 0o600))
 	bin := promtool(t)
-	for _, args := range [][]string{{"check", "rules", "remedy.rules.yaml"}, {"test", "rules", "rules_test.yaml"}} {
-		cmd := exec.Command(bin, args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
+	for _, f := range ruleFiles {
+		t.Run(f.rule, func(t *testing.T) {
+			_, spec := readRule(t, f.rule)
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f.spec), spec, 0o600))
+			tests, err := os.ReadFile(f.tests)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f.tests), tests, 0o600))
+			for _, args := range [][]string{{"check", "rules", f.spec}, {"test", "rules", f.tests}} {
+				cmd := exec.Command(bin, args...)
+				cmd.Dir = dir
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
+			}
+		})
 	}
 }
 
 // Every alert has at least one promtool test case.
 func TestEveryAlertIsTested(t *testing.T) {
-	r, _ := readRule(t)
-	tests, err := os.ReadFile("rules_test.yaml")
-	require.NoError(t, err)
-	for _, g := range r.Spec.Groups {
-		for _, rule := range g.Rules {
-			assert.Contains(t, string(tests), "alertname: "+rule.Alert+"\n", "rules_test.yaml tests %s", rule.Alert)
+	for _, f := range ruleFiles {
+		r, _ := readRule(t, f.rule)
+		tests, err := os.ReadFile(f.tests)
+		require.NoError(t, err)
+		for _, g := range r.Spec.Groups {
+			for _, rule := range g.Rules {
+				assert.Contains(t, string(tests), "alertname: "+rule.Alert+"\n", "%s tests %s", f.tests, rule.Alert)
+			}
 		}
 	}
 }
 
+// The standard alerts keep kubernetes-mixin's names and `for:`, so a user's
+// Prometheus running the mixin sends Remedy the same alerts.
+func TestKubernetesAlertsKeepTheMixinsNames(t *testing.T) {
+	raw, err := os.ReadFile("kubernetes-alerts.yaml")
+	require.NoError(t, err)
+	var r struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct {
+					Alert string `json:"alert"`
+					For   string `json:"for"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &r))
+	got := map[string]string{}
+	for _, g := range r.Spec.Groups {
+		for _, rule := range g.Rules {
+			got[rule.Alert] = rule.For
+		}
+	}
+	assert.Equal(t, map[string]string{"KubePodCrashLooping": "15m", "KubeContainerWaiting": "1h",
+		"KubeDeploymentReplicasMismatch": "15m", "KubePodNotReady": "15m"}, got)
+}
+
 func TestQueriesNameExportedMetrics(t *testing.T) {
 	known := exported(t)
-	r, _ := readRule(t)
+	r, _ := readRule(t, "prometheusrule.yaml")
 	var exprs []string
 	for _, g := range r.Spec.Groups {
 		for _, rule := range g.Rules {

@@ -2,7 +2,8 @@
 # Builds, or reuses, the pinned binaries that tests and `remedy-dev` need.
 # They live outside the repository, keyed by version, so every clone on this
 # machine shares one build. Usage: install.sh [tool ...] (default: all).
-# Tools: kubernetes temporal controller-gen workflowcheck promtool node.
+# Tools: kubernetes temporal controller-gen workflowcheck prometheus kube-state-metrics
+# alertmanager node (promtool is an alias of prometheus: both come from one build).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -83,9 +84,22 @@ if sel workflowcheck; then
 	build "workflowcheck $WORKFLOWCHECK_VERSION" "$cache/workflowcheck-$WORKFLOWCHECK_VERSION" workflowcheck -- \
 		sh -c 'cd / && GOBIN="$OUT" go install go.temporal.io/sdk/contrib/tools/workflowcheck@'"$WORKFLOWCHECK_VERSION"
 fi
-if sel promtool; then
-	build "promtool $PROMTOOL_VERSION" "$cache/promtool-$PROMTOOL_VERSION" promtool -- \
-		sh -c 'cd / && GOBIN="$OUT" go install -trimpath -ldflags=-s github.com/prometheus/prometheus/cmd/promtool@'"$PROMTOOL_VERSION"
+if sel prometheus || sel promtool; then
+	# One build of both binaries. remove_all_sd,enable_kubernetes_sd are Prometheus's own tags:
+	# they drop the cloud service discoveries (about 240 packages) and keep Kubernetes'. No
+	# builtinassets tag: the module ships no UI assets, so the server runs headless (API only).
+	pv=${PROMETHEUS_VERSION#v0.} # v0.316.0 is Prometheus 3.16.0
+	pv="${pv:0:1}.${pv:1:2}.${pv#*.}"
+	export PROM_LDFLAGS="-s -X github.com/prometheus/common/version.Version=$pv -X github.com/prometheus/common/version.Revision=$PROMETHEUS_VERSION -X github.com/prometheus/common/version.Branch=HEAD -X github.com/prometheus/common/version.BuildUser=remedy-tools"
+	build "prometheus, promtool $pv ($PROMETHEUS_VERSION)" "$cache/prometheus-$PROMETHEUS_VERSION-$PROMETHEUS_BUILD" prometheus promtool -- \
+		sh -c 'cd / && GOBIN="$OUT" go install -trimpath -tags remove_all_sd,enable_kubernetes_sd -ldflags="$PROM_LDFLAGS" github.com/prometheus/prometheus/cmd/prometheus@'"$PROMETHEUS_VERSION"' github.com/prometheus/prometheus/cmd/promtool@'"$PROMETHEUS_VERSION"
+fi
+if sel kube-state-metrics; then
+	# The proxy serves no version list for kube-state-metrics, so `go install @version` fails;
+	# hack/tools/ksm is a wrapper module that pins it and builds its main package.
+	export KSM_LDFLAGS="-s -X github.com/prometheus/common/version.Version=$KUBE_STATE_METRICS_VERSION -X github.com/prometheus/common/version.Branch=HEAD -X github.com/prometheus/common/version.BuildUser=remedy-tools -X k8s.io/kube-state-metrics/v2/pkg/app.ClientGoVersion=v0.${KUBERNETES_VERSION#v1.}"
+	build "kube-state-metrics $KUBE_STATE_METRICS_VERSION" "$cache/kube-state-metrics-$KUBE_STATE_METRICS_VERSION" kube-state-metrics -- \
+		sh -c 'cd ksm && CGO_ENABLED=0 go build -trimpath -ldflags="$KSM_LDFLAGS" -o "$OUT/kube-state-metrics" k8s.io/kube-state-metrics/v2'
 fi
 if sel alertmanager; then
 	build "alertmanager, amtool $ALERTMANAGER_VERSION" "$cache/alertmanager-$ALERTMANAGER_VERSION" alertmanager amtool -- \

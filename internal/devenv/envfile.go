@@ -19,6 +19,8 @@ type ShellEnv struct {
 	// ALERTMANAGER_HTTP_CONFIG (amtool's --http.config.file: its credentials).
 	AlertmanagerURL        string
 	AlertmanagerHTTPConfig string
+	// PrometheusURL, when set, is exported as PROMETHEUS_URL (dev's Prometheus API).
+	PrometheusURL string
 	// CodecEndpoint, when set, is exported as TEMPORAL_CODEC_ENDPOINT (the
 	// temporal CLI's --codec-endpoint): Remedy's codec server.
 	CodecEndpoint string
@@ -39,6 +41,9 @@ func (e ShellEnv) Render() []byte {
 	}
 	if e.AlertmanagerHTTPConfig != "" {
 		fmt.Fprintf(&b, "export ALERTMANAGER_HTTP_CONFIG=%s\n", shellQuote(e.AlertmanagerHTTPConfig))
+	}
+	if e.PrometheusURL != "" {
+		fmt.Fprintf(&b, "export PROMETHEUS_URL=%s\n", shellQuote(e.PrometheusURL))
 	}
 	if e.CodecEndpoint != "" {
 		fmt.Fprintf(&b, "export TEMPORAL_CODEC_ENDPOINT=%s\n", shellQuote(e.CodecEndpoint))

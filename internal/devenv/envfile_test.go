@@ -18,13 +18,13 @@ func TestShellEnvSourced(t *testing.T) {
 	e := ShellEnv{Kubeconfig: filepath.Join(dir, "kubeconfig"), TemporalAddress: "127.0.0.1:17233",
 		WebUI: "http://127.0.0.1:18233", BinDir: filepath.Join(dir, "bin"),
 		AlertmanagerURL: "http://127.0.0.1:19093", AlertmanagerHTTPConfig: filepath.Join(dir, "alertmanager-http.yml"),
-		CodecEndpoint: "http://127.0.0.1:18091"}
+		PrometheusURL: "http://127.0.0.1:19090", CodecEndpoint: "http://127.0.0.1:18091"}
 	path := filepath.Join(t.TempDir(), "env")
 	require.NoError(t, os.WriteFile(path, e.Render(), 0o644))
-	cmd := exec.Command("sh", "-c", `. "$1" && sh -c 'printf "%s\n" "$KUBECONFIG" "$TEMPORAL_ADDRESS" "$REMEDY_WEB_UI" "$ALERTMANAGER_URL" "$ALERTMANAGER_HTTP_CONFIG" "$TEMPORAL_CODEC_ENDPOINT" "$PATH"'`, "sh", path)
+	cmd := exec.Command("sh", "-c", `. "$1" && sh -c 'printf "%s\n" "$KUBECONFIG" "$TEMPORAL_ADDRESS" "$REMEDY_WEB_UI" "$ALERTMANAGER_URL" "$ALERTMANAGER_HTTP_CONFIG" "$PROMETHEUS_URL" "$TEMPORAL_CODEC_ENDPOINT" "$PATH"'`, "sh", path)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
-	assert.Equal(t, []string{e.Kubeconfig, e.TemporalAddress, e.WebUI, e.AlertmanagerURL, e.AlertmanagerHTTPConfig, e.CodecEndpoint, e.BinDir + ":/usr/bin:/bin"},
+	assert.Equal(t, []string{e.Kubeconfig, e.TemporalAddress, e.WebUI, e.AlertmanagerURL, e.AlertmanagerHTTPConfig, e.PrometheusURL, e.CodecEndpoint, e.BinDir + ":/usr/bin:/bin"},
 		strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"))
 }

@@ -16,3 +16,5 @@ func prepareNode(context.Context, *Env, NodeOptions, io.Writer) (*node, error) {
 
 func (*node) startKubelet(context.Context, *Env, string) error { return nil }
 func (*node) stop() error                                      { return nil }
+
+func (e *Env) kubeletServingCA() string { return "" }

@@ -76,10 +76,15 @@ const cniConfig = `{
 `
 
 // kubeletConfig: cgroup v1 and cgroupfs, as this kind of machine has; no
-// read-only or healthz port; only the API server's kubelet client
-// certificate is admitted; no DNS (resolvConf empty: a Pod's lookups could
+// read-only or healthz port; only client certificates are admitted (the API
+// server's kubelet client's, and the API server's users', such as dev's
+// Prometheus), and what each may do is asked of the API server (Webhook:
+// RBAC on nodes/metrics, nodes/proxy...), so a scraper cannot exec; no DNS (resolvConf empty: a Pod's lookups could
 // only go to the host's resolvers, off the machine); image GC and eviction
-// thresholds low enough for a shared disk.
+// thresholds low enough for a shared disk; a Pod resynced every 20s, not 1m:
+// a crash-looping container is reported Waiting (CrashLoopBackOff, which
+// KubePodCrashLooping reads) only from the first resync within its back-off,
+// since the kubelet requeues it for the back-off's end, capped at this.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -93,7 +98,9 @@ authentication:
   anonymous: {enabled: false}
   webhook: {enabled: false}
   x509: {clientCAFile: %[4]q}
-authorization: {mode: AlwaysAllow}
+authorization:
+  mode: Webhook
+  webhook: {cacheAuthorizedTTL: 30s, cacheUnauthorizedTTL: 5s}
 podLogsDir: %[5]q
 resolvConf: ""
 failSwapOn: false
@@ -106,6 +113,7 @@ evictionHard:
   imagefs.available: 1%%
   nodefs.inodesFree: 1%%
 nodeStatusReportFrequency: 10s
+syncFrequency: 20s
 `
 
 // nodePaths are the files of a node under its directory.

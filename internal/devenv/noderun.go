@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -112,7 +111,7 @@ func (e *Env) configureAPIServerForNode(p nodePaths) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	kubeletClient, err := kubeletCA.Client("kube-apiserver-kubelet-client")
+	kubeletClient, err := kubeletCA.Client(kubeletAPIServerClient)
 	if err != nil {
 		return 0, err
 	}
@@ -202,6 +201,9 @@ func (n *node) startKubelet(ctx context.Context, e *Env, assets string) error {
 		if err := writeFiles(map[string][]byte{n.paths.at(u.file): kc}); err != nil {
 			return err
 		}
+	}
+	if err := e.authorizeKubeletClients(ctx, n.paths); err != nil {
+		return err
 	}
 	if err := n.start("kube-scheduler", filepath.Join(assets, "kube-scheduler"),
 		"--kubeconfig="+n.paths.at("scheduler.kubeconfig"), "--leader-elect=false", "--secure-port=0", "--logging-format=json"); err != nil {
@@ -311,27 +313,11 @@ func waitFor(ctx context.Context, timeout time.Duration, ok func() bool) error {
 	return nil
 }
 
-// prefixWriter starts every line with prefix; one process writes to it.
-type prefixWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	prefix []byte
-	mid    bool
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []byte
-	for _, c := range b {
-		if !p.mid {
-			out = append(out, p.prefix...)
-		}
-		out = append(out, c)
-		p.mid = c != '\n'
+// kubeletServingCA is the kubelet's self-signed serving certificate, which
+// scrapers verify it with; empty without a node.
+func (e *Env) kubeletServingCA() string {
+	if e.node == nil {
+		return ""
 	}
-	if _, err := p.w.Write(out); err != nil {
-		return 0, err
-	}
-	return len(b), nil
+	return e.node.paths.at("kubelet", "pki", "kubelet.crt")
 }

@@ -89,3 +89,42 @@ func CachedContainerd(repoRoot, cache string) (string, error) {
 	}
 	return filepath.Join(cache, "containerd-"+v["CONTAINERD_VERSION"]), nil
 }
+
+// MonitoringBinaries are the pinned prometheus and kube-state-metrics
+// (hack/tools/install.sh prometheus kube-state-metrics builds them into the
+// tools cache), or $PROMETHEUS and $KUBE_STATE_METRICS where set.
+func MonitoringBinaries(repoRoot string) (prometheus, kubeStateMetrics string, err error) {
+	prometheus, kubeStateMetrics = os.Getenv("PROMETHEUS"), os.Getenv("KUBE_STATE_METRICS")
+	if prometheus == "" || kubeStateMetrics == "" {
+		cache, err := ToolsCache()
+		if err != nil {
+			return "", "", err
+		}
+		v, err := PinnedVersions(repoRoot)
+		if err != nil {
+			return "", "", err
+		}
+		if v["PROMETHEUS_VERSION"] == "" || v["PROMETHEUS_BUILD"] == "" || v["KUBE_STATE_METRICS_VERSION"] == "" {
+			return "", "", fmt.Errorf("%s lacks PROMETHEUS_VERSION, PROMETHEUS_BUILD or KUBE_STATE_METRICS_VERSION", filepath.Join(repoRoot, VersionsFile))
+		}
+		if prometheus == "" {
+			prometheus = filepath.Join(cache, PrometheusDir(v), "prometheus")
+		}
+		if kubeStateMetrics == "" {
+			kubeStateMetrics = filepath.Join(cache, "kube-state-metrics-"+v["KUBE_STATE_METRICS_VERSION"], "kube-state-metrics")
+		}
+	}
+	for _, p := range []string{prometheus, kubeStateMetrics} {
+		if _, err := os.Stat(p); err != nil {
+			return "", "", fmt.Errorf("missing %s: build it with `make tools` (or hack/tools/install.sh prometheus kube-state-metrics): %w", p, err)
+		}
+	}
+	return prometheus, kubeStateMetrics, nil
+}
+
+// PrometheusDir names the cache directory of the pinned prometheus and
+// promtool: the version and the build of install.sh that made them (an older
+// build held promtool alone).
+func PrometheusDir(versions map[string]string) string {
+	return "prometheus-" + versions["PROMETHEUS_VERSION"] + "-" + versions["PROMETHEUS_BUILD"]
+}

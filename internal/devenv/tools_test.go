@@ -15,8 +15,9 @@ func fakeTools(t *testing.T) (repo, cache string) {
 	repo, cache = t.TempDir(), t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, "hack", "tools"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(repo, VersionsFile),
-		[]byte("# pinned\nKUBERNETES_VERSION=v9.8.7\nKUBERNETES_BUILD=r9\n\nTEMPORAL_CLI_VERSION=v1.2.3\nPROMTOOL_VERSION=v0.1.0\n"), 0o644))
-	for _, p := range []string{"kubernetes-v9.8.7-r9/kube-apiserver", "kubernetes-v9.8.7-r9/etcd", "kubernetes-v9.8.7-r9/kubectl", "temporal-v1.2.3/temporal"} {
+		[]byte("# pinned\nKUBERNETES_VERSION=v9.8.7\nKUBERNETES_BUILD=r9\n\nTEMPORAL_CLI_VERSION=v1.2.3\nPROMETHEUS_VERSION=v0.1.0\nPROMETHEUS_BUILD=r7\nKUBE_STATE_METRICS_VERSION=v2.3.4\n"), 0o644))
+	for _, p := range []string{"kubernetes-v9.8.7-r9/kube-apiserver", "kubernetes-v9.8.7-r9/etcd", "kubernetes-v9.8.7-r9/kubectl", "temporal-v1.2.3/temporal",
+		"prometheus-v0.1.0-r7/prometheus", "kube-state-metrics-v2.3.4/kube-state-metrics"} {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(cache, p)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(cache, p), nil, 0o755))
 	}
@@ -80,4 +81,29 @@ func TestCachedToolsMatchesTheRepository(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "/cache/kubernetes-"+v["KUBERNETES_VERSION"]+"-"+v["KUBERNETES_BUILD"], assets)
 	assert.Equal(t, "/cache/temporal-"+v["TEMPORAL_CLI_VERSION"]+"/temporal", temporal)
+}
+
+// TestMonitoringBinaries: the environment wins; where it is unset, the tools
+// cache at the pinned versions, and a missing binary names `make tools`.
+func TestMonitoringBinaries(t *testing.T) {
+	repo, cache := fakeTools(t)
+	t.Setenv("REMEDY_TOOLS_CACHE", cache)
+	t.Setenv("PROMETHEUS", "")
+	t.Setenv("KUBE_STATE_METRICS", "")
+	prom, ksm, err := MonitoringBinaries(repo)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(cache, "prometheus-v0.1.0-r7", "prometheus"), prom)
+	assert.Equal(t, filepath.Join(cache, "kube-state-metrics-v2.3.4", "kube-state-metrics"), ksm)
+
+	own := filepath.Join(t.TempDir(), "prometheus")
+	require.NoError(t, os.WriteFile(own, nil, 0o755))
+	t.Setenv("PROMETHEUS", own)
+	prom, _, err = MonitoringBinaries(repo)
+	require.NoError(t, err)
+	assert.Equal(t, own, prom)
+
+	require.NoError(t, os.Remove(ksm))
+	_, _, err = MonitoringBinaries(repo)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "make tools")
 }

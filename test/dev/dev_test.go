@@ -124,7 +124,7 @@ func TestDev(t *testing.T) {
 
 		// A person's shell: nothing but the system's PATH, then source .dev/env.
 		script := `source .dev/env
-printf '%s\n' "$TEMPORAL_ADDRESS" "$REMEDY_WEB_UI" "$ALERTMANAGER_URL" "$(command -v kubectl)" "$(command -v temporal)" "$(command -v kubectl-remedy)" "$(command -v amtool)"
+printf '%s\n' "$TEMPORAL_ADDRESS" "$REMEDY_WEB_UI" "$ALERTMANAGER_URL" "$PROMETHEUS_URL" "$(command -v kubectl)" "$(command -v temporal)" "$(command -v kubectl-remedy)" "$(command -v amtool)"
 kubectl get namespace demo -o name
 kubectl get rrule -n demo demo-latency -o name
 kubectl get rrule -n demo demo-latency -o jsonpath='{.spec.author.username}{"\n"}'
@@ -141,6 +141,7 @@ amtool --alertmanager.url "$ALERTMANAGER_URL" --http.config.file "$ALERTMANAGER_
 			fmt.Sprintf("127.0.0.1:%d", p.temporal),
 			fmt.Sprintf("http://127.0.0.1:%d", p.ui),
 			"http://127.0.0.1:9093",
+			"http://127.0.0.1:9090",
 			filepath.Join(bin, "kubectl"), filepath.Join(bin, "temporal"), filepath.Join(bin, "kubectl-remedy"), filepath.Join(bin, "amtool"),
 			"namespace/demo",
 			"remediationrule.remedy.dev/demo-latency",

@@ -102,6 +102,16 @@ func linkToolsCache(dir string) (string, error) {
 	if err := os.Symlink(filepath.Dir(am), filepath.Join(dir, filepath.Base(filepath.Dir(am)))); err != nil {
 		return "", fmt.Errorf("link alertmanager: %w", err)
 	}
+	// Prometheus and kube-state-metrics, the same way.
+	prom, ksm, err := devenv.MonitoringBinaries(root)
+	if err != nil {
+		return "", err
+	}
+	for _, bin := range []string{prom, ksm} {
+		if err := os.Symlink(filepath.Dir(bin), filepath.Join(dir, filepath.Base(filepath.Dir(bin)))); err != nil {
+			return "", fmt.Errorf("link %s: %w", filepath.Base(bin), err)
+		}
+	}
 	return dir, nil
 }
 

@@ -55,6 +55,9 @@ type Options struct {
 	WorkflowCheckInterval time.Duration
 	// Alerts runs a real Alertmanager routed to Remedy's receiver.
 	Alerts *AlertsOptions
+	// Monitoring runs real kube-state-metrics and Prometheus, sending to
+	// Alerts' Alertmanager (StartMonitoring).
+	Monitoring *MonitoringOptions
 	// Node runs a real node (containerd, kube-scheduler, the kubelet) with
 	// Remedy's image and the pause image built from this tree and imported,
 	// so Pods run. It implies ControllerManager. One node runs per machine:
@@ -189,8 +192,8 @@ func envOptions(o Options, logFile *os.File) (opts devenv.Options, removeDirs fu
 }
 
 // install puts Remedy's CRDs and RBAC, the shipped safety policy, the drift
-// webhook, o's manifests and Alertmanager in place, and sets kube and
-// remedyOpts. stopAlerts stops Alertmanager, if it was started.
+// webhook, o's manifests, Alertmanager and monitoring in place, and sets kube
+// and remedyOpts. stopAlerts stops monitoring and Alertmanager, if started.
 func install(ctx context.Context, o *Options, logFile *os.File) (stopAlerts func(), err error) {
 	stopAlerts = func() {}
 	remedyOpts = devcompose.RemedyOptions{WorkflowCheckInterval: o.WorkflowCheckInterval, DriftCallbackURLs: o.DriftCallbackURLs,
@@ -224,6 +227,14 @@ func install(ctx context.Context, o *Options, logFile *os.File) (stopAlerts func
 		}
 		stopAlerts = func() { _ = alertmanager.Stop() }
 		remedyOpts.AlertmanagerURL, remedyOpts.AlertmanagerHTTPConfigFile = url, amAuth
+	}
+	if o.Monitoring != nil {
+		if monitoring, err = StartMonitoring(ctx, env, *o.Monitoring, alertmanager, logFile); err != nil {
+			return stopAlerts, fmt.Errorf("monitoring: %w", err)
+		}
+		// Prometheus goes first: it sends to Alertmanager until it stops.
+		stopAM := stopAlerts
+		stopAlerts = func() { _ = monitoring.Stop(); stopAM() }
 	}
 	return stopAlerts, nil
 }

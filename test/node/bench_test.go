@@ -34,14 +34,7 @@ const (
 // runs without a node (etcd, kube-apiserver, kube-controller-manager), and
 // reports the node's as a ratio to the control plane's.
 func BenchmarkNodeIdleCost(b *testing.B) {
-	var sum map[group]cost
-	for range b.N {
-		b.StopTimer()
-		time.Sleep(5 * time.Second) // the start's own work settles: paces a measurement; asserts nothing
-		b.StartTimer()
-		sum = add(sum, measure(costWindow))
-	}
-	reportCost(b, sum, nodeDaemons)
+	harness.ReportCost(b, harness.MeasureIdleCost(b, costWindow), harness.NodeDaemons)
 }
 
 // BenchmarkNode100PodsCost is the same with manyPods demo app replicas
@@ -49,7 +42,7 @@ func BenchmarkNodeIdleCost(b *testing.B) {
 // the containers' processes (pause and the demo app), each also reported
 // alone.
 func BenchmarkNode100PodsCost(b *testing.B) {
-	var sum map[group]cost
+	var sum map[harness.CostGroup]harness.Cost
 	for range b.N {
 		b.StopTimer()
 		ns := harness.Namespace(b)
@@ -59,21 +52,21 @@ func BenchmarkNode100PodsCost(b *testing.B) {
 		b.Logf("%d Pods Ready in %.1fs", manyPods, time.Since(start).Seconds())
 		time.Sleep(10 * time.Second) // the Pods' start settles: paces a measurement; asserts nothing
 		b.StartTimer()
-		sum = add(sum, measure(costWindow))
+		sum = harness.AddCost(sum, harness.MeasureCost(costWindow))
 		b.StopTimer()
 		removeDeployment(b, d)
 	}
-	node := sum[nodeDaemons]
-	for _, g := range []group{shims, pods} {
-		node.cores += sum[g].cores
-		node.rssMB += sum[g].rssMB
-		node.procs += sum[g].procs
+	node := sum[harness.NodeDaemons]
+	for _, g := range []harness.CostGroup{harness.Shims, harness.PodProcesses} {
+		node.Cores += sum[g].Cores
+		node.RSSMB += sum[g].RSSMB
+		node.Procs += sum[g].Procs
 	}
 	sum["node+pods"] = node
-	reportCost(b, sum, "node+pods")
-	for _, g := range []group{nodeDaemons, shims, pods} {
-		b.ReportMetric(sum[g].cores/float64(b.N), string(g)+"-cores")
-		b.ReportMetric(sum[g].rssMB/float64(b.N), string(g)+"-rss-MB")
+	harness.ReportCost(b, sum, "node+pods")
+	for _, g := range []harness.CostGroup{harness.NodeDaemons, harness.Shims, harness.PodProcesses} {
+		b.ReportMetric(sum[g].Cores/float64(b.N), string(g)+"-cores")
+		b.ReportMetric(sum[g].RSSMB/float64(b.N), string(g)+"-rss-MB")
 	}
 }
 
@@ -116,33 +109,6 @@ func scale(b *testing.B, d *appsv1.Deployment, replicas int32, done func(*appsv1
 	return time.Since(start)
 }
 
-func add(sum, c map[group]cost) map[group]cost {
-	if sum == nil {
-		sum = map[group]cost{}
-	}
-	for g, v := range c {
-		s := sum[g]
-		s.cores, s.rssMB, s.procs = s.cores+v.cores, s.rssMB+v.rssMB, s.procs+v.procs
-		sum[g] = s
-	}
-	return sum
-}
-
-// reportCost reports g's CPU and memory, the control plane's, and their
-// ratios, each per iteration.
-func reportCost(b *testing.B, sum map[group]cost, g group) {
-	n := float64(b.N)
-	node, cp := sum[g], sum[controlPlane]
-	require.NotZero(b, node.procs, "no process of %s found", g)
-	require.NotZero(b, cp.procs, "no control plane process found")
-	b.ReportMetric(node.cores/n, "cores")
-	b.ReportMetric(node.rssMB/n, "rss-MB")
-	b.ReportMetric(cp.cores/n, "control-plane-cores")
-	b.ReportMetric(cp.rssMB/n, "control-plane-rss-MB")
-	b.ReportMetric(node.cores/cp.cores, "x-control-plane-cpu")
-	b.ReportMetric(node.rssMB/cp.rssMB, "x-control-plane-rss")
-}
-
 // removeDeployment deletes d and waits until the kubelet has stopped its
 // Pods (they are gone from the API server), so the next benchmark starts
 // from an idle node. (The harness runs no namespace controller: deleting the
@@ -151,7 +117,7 @@ func removeDeployment(b *testing.B, d *appsv1.Deployment) {
 	require.NoError(b, harness.Kube().Delete(context.Background(), d, ctrlclient.PropagationPolicy(metav1.DeletePropagationForeground)))
 	start := time.Now()
 	require.Eventually(b, func() bool { return podCount(b, d.Namespace) == 0 }, 10*time.Minute, time.Second, "the Pods of %s did not stop", d.Name)
-	b.Logf("Pods stopped in %.1fs; %d processes left in the pod cgroups", time.Since(start).Seconds(), len(podPIDs()))
+	b.Logf("Pods stopped in %.1fs; %d processes left in the pod cgroups", time.Since(start).Seconds(), len(harness.PodPIDs()))
 }
 
 func podCount(b *testing.B, ns string) int {

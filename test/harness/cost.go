@@ -1,36 +1,46 @@
-package node
+package harness
+
+// What the benchmarks of test/node and test/monitoring measure: the CPU and
+// resident memory of the parts, by group, over a window.
 
 import (
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // clockTick is USER_HZ, 100 on every Linux Remedy runs on.
 const clockTick = 10 * time.Millisecond
 
-// A group of processes whose cost the benchmarks report.
-type group string
+// CostGroup is a group of processes whose cost the benchmarks report.
+type CostGroup string
 
 const (
-	// controlPlane is what runs without a node: etcd, kube-apiserver and
+	// ControlPlane is what runs without a node: etcd, kube-apiserver and
 	// kube-controller-manager.
-	controlPlane group = "control-plane"
-	// nodeDaemons are containerd, kube-scheduler and the kubelet.
-	nodeDaemons group = "node"
-	// shims are containerd's shims, one per Pod.
-	shims group = "shims"
-	// pods are the containers' processes (pause and the demo app).
-	pods group = "pods"
+	ControlPlane CostGroup = "control-plane"
+	// NodeDaemons are containerd, kube-scheduler and the kubelet.
+	NodeDaemons CostGroup = "node"
+	// Shims are containerd's shims, one per Pod.
+	Shims CostGroup = "shims"
+	// PodProcesses are the containers' processes (pause and the demo app).
+	PodProcesses CostGroup = "pods"
+	// Prometheus and KubeStateMetrics are the monitoring parts (Options.Monitoring).
+	Prometheus       CostGroup = "prometheus"
+	KubeStateMetrics CostGroup = "kube-state-metrics"
 )
 
 // byComm sorts this process's descendants into groups by command name
 // (comm, at most 15 bytes).
-var byComm = map[string]group{
-	"etcd": controlPlane, "kube-apiserver": controlPlane, "kube-controller": controlPlane,
-	"containerd": nodeDaemons, "kube-scheduler": nodeDaemons, "kubelet": nodeDaemons,
+var byComm = map[string]CostGroup{
+	"etcd": ControlPlane, "kube-apiserver": ControlPlane, "kube-controller": ControlPlane,
+	"containerd": NodeDaemons, "kube-scheduler": NodeDaemons, "kubelet": NodeDaemons,
+	"prometheus": Prometheus, "kube-state-metr": KubeStateMetrics,
 }
 
 // usage is one process's CPU time so far and its resident memory.
@@ -43,10 +53,10 @@ type usage struct {
 // (the kubelet's kubepods), the shims by name and containerd socket (they
 // leave containerd's tree when they start), the rest as descendants of this
 // process by name.
-func sample() map[group]map[int]usage {
-	out := map[group]map[int]usage{controlPlane: {}, nodeDaemons: {}, shims: {}, pods: {}}
+func sample() map[CostGroup]map[int]usage {
+	out := map[CostGroup]map[int]usage{ControlPlane: {}, NodeDaemons: {}, Shims: {}, PodProcesses: {}, Prometheus: {}, KubeStateMetrics: {}}
 	inPods := map[int]bool{}
-	for _, pid := range podPIDs() {
+	for _, pid := range PodPIDs() {
 		inPods[pid] = true
 	}
 	type proc struct {
@@ -82,9 +92,9 @@ func sample() map[group]map[int]usage {
 	for pid, p := range procs {
 		switch {
 		case inPods[pid]:
-			out[pods][pid] = p.u
+			out[PodProcesses][pid] = p.u
 		case strings.HasPrefix(p.comm, "containerd-shim") && cmdlineHas(pid, "/run/remedy-node/"):
-			out[shims][pid] = p.u
+			out[Shims][pid] = p.u
 		case byComm[p.comm] != "" && descends(pid):
 			out[byComm[p.comm]][pid] = p.u
 		}
@@ -128,8 +138,8 @@ func cmdlineHas(pid int, s string) bool {
 	return err == nil && strings.Contains(string(b), s)
 }
 
-// podPIDs are the processes in the kubelet's pod cgroups, in any hierarchy.
-func podPIDs() []int {
+// PodPIDs are the processes in the kubelet's pod cgroups, in any hierarchy.
+func PodPIDs() []int {
 	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
 	roots = append(roots, "/sys/fs/cgroup/kubepods")
 	seen := map[int]bool{}
@@ -152,30 +162,71 @@ func podPIDs() []int {
 	return pids
 }
 
-// cost is a group's CPU (in cores) over a window and its resident memory at
+// Cost is a group's CPU (in cores) over a window and its resident memory at
 // the window's end.
-type cost struct {
-	cores float64
-	rssMB float64
-	procs int
+type Cost struct {
+	Cores float64
+	RSSMB float64
+	Procs int
 }
 
-// measure waits window and returns each group's cost over it. A process
+// MeasureCost waits window and returns each group's cost over it. A process
 // that started within the window counts from its start; one that ended in
 // it is left out.
-func measure(window time.Duration) map[group]cost {
+func MeasureCost(window time.Duration) map[CostGroup]Cost {
 	before := sample()
 	time.Sleep(window) // the measurement window itself; asserts nothing
 	after := sample()
-	out := map[group]cost{}
+	out := map[CostGroup]Cost{}
 	for g, ps := range after {
-		var c cost
+		var c Cost
 		for pid, u := range ps {
-			c.cores += (u.cpu - before[g][pid].cpu).Seconds() / window.Seconds()
-			c.rssMB += float64(u.rss) / (1 << 20)
-			c.procs++
+			c.Cores += (u.cpu - before[g][pid].cpu).Seconds() / window.Seconds()
+			c.RSSMB += float64(u.rss) / (1 << 20)
+			c.Procs++
 		}
 		out[g] = c
 	}
 	return out
+}
+
+// AddCost adds c to sum, group by group.
+func AddCost(sum, c map[CostGroup]Cost) map[CostGroup]Cost {
+	if sum == nil {
+		sum = map[CostGroup]Cost{}
+	}
+	for g, v := range c {
+		s := sum[g]
+		s.Cores, s.RSSMB, s.Procs = s.Cores+v.Cores, s.RSSMB+v.RSSMB, s.Procs+v.Procs
+		sum[g] = s
+	}
+	return sum
+}
+
+// ReportCost reports g's CPU and memory, the control plane's, and their
+// ratios, each per iteration.
+func ReportCost(b *testing.B, sum map[CostGroup]Cost, g CostGroup) {
+	n := float64(b.N)
+	part, cp := sum[g], sum[ControlPlane]
+	require.NotZero(b, part.Procs, "no process of %s found", g)
+	require.NotZero(b, cp.Procs, "no control plane process found")
+	b.ReportMetric(part.Cores/n, "cores")
+	b.ReportMetric(part.RSSMB/n, "rss-MB")
+	b.ReportMetric(cp.Cores/n, "control-plane-cores")
+	b.ReportMetric(cp.RSSMB/n, "control-plane-rss-MB")
+	b.ReportMetric(part.Cores/cp.Cores, "x-control-plane-cpu")
+	b.ReportMetric(part.RSSMB/cp.RSSMB, "x-control-plane-rss")
+}
+
+// MeasureIdleCost is b.N windows of MeasureCost, each after 5s for the
+// parts' own work (a start, an earlier benchmark) to settle, summed.
+func MeasureIdleCost(b *testing.B, window time.Duration) map[CostGroup]Cost {
+	var sum map[CostGroup]Cost
+	for range b.N {
+		b.StopTimer()
+		time.Sleep(5 * time.Second) // paces a measurement; asserts nothing
+		b.StartTimer()
+		sum = AddCost(sum, MeasureCost(window))
+	}
+	return sum
 }

@@ -1,0 +1,66 @@
+package monitoring
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/remedy-dev/remedy/test/harness"
+)
+
+const (
+	// costWindow is how long each cost is measured (test/node's too).
+	costWindow = 20 * time.Second
+	// manyPods is the load: 100 demo app replicas, as test/node measures the node with.
+	manyPods = 100
+)
+
+// BenchmarkMonitoringIdleCost measures, over one window, the CPU and
+// resident memory of Prometheus and kube-state-metrics as make dev runs them
+// (5s scrape and evaluation, the standard alerts), with no Pod of the
+// benchmark's own, against the control plane (etcd, kube-apiserver,
+// kube-controller-manager).
+func BenchmarkMonitoringIdleCost(b *testing.B) {
+	reportMonitoring(b, harness.MeasureIdleCost(b, costWindow))
+}
+
+// BenchmarkMonitoring100PodsCost is the same with manyPods demo app
+// replicas Ready on the node: kube-state-metrics watches them, Prometheus
+// stores their series (kube-state-metrics's and the kubelet's cAdvisor's).
+func BenchmarkMonitoring100PodsCost(b *testing.B) {
+	var sum map[harness.CostGroup]harness.Cost
+	for range b.N {
+		b.StopTimer()
+		ns := harness.Namespace(b)
+		d := harness.Deployment(b, ns, "many", manyPods)
+		start := time.Now()
+		harness.Eventually(b, d, 10*time.Minute, func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == manyPods })
+		b.Logf("%d Pods Ready in %.1fs", manyPods, time.Since(start).Seconds())
+		time.Sleep(10 * time.Second) // the Pods' start settles: paces a measurement; asserts nothing
+		b.StartTimer()
+		sum = harness.AddCost(sum, harness.MeasureCost(costWindow))
+		b.StopTimer()
+		require.NoError(b, harness.Kube().Delete(context.Background(), d, ctrlclient.PropagationPolicy(metav1.DeletePropagationForeground)))
+	}
+	reportMonitoring(b, sum)
+}
+
+// reportMonitoring reports Prometheus and kube-state-metrics together
+// against the control plane, and each alone.
+func reportMonitoring(b *testing.B, sum map[harness.CostGroup]harness.Cost) {
+	both := sum[harness.Prometheus]
+	ksm := sum[harness.KubeStateMetrics]
+	require.NotZero(b, ksm.Procs, "no kube-state-metrics process found")
+	both.Cores, both.RSSMB, both.Procs = both.Cores+ksm.Cores, both.RSSMB+ksm.RSSMB, both.Procs+ksm.Procs
+	sum["monitoring"] = both
+	harness.ReportCost(b, sum, "monitoring")
+	for _, g := range []harness.CostGroup{harness.Prometheus, harness.KubeStateMetrics} {
+		b.ReportMetric(sum[g].Cores/float64(b.N), string(g)+"-cores")
+		b.ReportMetric(sum[g].RSSMB/float64(b.N), string(g)+"-rss-MB")
+	}
+}
