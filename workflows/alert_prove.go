@@ -41,7 +41,7 @@ func proves(spec v1alpha1.RemediationRuleSpec) bool {
 type proofPlan struct {
 	// Hold is spec.holdFor: the run acts only if the alert still fires after it.
 	Hold time.Duration
-	// Verify waits up to Window after each rung for the run's alerts to resolve.
+	// Verify waits Window after each rung, then asks whether the run's alerts resolved.
 	Verify    bool
 	Window    time.Duration
 	OnFailure v1alpha1.VerifyFailure
@@ -184,34 +184,23 @@ func (r *alertRun) hold(ctx workflow.Context) bool {
 	return false
 }
 
-// verify waits up to the window for every alert the run answers for to
-// resolve: its own (resolved signal) and each that joined it (the joined
-// run forwards its resolve). It ends early once all resolved; at the
-// window's end Alertmanager says which still fire.
+// verify waits the whole window, then Alertmanager says which of the run's
+// alert and the alerts that joined it still fire. It never ends early on a
+// resolve: a fix that did not hold shows within the window, as the alert
+// firing again or a replacement Pod's alert joining the run.
 func (r *alertRun) verify(ctx workflow.Context) proofVerdict {
 	r.record(ctx, alerts.AlertRecordInput{}, v1alpha1.AlertVerifying, v1alpha1.AlertVerifying, fmt.Sprintf(
-		"step %s done: waiting up to %s (spec.verify.window) for the alert to resolve", r.proof.Rungs[r.rung].Name, r.proof.Window))
-	if ok, _ := workflow.AwaitWithTimeout(ctx, r.proof.Window, r.allResolved); ok {
-		return judge(r.proof, r.rung, nil, false)
-	}
-	var open []string
+		"step %s done: waiting %s (spec.verify.window), then asking Alertmanager whether the alert resolved", r.proof.Rungs[r.rung].Name, r.proof.Window))
+	_ = workflow.Sleep(ctx, r.proof.Window)
+	joined := make([]string, 0, len(r.joins))
 	for _, j := range r.joins {
-		if !j.Resolved {
-			open = append(open, j.Fingerprint)
-		}
+		joined = append(joined, j.Fingerprint)
 	}
-	firing, err := r.stillFiring(ctx, open)
+	firing, err := r.stillFiring(ctx, joined)
 	if err != nil {
 		return judge(r.proof, r.rung, nil, true)
 	}
-	// A resolve received is Alertmanager's word too, even when its list lags.
-	firing = slices.DeleteFunc(firing, func(fp string) bool { return fp == r.in.Alert.Fingerprint && r.resolved })
 	return judge(r.proof, r.rung, firing, false)
-}
-
-// allResolved says whether the run's alert and every alert that joined it resolved.
-func (r *alertRun) allResolved() bool {
-	return r.resolved && !slices.ContainsFunc(r.joins, func(j joinedAlert) bool { return !j.Resolved })
 }
 
 // stillFiring asks Alertmanager which of the run's alert and joined are still firing.

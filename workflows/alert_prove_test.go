@@ -154,9 +154,21 @@ func TestProveVerifiedWhenTheAlertResolves(t *testing.T) {
 	assert.Equal(t, v1alpha1.AlertVerified, res.Phase)
 	assert.Equal(t, []string{"Queued/Matched", "Running/Started", "Done/Succeeded", "Verifying/Verifying", "Verified/Verified"}, p.phases())
 	assert.Len(t, p.created, 1)
-	assert.Empty(t, p.checks, "a resolve received is Alertmanager's word: no check needed")
+	assert.Len(t, p.checks, 1, "the window's end asks Alertmanager")
 	require.Len(t, p.acquired, 1)
 	assert.True(t, p.acquired[0].Join, "a verifying run answers for its workload")
+}
+
+// The alert resolved soon after the fix, then fired again within the
+// window: the fix did not hold, so the run is Ineffective, not Verified.
+func TestProveRelapseInsideTheWindowIsIneffective(t *testing.T) {
+	p := newProveRun(t, v1alpha1.RemediationRuleSpec{Verify: verifySpec(v1alpha1.VerifyNone)})
+	p.firing = [][]string{{p.fp}}
+	p.grant()
+	p.resolveAt(3 * time.Minute)
+	res := p.run(t)
+	assert.Equal(t, v1alpha1.AlertIneffective, res.Phase)
+	assert.Len(t, p.checks, 1)
 }
 
 // Still firing when the window ends: Ineffective; Escalate runs the next
@@ -290,6 +302,9 @@ func TestProveJoinedAlertsCountInVerification(t *testing.T) {
 			p := newProveRun(t, v1alpha1.RemediationRuleSpec{Verify: verifySpec(v1alpha1.VerifyNone)})
 			joiner := v1alpha1.AlertWorkflowID("shop", "crash", "feedbeef")
 			p.firing = [][]string{{"feedbeef"}}
+			if tc.joinedDone {
+				p.firing = [][]string{nil}
+			}
 			p.grant()
 			p.at(30*time.Second, func() { p.env.SignalWorkflow(SignalJoined, JoinNote{AlertID: joiner}) })
 			p.at(40*time.Second, func() { p.env.SignalWorkflow(SignalJoined, JoinNote{AlertID: "alert/shop/other-rule/x"}) })
@@ -299,12 +314,8 @@ func TestProveJoinedAlertsCountInVerification(t *testing.T) {
 			}
 			res := p.run(t)
 			assert.Equal(t, tc.want, res.Phase)
-			if tc.joinedDone {
-				assert.Empty(t, p.checks)
-			} else {
-				require.Len(t, p.checks, 1)
-				assert.Equal(t, []string{"feedbeef"}, p.checks[0].Joined, "only alerts of this rule join")
-			}
+			require.Len(t, p.checks, 1)
+			assert.Equal(t, []string{"feedbeef"}, p.checks[0].Joined, "only alerts of this rule join")
 		})
 	}
 }

@@ -163,9 +163,11 @@ const (
 const DefaultVerifyWindow = "10m"
 
 // VerifySpec proves a remediation by its alert resolving: after the
-// RemediationRequest completes, the run waits up to Window for every alert
-// it answers for (its own and those that joined it) to resolve. Window must
-// be at least the alert's own `for`, since the alert cannot resolve sooner.
+// RemediationRequest completes, the run waits Window, then it is Verified
+// only if Alertmanager holds none of the alerts it answers for (its own and
+// those that joined it) as firing. Window must cover how long the alert
+// takes to clear once its cause is gone, and at least the alert's own
+// `for`, which a relapse needs before it fires again.
 type VerifySpec struct {
 	// +optional
 	// +kubebuilder:default="10m"

@@ -32,7 +32,8 @@ func phaseIs(t *testing.T, rule *v1alpha1.RemediationRule, fp, phase string, tim
 func TestVerifiedWhenTheAlertResolvesAfterActing(t *testing.T) {
 	ns := tenant(t, "web")
 	r := restartRule(ns, "verified", "VerifyCrash")
-	r.Spec.Verify = &v1alpha1.VerifySpec{Window: v1alpha1.DurationOf(5 * time.Minute)}
+	// Resolved well inside the window; the run is Verified at its end.
+	r.Spec.Verify = &v1alpha1.VerifySpec{Window: v1alpha1.DurationOf(15 * time.Second)}
 	rule := createRule(t, r)
 	l := labels(ns, "VerifyCrash", "deployment", "web")
 	fp := alertmanager.Fingerprint(l)
@@ -129,7 +130,8 @@ func TestTwoAlertNamesForOneDeploymentAreOneRun(t *testing.T) {
 	ns := tenant(t, "web")
 	r := restartRule(ns, "one-run", "JoinCrashLooping")
 	r.Spec.Matchers = []string{`alertname=~"JoinCrashLooping|JoinNotReady"`}
-	r.Spec.Verify = &v1alpha1.VerifySpec{Window: v1alpha1.DurationOf(10 * time.Minute)}
+	// Long enough for the second alert to join and both to resolve inside it.
+	r.Spec.Verify = &v1alpha1.VerifySpec{Window: v1alpha1.DurationOf(45 * time.Second)}
 	rule := createRule(t, r)
 	crash := labels(ns, "JoinCrashLooping", "deployment", "web")
 	notReady := labels(ns, "JoinNotReady", "deployment", "web")
@@ -150,7 +152,7 @@ func TestTwoAlertNamesForOneDeploymentAreOneRun(t *testing.T) {
 	require.Eventually(t, func() bool { return harness.SignalsReceived(t, crashID, workflows.SignalAlert) >= 2 }, 30*time.Second, 100*time.Millisecond)
 	assert.Equal(t, v1alpha1.AlertVerifying, phaseIs(t, rule, crashFP, v1alpha1.AlertVerifying, time.Second).Phase)
 	resolve(t, notReady)
-	rec := phaseIs(t, rule, crashFP, v1alpha1.AlertVerified, 60*time.Second)
+	rec := phaseIs(t, rule, crashFP, v1alpha1.AlertVerified, 90*time.Second)
 	assert.Equal(t, v1alpha1.ReasonVerified, rec.Reason)
 	assert.Len(t, requestsOf(t, ns, rule.Name), 1)
 	harness.WaitClosed(t, v1alpha1.AlertWorkflowID(ns, rule.Name, notReadyFP), 30*time.Second)

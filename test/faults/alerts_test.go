@@ -223,8 +223,8 @@ func alertFlap(t *testing.T, p *parts, what string) string {
 // by the one request it made, and is counted once.
 func alertVerify(t *testing.T, p *parts, what string) string {
 	_, gen, rule, l := alertCase(t, "verify", "FaultVerify", 3, func(s *v1alpha1.RemediationRuleSpec) {
-		// Longer than the case: only the resolve can end the wait in time.
-		s.Verify = &v1alpha1.VerifySpec{Window: v1alpha1.DurationOf(30 * time.Minute)}
+		// Outlasts the fault: the window ends after the part is back.
+		s.Verify = &v1alpha1.VerifySpec{Window: v1alpha1.DurationOf(20 * time.Second)}
 	})
 	fp := alertmanager.Fingerprint(l)
 	harness.FireAlert(t, p.alerting.am, l)
