@@ -22,8 +22,9 @@ import (
 	"github.com/remedy-dev/remedy/test/harness"
 )
 
-// blockTimeout bounds every block; a watch ends sooner.
-const blockTimeout = 4 * time.Minute
+// blockTimeout bounds every block; a watch ends sooner. The longest is the
+// README's wait for a Verified run: the sample rule's 6m verify window.
+const blockTimeout = 8 * time.Minute
 
 // workDir stands in for the repository root a person types in: the
 // repository's entries, and its own .dev/ like `make dev` writes.
@@ -56,12 +57,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	// What `make dev` runs: kube-controller-manager, a node, the drift
-	// webhook in enforce mode, the demo workloads, the operator, the worker
-	// and Alertmanager routed to its receiver.
+	// webhook in enforce mode, the demo workloads, the operator, the worker,
+	// Alertmanager routed to its receiver, and Prometheus with
+	// kube-state-metrics and the standard alerts sending to it.
 	return harness.Main(m, harness.Options{
 		ControllerManager: true,
 		Node:              true,
 		Alerts:            &harness.AlertsOptions{},
+		Monitoring:        &harness.MonitoringOptions{},
 		Remedy:            true,
 		Drift:             &devcompose.DriftWebhookOptions{DefaultMode: kv1.ModeEnforce},
 		Manifests:         []string{filepath.Join(harness.Root, "deploy", "samples", "demo")},
@@ -187,7 +190,7 @@ func check(b Block, out string, err error) string {
 
 // shellEnv is a person's shell after `source .dev/env`, the file `make dev`
 // writes: KUBECONFIG, TEMPORAL_ADDRESS, REMEDY_WEB_UI, ALERTMANAGER_URL,
-// ALERTMANAGER_HTTP_CONFIG (its credentials), and
+// ALERTMANAGER_HTTP_CONFIG (its credentials), PROMETHEUS_URL, and
 // .dev/bin (the pinned kubectl, temporal and amtool, and kubectl-remedy) first
 // on the system's PATH.
 func shellEnv(t *testing.T) []string {
@@ -195,13 +198,13 @@ func shellEnv(t *testing.T) []string {
 	require.NoError(t, harness.WriteKubeconfig(kubeconfig))
 	shell := devenv.ShellEnv{Kubeconfig: kubeconfig, TemporalAddress: harness.TemporalAddress(),
 		WebUI: "http://127.0.0.1:8233", BinDir: filepath.Join(workDir, ".dev", "bin"), AlertmanagerURL: harness.Alertmanager().URL,
-		AlertmanagerHTTPConfig: harness.Alertmanager().HTTPConfig}
+		AlertmanagerHTTPConfig: harness.Alertmanager().HTTPConfig, PrometheusURL: harness.Monitoring().PrometheusURL}
 	require.NoError(t, os.WriteFile(filepath.Join(workDir, ".dev", "env"), shell.Render(), 0o644))
 
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "PATH" || name == "KUBECONFIG" || name == "REMEDY_WEB_UI" || name == "ALERTMANAGER_URL" || name == "ALERTMANAGER_HTTP_CONFIG" || strings.HasPrefix(name, "TEMPORAL_") {
+		if name == "PATH" || name == "KUBECONFIG" || name == "REMEDY_WEB_UI" || name == "ALERTMANAGER_URL" || name == "ALERTMANAGER_HTTP_CONFIG" || name == "PROMETHEUS_URL" || strings.HasPrefix(name, "TEMPORAL_") {
 			continue
 		}
 		env = append(env, kv)
@@ -211,7 +214,7 @@ func shellEnv(t *testing.T) []string {
 	}
 	return append(env, "PATH="+shell.BinDir+":"+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig,
 		"TEMPORAL_ADDRESS="+shell.TemporalAddress, "REMEDY_WEB_UI="+shell.WebUI, "ALERTMANAGER_URL="+shell.AlertmanagerURL,
-		"ALERTMANAGER_HTTP_CONFIG="+shell.AlertmanagerHTTPConfig)
+		"ALERTMANAGER_HTTP_CONFIG="+shell.AlertmanagerHTTPConfig, "PROMETHEUS_URL="+shell.PrometheusURL)
 }
 
 // runBlock runs one block in its own process group and returns its
