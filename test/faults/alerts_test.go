@@ -16,13 +16,11 @@ import (
 	workflowservice "go.temporal.io/api/workflowservice/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/api/v1alpha1"
 	"github.com/remedy-dev/remedy/internal/alertmanager"
 	"github.com/remedy-dev/remedy/internal/devenv"
-	remedyoperator "github.com/remedy-dev/remedy/operator"
 	"github.com/remedy-dev/remedy/test/harness"
 	"github.com/remedy-dev/remedy/test/procs"
 )
@@ -66,17 +64,9 @@ const alertAuthor = "alert-author"
 func alertRule(t *testing.T, ns, name, alertname string, breaker int32, with ...func(*v1alpha1.RemediationRuleSpec)) *v1alpha1.RemediationRule {
 	t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: alertAuthor, Namespace: ns}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"remedy.dev"}, Resources: []string{"remediationrules"}, Verbs: []string{"create", "get"}},
-		{APIGroups: []string{"remedy.dev"}, Resources: []string{"actions"}, ResourceNames: []string{"restart"}, Verbs: []string{"execute"}}}}
-	require.NoError(t, harness.Kube().Create(ctx, role))
-	require.NoError(t, harness.Kube().Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: alertAuthor, Namespace: ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: alertAuthor},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: alertAuthor}}}))
-	cfg := rest.CopyConfig(procs.Env().Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: alertAuthor, Groups: []string{"system:authenticated"}}
-	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: remedyoperator.Scheme()})
-	require.NoError(t, err)
+	c := harness.As(t, ns, alertAuthor,
+		rbacv1.PolicyRule{APIGroups: []string{"remedy.dev"}, Resources: []string{"remediationrules"}, Verbs: []string{"create", "get"}},
+		rbacv1.PolicyRule{APIGroups: []string{"remedy.dev"}, Resources: []string{"actions"}, ResourceNames: []string{"restart"}, Verbs: []string{"execute"}})
 	r := &v1alpha1.RemediationRule{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.RemediationRuleSpec{
 		Matchers:       []string{fmt.Sprintf("alertname=%q", alertname)},
 		Cooldown:       v1alpha1.DurationOf(0),
@@ -228,14 +218,18 @@ func alertVerify(t *testing.T, p *parts, what string) string {
 	})
 	fp := alertmanager.Fingerprint(l)
 	harness.FireAlert(t, p.alerting.am, l)
-	ruleAlert(t, rule, fp, 90*time.Second, func(_ *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool { return a.Phase == v1alpha1.AlertVerifying })
+	ruleAlert(t, rule, fp, 90*time.Second, func(_ *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool {
+		return a.Phase == v1alpha1.AlertVerifying
+	})
 
 	p.kill(t, what)
 	harness.ResolveAlert(t, p.alerting.am, l)
 	time.Sleep(down[what]) // the fault itself: the part stays down; asserts nothing
 	p.restart(t, what)
 
-	got := ruleAlert(t, rule, fp, 2*time.Minute, func(_ *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool { return a.Phase == v1alpha1.AlertVerified })
+	got := ruleAlert(t, rule, fp, 2*time.Minute, func(_ *v1alpha1.RemediationRule, a *v1alpha1.AlertRecord) bool {
+		return a.Phase == v1alpha1.AlertVerified
+	})
 	assert.Equal(t, int64(1), got.Status.Outcomes[v1alpha1.AlertVerified], "verified once")
 	return "resolved while down; Verified; " + tally(t, p, got, l, gen, 1, 1)
 }

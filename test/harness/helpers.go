@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,4 +75,20 @@ func Eventually[T ctrlclient.Object](t testing.TB, obj T, timeout time.Duration,
 		require.Failf(t, "condition not met", "after %s; last error %v; last object: %+v", timeout, err, obj)
 	}
 	return obj
+}
+
+// As grants user rules in namespace (a Role and its RoleBinding, both named
+// for the user) and returns a client that acts as the user.
+func As(t testing.TB, namespace, user string, rules ...rbacv1.PolicyRule) ctrlclient.Client {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, kube.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: namespace}, Rules: rules}))
+	require.NoError(t, kube.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: namespace},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}))
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: kube.Scheme()})
+	require.NoError(t, err)
+	return c
 }
