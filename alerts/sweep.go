@@ -40,9 +40,9 @@ type Sweep struct {
 	Log   logr.Logger
 }
 
-// DefaultSweepGrace covers Prometheus's default resend delay (1m) and a
-// rule evaluation interval or two.
-const DefaultSweepGrace = 2 * time.Minute
+// DefaultSweepGrace is alertmanager.RestartGrace: before it has passed, a
+// missing alert may still fire.
+const DefaultSweepGrace = alertmanager.RestartGrace
 
 // errRestarted skips a round: Alertmanager restarted within the grace.
 type errRestarted struct{ started time.Time }

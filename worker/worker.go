@@ -73,6 +73,9 @@ type Options struct {
 	// AlertmanagerURL is the Alertmanager alert runs verify their alert
 	// against and sweep for lost resolves (empty: no check, no sweep).
 	AlertmanagerURL string
+	// AlertmanagerRestartGrace after Alertmanager starts before its list may
+	// prove an alert resolved (0: alertmanager.RestartGrace).
+	AlertmanagerRestartGrace time.Duration
 	// AlertmanagerHTTPConfigFile holds the basic-auth credentials it is read
 	// with (amtool's --http.config.file format); required with AlertmanagerURL.
 	AlertmanagerHTTPConfigFile string
@@ -199,7 +202,8 @@ func registerActivities(w *registered, o Options, c clients) (built, error) {
 	w.RegisterActivity(&execution.Remediation{Client: c.kc})
 	statuses := &status.Statuses{Client: c.kc, Kube: c.cs, Seen: seen}
 	w.RegisterActivity(statuses)
-	alerting := &alerts.Alerts{Client: c.kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue, Runs: openRuns}
+	alerting := &alerts.Alerts{Client: c.kc, Events: statuses, Guard: o.Temporal, TaskQueue: workflows.TaskQueue, Runs: openRuns,
+		RestartGrace: o.AlertmanagerRestartGrace}
 	if o.AlertmanagerURL != "" {
 		am, err := alertmanager.New(o.AlertmanagerURL, o.AlertmanagerHTTPConfigFile)
 		if err != nil {

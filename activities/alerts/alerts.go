@@ -37,6 +37,9 @@ type Alerts struct {
 	Client ctrlclient.Client
 	// Alertmanager, when set, is asked whether an alert really fires.
 	Alertmanager *alertmanager.Client
+	// RestartGrace after Alertmanager starts before its list may prove an
+	// alert resolved (0: alertmanager.RestartGrace).
+	RestartGrace time.Duration
 	// Gate hands out the only way to write a silence (gate_silence.go).
 	Gate *gate.Gate
 	// Events records refusals and guard trips on the rule.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -57,6 +58,9 @@ func (a *Alerts) firingOf(ctx context.Context, namespace string, all []string) (
 		}
 		return nil, fmt.Errorf("check alertmanager credentials: %w", err)
 	}
+	if err := a.upLongEnough(ctx); err != nil {
+		return nil, err
+	}
 	active, err := a.Alertmanager.Active(ctx, namespace)
 	if err != nil {
 		return nil, err
@@ -95,4 +99,23 @@ func JoinedFingerprint(namespace, rule, id string) string {
 		return ""
 	}
 	return fp
+}
+
+// upLongEnough fails, to be retried, while Alertmanager has been up less
+// than RestartGrace: it keeps no alerts across a restart, so until its
+// senders send theirs again an alert missing from its list may still fire,
+// and a fix would be Verified (or a held alert dropped) on a guess.
+func (a *Alerts) upLongEnough(ctx context.Context) error {
+	started, err := a.Alertmanager.Started(ctx)
+	if err != nil {
+		return err
+	}
+	grace := a.RestartGrace
+	if grace <= 0 {
+		grace = alertmanager.RestartGrace
+	}
+	if up := time.Since(started); up < grace {
+		return fmt.Errorf("alertmanager has been up %s, less than %s: an alert its senders have not sent again yet would read as resolved", up.Round(time.Second), grace)
+	}
+	return nil
 }

@@ -87,7 +87,7 @@ func runWorker(ctx context.Context, args []string) error {
 	fs.Int64Var(&ao.MaxBodyBytes, "alerts-max-body-bytes", alerts.DefaultMaxBodyBytes, "largest notification body accepted (413 above)")
 	fs.DurationVar(&ao.MaxAge, "alerts-max-age", alerts.DefaultMaxAge, "a firing alert whose startsAt is older is refused as stale")
 	fs.DurationVar(&ao.SweepEvery, "alerts-sweep-every", time.Minute, "how often the receiver lists Alertmanager's active alerts and resolves open alert runs whose alert it no longer holds (lost resolves)")
-	fs.DurationVar(&ao.SweepGrace, "alerts-sweep-grace", alerts.DefaultSweepGrace, "after Alertmanager (re)starts, how long the sweep resolves nothing: it keeps no alerts across a restart, and its senders send firing alerts again only every resend delay")
+	fs.DurationVar(&ao.SweepGrace, "alerts-sweep-grace", alerts.DefaultSweepGrace, "after Alertmanager (re)starts, how long the sweep resolves nothing and no alert run reads a missing alert as resolved (verify, holdFor): it keeps no alerts across a restart, and its senders send firing alerts again only every resend delay")
 	amURL := fs.String("alertmanager-url", "", "Alertmanager that alert runs verify their alert against and sweep (empty: no check)")
 	amAuth := fs.String("alertmanager-http-config-file", "", "basic_auth credentials for --alertmanager-url, in amtool's --http.config.file format (required with it: Remedy acts only on an Alertmanager with web authentication); read on each request")
 	var gf execGateFlags
@@ -116,7 +116,7 @@ func runWorker(ctx context.Context, args []string) error {
 		PayloadKeys: tf.keys, PayloadUnsealedBefore: tf.cutoff,
 		MaxConcurrentActivities: *maxActivities, MaxConcurrentLocalActivities: *localActivities, MaxConcurrentWorkflowTasks: *workflowTasks,
 		StopTimeout: *stopTimeout, JobTTL: *jobTTL, DriftCallbackURLs: *callbacks, DriftApproval: *approval, AlertmanagerURL: *amURL,
-		AlertmanagerHTTPConfigFile: *amAuth, ExecGate: execGate})
+		AlertmanagerHTTPConfigFile: *amAuth, AlertmanagerRestartGrace: ao.SweepGrace, ExecGate: execGate})
 	if err != nil {
 		return err
 	}

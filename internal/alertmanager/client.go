@@ -56,6 +56,12 @@ func (a *Client) Matching(ctx context.Context, filter []string) ([]ActiveAlert, 
 	return out, nil
 }
 
+// RestartGrace is how long after Alertmanager starts its list may still
+// lack firing alerts: it keeps none across a restart, and Prometheus sends
+// them again every resend delay (1m by default), plus a rule evaluation
+// interval or two.
+const RestartGrace = 2 * time.Minute
+
 // Started is when Alertmanager started (its status's uptime). It holds no
 // alerts across a restart: until its senders have sent them again, an
 // alert missing from its list may still fire.

@@ -37,6 +37,8 @@ type RemedyOptions struct {
 	DriftApproval     bool
 	// AlertmanagerURL is the worker's (alert runs verify against it and sweep it).
 	AlertmanagerURL string
+	// AlertmanagerRestartGrace is the worker's (worker.Options).
+	AlertmanagerRestartGrace time.Duration
 	// AlertmanagerHTTPConfigFile holds its credentials (required with AlertmanagerURL).
 	AlertmanagerHTTPConfigFile string
 	// Codec, when set, has the operator serve the codec server (ServeCodec).
@@ -80,6 +82,7 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	}
 	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
 		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL, ExecGate: gate,
+		AlertmanagerRestartGrace: o.AlertmanagerRestartGrace,
 		PayloadKeys: e.Keys, AlertmanagerHTTPConfigFile: o.AlertmanagerHTTPConfigFile})
 	if err != nil {
 		return nil, err

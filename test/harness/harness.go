@@ -227,6 +227,7 @@ func install(ctx context.Context, o *Options, logFile *os.File) (stopAlerts func
 		}
 		stopAlerts = func() { _ = alertmanager.Stop() }
 		remedyOpts.AlertmanagerURL, remedyOpts.AlertmanagerHTTPConfigFile = url, amAuth
+		remedyOpts.AlertmanagerRestartGrace = SweepGrace
 	}
 	if o.Monitoring != nil {
 		if monitoring, err = StartMonitoring(ctx, env, *o.Monitoring, alertmanager, logFile); err != nil {
