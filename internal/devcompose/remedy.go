@@ -83,7 +83,7 @@ func RunRemedy(ctx context.Context, e *devenv.Env, o RemedyOptions) (done <-chan
 	w, err := worker.New(worker.Options{Temporal: e.Temporal, Kube: o.wrap(wCfg), ActionNamespace: devenv.Namespace, StopTimeout: o.WorkerStopTimeout,
 		DriftCallbackURLs: o.DriftCallbackURLs, DriftApproval: o.DriftApproval, AlertmanagerURL: o.AlertmanagerURL, ExecGate: gate,
 		AlertmanagerRestartGrace: o.AlertmanagerRestartGrace,
-		PayloadKeys: e.Keys, AlertmanagerHTTPConfigFile: o.AlertmanagerHTTPConfigFile})
+		PayloadKeys:              e.Keys, AlertmanagerHTTPConfigFile: o.AlertmanagerHTTPConfigFile})
 	if err != nil {
 		return nil, err
 	}
