@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 )
 
 // hostProcess is a part run as a plain process on this machine (Prometheus,
-// kube-state-metrics): its output goes to the log, prefixed with its name.
+// kube-state-metrics): its output goes to the log as JSON lines (jsonLines
+// wraps what is not JSON, naming the part), so the shared log stays JSON.
 type hostProcess struct {
 	name   string
 	cmd    *exec.Cmd
@@ -22,7 +22,7 @@ type hostProcess struct {
 
 func startHostProcess(name string, log io.Writer, dieWithParent bool, bin string, args ...string) (*hostProcess, error) {
 	cmd := exec.Command(bin, args...)
-	out := &prefixWriter{w: log, prefix: []byte(name + ": ")}
+	out := newJSONLines(log, name)
 	cmd.Stdout, cmd.Stderr = out, out
 	if dieWithParent {
 		cmd.SysProcAttr = childSysProcAttr()
@@ -62,29 +62,4 @@ func (p *hostProcess) stop() {
 	if p != nil && p.cmd.Process != nil {
 		stopProcess(p.cmd.Process, p.exited, os.Interrupt)
 	}
-}
-
-// prefixWriter starts every line with prefix; one process writes to it.
-type prefixWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	prefix []byte
-	mid    bool
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []byte
-	for _, c := range b {
-		if !p.mid {
-			out = append(out, p.prefix...)
-		}
-		out = append(out, c)
-		p.mid = c != '\n'
-	}
-	if _, err := p.w.Write(out); err != nil {
-		return 0, err
-	}
-	return len(b), nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -320,4 +321,29 @@ func (e *Env) kubeletServingCA() string {
 		return ""
 	}
 	return e.node.paths.at("kubelet", "pki", "kubelet.crt")
+}
+
+// prefixWriter starts every line with prefix; one process writes to it.
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix []byte
+	mid    bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []byte
+	for _, c := range b {
+		if !p.mid {
+			out = append(out, p.prefix...)
+		}
+		out = append(out, c)
+		p.mid = c != '\n'
+	}
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
