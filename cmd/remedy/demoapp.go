@@ -25,9 +25,14 @@ const (
 	demoUnready = "unready"
 )
 
-// demoModeEnv overrides the mounted config's mode key, so one
-// `kubectl set env` rolls out a new pod template with another mode.
-const demoModeEnv = "DEMO_MODE"
+// demoModeKey is the mounted config's key of the mode: a name of its own,
+// so a ConfigMap's ordinary keys (mode, say) never crash the app.
+// demoModeEnv overrides it, so one `kubectl set env` rolls out a new pod
+// template with another mode.
+const (
+	demoModeKey = "demo-mode"
+	demoModeEnv = "DEMO_MODE"
+)
 
 // runDemoApp is the demo workloads' server: it reports its Pod and the
 // config mounted when it started, so a rollout after a ConfigMap edit shows
@@ -36,7 +41,7 @@ func runDemoApp(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo-app", flag.ContinueOnError)
 	addr := fs.String("addr", ":8080", "address to serve on")
 	configDir := fs.String("config-dir", "/etc/demo", "directory of the mounted config (a ConfigMap volume); may be absent. "+
-		"Its key mode (or the env "+demoModeEnv+", which wins) is serve (default), crash (exit 1 at start) or unready (fail /readyz)")
+		"Its key "+demoModeKey+" (or the env "+demoModeEnv+", which wins) is serve (default), crash (exit 1 at start) or unready (fail /readyz)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,8 +54,8 @@ func runDemoApp(ctx context.Context, args []string) error {
 		return err
 	}
 	if mode == demoCrash {
-		return fmt.Errorf("demo-app: mode %q: exiting at start as configured (set %s=%s or the config's mode to %s to serve)",
-			mode, demoModeEnv, demoServe, demoServe)
+		return fmt.Errorf("demo-app: mode %q: exiting at start as configured (set %s=%s or the config's %s to %s to serve)",
+			mode, demoModeEnv, demoServe, demoModeKey, demoServe)
 	}
 	host, _ := os.Hostname()
 	mux := http.NewServeMux()
@@ -81,17 +86,17 @@ func runDemoApp(ctx context.Context, args []string) error {
 	}
 }
 
-// demoMode is the mode env sets, else the config dir's mode file, else
+// demoMode is the mode env sets, else the config dir's demoModeKey file, else
 // serve. An unknown mode is a config error: the app refuses to start, as a
 // real app refuses a config it cannot parse.
 func demoMode(dir, env string) (string, error) {
 	mode, from := strings.TrimSpace(env), demoModeEnv
 	if mode == "" {
-		b, err := os.ReadFile(filepath.Join(dir, "mode"))
+		b, err := os.ReadFile(filepath.Join(dir, demoModeKey))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("read config mode: %w", err)
 		}
-		mode, from = strings.TrimSpace(string(b)), filepath.Join(dir, "mode")
+		mode, from = strings.TrimSpace(string(b)), filepath.Join(dir, demoModeKey)
 	}
 	switch mode {
 	case "":

@@ -12,7 +12,7 @@ import (
 
 func TestDemoMode(t *testing.T) {
 	withMode := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(withMode, "mode"), []byte("unready\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(withMode, demoModeKey), []byte("unready\n"), 0o600))
 	for _, tc := range []struct {
 		name, dir, env, want, err string
 	}{
