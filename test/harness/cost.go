@@ -4,6 +4,7 @@ package harness
 // resident memory of the parts, by group, over a window.
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // clockTick is USER_HZ, 100 on every Linux Remedy runs on.
@@ -227,6 +232,35 @@ func MeasureIdleCost(b *testing.B, window time.Duration) map[CostGroup]Cost {
 		time.Sleep(5 * time.Second) // paces a measurement; asserts nothing
 		b.StartTimer()
 		sum = AddCost(sum, MeasureCost(window))
+	}
+	return sum
+}
+
+// MeasurePodsCost is b.N windows of MeasureCost, each with pods demo app
+// replicas Ready on the node (started before the window, settled for 10s,
+// and stopped after it, waiting for their Pods to go), summed.
+func MeasurePodsCost(b *testing.B, pods int32, window time.Duration) map[CostGroup]Cost {
+	ctx := context.Background()
+	var sum map[CostGroup]Cost
+	for range b.N {
+		b.StopTimer()
+		ns := Namespace(b)
+		d := Deployment(b, ns, "many", pods)
+		start := time.Now()
+		Eventually(b, d, 10*time.Minute, func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == pods })
+		b.Logf("%d Pods Ready in %.1fs", pods, time.Since(start).Seconds())
+		time.Sleep(10 * time.Second) // the Pods' start settles: paces a measurement; asserts nothing
+		b.StartTimer()
+		sum = AddCost(sum, MeasureCost(window))
+		b.StopTimer()
+		require.NoError(b, kube.Delete(ctx, d, ctrlclient.PropagationPolicy(metav1.DeletePropagationForeground)))
+		start = time.Now()
+		require.Eventually(b, func() bool {
+			var l corev1.PodList
+			require.NoError(b, kube.List(ctx, &l, ctrlclient.InNamespace(ns)))
+			return len(l.Items) == 0
+		}, 10*time.Minute, time.Second, "the Pods of %s did not stop", d.Name)
+		b.Logf("Pods stopped in %.1fs; %d processes left in the pod cgroups", time.Since(start).Seconds(), len(PodPIDs()))
 	}
 	return sum
 }

@@ -1,14 +1,10 @@
 package monitoring
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/remedy-dev/remedy/test/harness"
 )
@@ -33,20 +29,7 @@ func BenchmarkMonitoringIdleCost(b *testing.B) {
 // replicas Ready on the node: kube-state-metrics watches them, Prometheus
 // stores their series (kube-state-metrics's and the kubelet's cAdvisor's).
 func BenchmarkMonitoring100PodsCost(b *testing.B) {
-	var sum map[harness.CostGroup]harness.Cost
-	for range b.N {
-		b.StopTimer()
-		ns := harness.Namespace(b)
-		d := harness.Deployment(b, ns, "many", manyPods)
-		start := time.Now()
-		harness.Eventually(b, d, 10*time.Minute, func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == manyPods })
-		b.Logf("%d Pods Ready in %.1fs", manyPods, time.Since(start).Seconds())
-		time.Sleep(10 * time.Second) // the Pods' start settles: paces a measurement; asserts nothing
-		b.StartTimer()
-		sum = harness.AddCost(sum, harness.MeasureCost(costWindow))
-		b.StopTimer()
-		require.NoError(b, harness.Kube().Delete(context.Background(), d, ctrlclient.PropagationPolicy(metav1.DeletePropagationForeground)))
-	}
+	sum := harness.MeasurePodsCost(b, manyPods, costWindow)
 	reportMonitoring(b, sum)
 }
 

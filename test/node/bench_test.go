@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,20 +41,7 @@ func BenchmarkNodeIdleCost(b *testing.B) {
 // the containers' processes (pause and the demo app), each also reported
 // alone.
 func BenchmarkNode100PodsCost(b *testing.B) {
-	var sum map[harness.CostGroup]harness.Cost
-	for range b.N {
-		b.StopTimer()
-		ns := harness.Namespace(b)
-		d := harness.Deployment(b, ns, "many", manyPods)
-		start := time.Now()
-		harness.Eventually(b, d, 10*time.Minute, func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == manyPods })
-		b.Logf("%d Pods Ready in %.1fs", manyPods, time.Since(start).Seconds())
-		time.Sleep(10 * time.Second) // the Pods' start settles: paces a measurement; asserts nothing
-		b.StartTimer()
-		sum = harness.AddCost(sum, harness.MeasureCost(costWindow))
-		b.StopTimer()
-		removeDeployment(b, d)
-	}
+	sum := harness.MeasurePodsCost(b, manyPods, costWindow)
 	node := sum[harness.NodeDaemons]
 	for _, g := range []harness.CostGroup{harness.Shims, harness.PodProcesses} {
 		node.Cores += sum[g].Cores
@@ -113,13 +99,6 @@ func scale(b *testing.B, d *appsv1.Deployment, replicas int32, done func(*appsv1
 // Pods (they are gone from the API server), so the next benchmark starts
 // from an idle node. (The harness runs no namespace controller: deleting the
 // namespace would leave its Pods running.)
-func removeDeployment(b *testing.B, d *appsv1.Deployment) {
-	require.NoError(b, harness.Kube().Delete(context.Background(), d, ctrlclient.PropagationPolicy(metav1.DeletePropagationForeground)))
-	start := time.Now()
-	require.Eventually(b, func() bool { return podCount(b, d.Namespace) == 0 }, 10*time.Minute, time.Second, "the Pods of %s did not stop", d.Name)
-	b.Logf("Pods stopped in %.1fs; %d processes left in the pod cgroups", time.Since(start).Seconds(), len(harness.PodPIDs()))
-}
-
 func podCount(b *testing.B, ns string) int {
 	var pods corev1.PodList
 	require.NoError(b, harness.Kube().List(context.Background(), &pods, ctrlclient.InNamespace(ns)))
